@@ -1,0 +1,26 @@
+# The two commands of the README: `make demo` runs the main job, `make test` runs every test.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: venv demo test bench clean
+
+$(BIN)/kitsoki-miner: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(BIN)/kitsoki-miner
+
+demo: venv
+	$(BIN)/kitsoki-miner sessions
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+bench: venv
+	$(BIN)/python tests/bench/ingest.py --json
+
+clean:
+	rm -rf $(VENV) build *.egg-info
