@@ -1,0 +1,157 @@
+"""Stream a JSONL transcript into records, accounting for every line read.
+
+Memory is bounded by the longest line we agree to hold (`max_line_bytes`); a longer line is
+skipped by reading it in chunks and throwing them away, so a 100 MB line never sits in memory.
+Whatever the bytes, this never raises on content: each bad line becomes a counted Problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from core.transcripts.model import LineAccounting, Problem, ProblemKind
+
+MAX_LINE_BYTES = 32 * 1024 * 1024
+"""Lines longer than this are skipped (counted, with file and line). Real lines with big tool
+results or pasted images reach a few MB; 32 MB leaves room and still bounds memory."""
+
+MAX_PROBLEMS = 200
+"""Problems kept per file with full detail; the counts stay complete past this."""
+
+_CHUNK = 1024 * 1024
+_decoder = json.JSONDecoder()
+
+
+@dataclass
+class LineReader:
+    """Iterates `(line_number, record)` over a file; fills `accounting` and `problems` as it goes."""
+
+    path: Path
+    max_line_bytes: int = MAX_LINE_BYTES
+    accounting: LineAccounting = field(default_factory=LineAccounting)
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
+    _bad: int = 0
+    _recovered: int = 0
+
+    def problem(self, kind: ProblemKind, line: int, detail: str = "") -> None:
+        self.problem_count += 1
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(Problem(kind=kind, file=str(self.path), line=line, detail=detail))
+
+    def __iter__(self) -> Iterator[tuple[int, dict]]:
+        # Counters are plain locals on this hot path (a pydantic attribute write per line costs
+        # more than the JSON parse of a small line); they are folded into `accounting` at the end.
+        acc = self.accounting
+        limit = self.max_line_bytes
+        loads = orjson.loads
+        lineno = parsed = skipped = 0
+        self._bad = self._recovered = 0
+        try:
+            with open(self.path, "rb") as fh:
+                readline = fh.readline
+                while True:
+                    raw = readline(limit + 1)
+                    if not raw:
+                        return
+                    lineno += 1
+                    if len(raw) > limit and not raw.endswith(b"\n"):
+                        dropped = len(raw) + _discard_rest_of_line(fh)
+                        skipped += 1
+                        self.problem(ProblemKind.oversized, lineno, f"{dropped} bytes > limit {limit}")
+                        continue
+                    try:
+                        obj = loads(raw)
+                    except orjson.JSONDecodeError:
+                        if not raw.strip():
+                            skipped += 1
+                            continue
+                        yield from self._recover(raw, lineno)
+                        continue
+                    if type(obj) is dict:
+                        parsed += 1
+                        yield lineno, obj
+                    else:
+                        self._bad += 1
+                        self.problem(ProblemKind.malformed, lineno, f"a JSON {type(obj).__name__}, not an object")
+        finally:
+            acc.lines_read += lineno
+            acc.parsed += parsed + self._recovered
+            acc.skipped += skipped
+            acc.malformed += self._bad
+
+    def _recover(self, raw: bytes, lineno: int) -> Iterator[tuple[int, dict]]:
+        """The slow path for a line orjson refused: bad UTF-8, glued objects, a torn tail."""
+        try:
+            text = raw.decode("utf-8")
+            bad_utf8 = False
+        except UnicodeDecodeError:
+            text = raw.decode("utf-8", errors="replace")
+            bad_utf8 = True
+        objects = _decode_glued(text)
+        if objects and all(type(o) is dict for o in objects):
+            self._recovered += 1
+            if bad_utf8:
+                self.problem(ProblemKind.invalid_utf8, lineno, "undecodable bytes replaced with U+FFFD")
+            if len(objects) > 1:
+                self.problem(ProblemKind.glued, lineno, f"{len(objects)} objects on one line, all recovered")
+            for obj in objects:
+                yield lineno, obj
+            return
+        self._bad += 1
+        if not raw.endswith(b"\n"):
+            self.problem(ProblemKind.torn_tail, lineno, "last line is incomplete (file still being written?)")
+        elif bad_utf8 and text.count("\ufffd") * 4 > len(text):
+            self.problem(ProblemKind.malformed, lineno, "binary data, not JSON")
+        else:
+            self.problem(ProblemKind.malformed, lineno, f"not JSON: {text[:60]!r}")
+
+
+def _discard_rest_of_line(fh) -> int:
+    dropped = 0
+    while True:
+        chunk = fh.readline(_CHUNK)
+        dropped += len(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return dropped
+
+
+def _decode_glued(text: str) -> list:
+    """Decode one or more JSON values written back to back on one line; [] if any part fails."""
+    out = []
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= end:
+            return out
+        try:
+            obj, pos = _decoder.raw_decode(text, pos)
+        except ValueError:
+            return []
+        out.append(obj)
+
+
+def sniff_format(path: Path) -> str | None:
+    """'pi' when the first parseable record is a Pi session header, 'claude' for other records."""
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(20):
+                raw = fh.readline(1024 * 1024)
+                if not raw:
+                    return None
+                try:
+                    obj = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if type(obj) is not dict:
+                    continue
+                return "pi" if obj.get("type") == "session" else "claude"
+    except OSError:
+        return None
+    return None

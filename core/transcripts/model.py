@@ -1,0 +1,201 @@
+"""The normalized transcript model every reader produces and every later stage consumes.
+
+Every element carries where it came from (file and 1-based line) so a recipe, a proposal or a
+learning can always cite its evidence. Text fields are already redacted when a reader returns them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Format = Literal["claude", "pi"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceRef(_Model):
+    """A place in a transcript file: the file and its 1-based first and last lines."""
+
+    file: str
+    line: int
+    last_line: int | None = None
+
+
+class ToolResult(_Model):
+    is_error: bool = False
+    interrupted: bool = False
+    rejected: bool = False
+    exit_code: int | None = None
+    output_head: str = ""
+    """The first OUTPUT_HEAD_CHARS characters of the result text, redacted."""
+    output_chars: int = 0
+    """Length of the whole result text, so a reader can tell a head from the whole."""
+    source: SourceRef | None = None
+
+
+class ToolCall(_Model):
+    id: str
+    name: str
+    input: dict = Field(default_factory=dict)
+    """The call's arguments, redacted; long string values are cut to INPUT_VALUE_CHARS."""
+    result: ToolResult | None = None
+    by_human: bool = False
+    """True for a shell command the person ran themselves (Pi `!cmd`, Claude `!` bash mode)."""
+    subagent: str | None = None
+    """agentId of the subagent this call spawned (Task/Agent tools), when linked."""
+    source: SourceRef
+
+
+class TurnKind(str, Enum):
+    human = "human"
+    """A prompt a person typed."""
+    assistant = "assistant"
+    """One assistant response (all lines sharing message.id merged)."""
+    injected = "injected"
+    """A user-role line the person did not type: hook context, skill body, command wrapper, steering."""
+    interrupt = "interrupt"
+    """The person interrupted the agent."""
+    compaction = "compaction"
+    """A compaction boundary or summary."""
+    system = "system"
+
+
+class Turn(_Model):
+    kind: TurnKind
+    id: str | None = None
+    """uuid (Claude) or entry id (Pi)."""
+    parent: str | None = None
+    timestamp: datetime | None = None
+    text: str = ""
+    reason: str | None = None
+    """Why an injected/system turn is not a human prompt: meta, command, tool_result, steering, ..."""
+    model: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    active: bool = True
+    """False on a Pi branch that was abandoned (not on the path from the last entry to the root)."""
+    sidechain: bool = False
+    source: SourceRef
+
+
+class ProblemKind(str, Enum):
+    malformed = "malformed"
+    """Not JSON, not an object, or not the shape of any record."""
+    torn_tail = "torn-tail"
+    """The last line has no newline and does not parse: a file being written."""
+    glued = "glued"
+    """Several JSON objects on one line; all were recovered."""
+    invalid_utf8 = "invalid-utf8"
+    """Bytes that are not UTF-8; decoded with replacement characters."""
+    oversized = "oversized"
+    """A line longer than the reader's limit; skipped without being held in memory."""
+    unsupported = "unsupported"
+    """A format version the reader does not know."""
+    dangling_parent = "dangling-parent"
+    cycle = "cycle"
+
+
+class Problem(_Model):
+    kind: ProblemKind
+    file: str
+    line: int
+    detail: str = ""
+
+
+class LineAccounting(_Model):
+    """How every line read was accounted for: parsed + malformed + skipped == lines_read."""
+
+    lines_read: int = 0
+    parsed: int = 0
+    malformed: int = 0
+    skipped: int = 0
+    """Blank and oversized lines."""
+    by_type: dict[str, int] = Field(default_factory=dict)
+    """Parsed records by record type (Claude `type`, Pi entry type or `message/<role>`)."""
+    metadata: int = 0
+    """Records kept out of the conversation: summaries, titles, snapshots, progress, queue ops, ..."""
+    unknown: int = 0
+    """Records of a type the reader does not know: passed through, counted."""
+    duplicates: int = 0
+    """Lines repeating a uuid already read in this file, plus (after a multi-session read) turns
+    repeated from an earlier file or session (resume, fork, copied subagent file)."""
+
+    def add(self, other: "LineAccounting") -> None:
+        self.lines_read += other.lines_read
+        self.parsed += other.parsed
+        self.malformed += other.malformed
+        self.skipped += other.skipped
+        self.metadata += other.metadata
+        self.unknown += other.unknown
+        self.duplicates += other.duplicates
+        for k, v in other.by_type.items():
+            self.by_type[k] = self.by_type.get(k, 0) + v
+
+    @property
+    def balanced(self) -> bool:
+        return self.parsed + self.malformed + self.skipped == self.lines_read
+
+
+class SubagentKind(str, Enum):
+    task = "task"
+    compaction = "compaction"
+    prompt_suggestion = "prompt-suggestion"
+    other = "other"
+
+
+class Subagent(_Model):
+    agent_id: str
+    kind: SubagentKind
+    file: str
+    tool_use_id: str | None = None
+    """The spawning tool call (from .meta.json or the trunk's tool_result), when known."""
+    agent_type: str | None = None
+    turns: list[Turn] = Field(default_factory=list)
+
+
+class Session(_Model):
+    id: str
+    format: Format
+    format_version: int | None = None
+    """Pi session version as written (1, 2, 3); Claude: None."""
+    project: str | None = None
+    """The true project path, from the records' `cwd`."""
+    files: list[str] = Field(default_factory=list)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    entrypoint: str | None = None
+    agent_session: bool = False
+    """Launched by a program (SDK, IDE bridge) rather than a person at the CLI."""
+    tool_version: str | None = None
+    git_branch: str | None = None
+    title: str | None = None
+    models: list[str] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
+    subagents: list[Subagent] = Field(default_factory=list)
+    accounting: LineAccounting = Field(default_factory=LineAccounting)
+    problems: list[Problem] = Field(default_factory=list)
+    """The first MAX_PROBLEMS problems in file order; the counts in `accounting` are complete."""
+    problem_count: int = 0
+
+    @property
+    def human_prompts(self) -> list[Turn]:
+        return [t for t in self.turns if t.kind is TurnKind.human and t.active]
+
+    def tool_calls(self, *, include_subagents: bool = False) -> list[ToolCall]:
+        calls = [c for t in self.turns if t.active for c in t.tool_calls]
+        if include_subagents:
+            calls += [c for a in self.subagents for t in a.turns for c in t.tool_calls]
+        return calls
+
+    @property
+    def interrupts(self) -> int:
+        return sum(1 for t in self.turns if t.kind is TurnKind.interrupt and t.active)
+
+    @property
+    def rejected_tool_uses(self) -> int:
+        return sum(1 for c in self.tool_calls() if c.result is not None and c.result.rejected)
