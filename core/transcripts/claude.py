@@ -1,0 +1,455 @@
+"""Claude Code JSONL reader: one session = a trunk file plus its subagent files.
+
+See reference/transcript-formats.md §A. The reader streams each file once, keeps only the
+normalized turns and the uuid -> parentUuid links, and rebuilds conversation order from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from core.transcripts import normalize as nz
+from core.transcripts.lines import LineReader
+from core.transcripts.model import (
+    LineAccounting,
+    Problem,
+    ProblemKind,
+    Session,
+    SourceRef,
+    Subagent,
+    SubagentKind,
+    ToolCall,
+    ToolResult,
+    Turn,
+    TurnKind,
+)
+from core.transcripts.tree import conversation_order
+
+METADATA_TYPES = frozenset(
+    {
+        "summary", "ai-title", "custom-title", "last-prompt", "permission-mode",
+        "file-history-snapshot", "progress", "queue-operation", "attachment", "agent-name",
+        "agent-setting", "mode", "pr-link", "frame-link", "worktree-state", "bridge-session", "tag",
+    }
+)
+"""Records that are about the session, not part of the conversation (counted, kept out)."""
+
+_WRAPPER_REASONS = (
+    ("<command-name>", "command"),
+    ("<command-message>", "command"),
+    ("<local-command-stdout>", "command-output"),
+    ("<local-command-stderr>", "command-output"),
+    ("<local-command-caveat>", "command-output"),
+    ("<bash-input>", "human-shell"),
+    ("<bash-stdout>", "human-shell-output"),
+    ("<bash-stderr>", "human-shell-output"),
+    ("<task-notification>", "task-notification"),
+    ("<system-reminder>", "meta"),
+    ("<user-prompt-submit-hook>", "hook"),
+)
+
+
+def subagent_kind(path: Path) -> SubagentKind:
+    name = path.stem
+    if name.startswith("agent-acompact"):
+        return SubagentKind.compaction
+    if name.startswith("agent-aprompt_suggestion"):
+        return SubagentKind.prompt_suggestion
+    if name.startswith("agent-"):
+        return SubagentKind.task
+    return SubagentKind.other
+
+
+def classify_user_text(text: str, record: dict, sidechain: bool) -> tuple[TurnKind, str | None]:
+    """Is this user-role text something a person typed? If not, why not."""
+    if record.get("isCompactSummary"):
+        return TurnKind.compaction, "compact-summary"
+    if record.get("isMeta"):
+        return TurnKind.injected, "meta"
+    if nz.is_interrupt(text):
+        return TurnKind.interrupt, None
+    head = text.lstrip()
+    if head.startswith("<"):
+        for prefix, reason in _WRAPPER_REASONS:
+            if head.startswith(prefix):
+                return TurnKind.injected, reason
+    if sidechain:
+        # The first prompt of a subagent is written by the parent agent, never by a person.
+        return TurnKind.injected, "subagent-prompt"
+    if not head:
+        return TurnKind.injected, "empty"
+    return TurnKind.human, None
+
+
+@dataclass
+class ClaudeFile:
+    """What one Claude file contributes to its session."""
+
+    path: Path
+    sidechain: bool
+    turns: list[Turn] = field(default_factory=list)
+    accounting: LineAccounting = field(default_factory=LineAccounting)
+    problems: list[Problem] = field(default_factory=list)
+    problem_count: int = 0
+    session_id: str | None = None
+    agent_id: str | None = None
+    cwd: str | None = None
+    first_ts: str | None = None
+    last_ts: str | None = None
+    entrypoint: str | None = None
+    prompt_source: str | None = None
+    version: str | None = None
+    git_branch: str | None = None
+    title: str | None = None
+    models: list[str] = field(default_factory=list)
+    agent_progress: dict[str, str] = field(default_factory=dict)
+    """agentId -> spawning tool_use id, from `progress` agent_progress lines."""
+
+
+def read_claude_file(path: Path, *, sidechain: bool = False, redact: bool = True) -> ClaudeFile:
+    return _FileParser(path, sidechain, redact).run()
+
+
+class _FileParser:
+    def __init__(self, path: Path, sidechain: bool, redact: bool) -> None:
+        self.out = ClaudeFile(path=path, sidechain=sidechain)
+        self.file = str(path)
+        self.redact = redact
+        self.sidechain = sidechain
+        self.parent_of: dict[object, object] = {}
+        self.turn_at: dict[object, Turn] = {}
+        self.calls: dict[str, ToolCall] = {}
+        self.early_results: dict[str, tuple[ToolResult, str | None]] = {}
+        self.assistant_by_msg: dict[str, Turn] = {}
+        self.shell_pending: ToolCall | None = None
+        self.reader = LineReader(path)
+        self.out.accounting = self.reader.accounting
+
+    def run(self) -> ClaudeFile:
+        out = self.out
+        by_type = out.accounting.by_type
+        duplicates = metadata = unknown = 0
+        for lineno, rec in self.reader:
+            kind = rec.get("type")
+            kind = kind if type(kind) is str else "<none>"
+            by_type[kind] = by_type.get(kind, 0) + 1
+            uuid = rec.get("uuid")
+            node = uuid if type(uuid) is str and uuid else ("line", lineno)
+            if node in self.parent_of:
+                duplicates += 1
+                continue
+            if kind in ("user", "assistant", "system"):
+                self._envelope(rec)
+                parent = rec.get("parentUuid")
+                if parent is None and kind == "system":
+                    parent = rec.get("logicalParentUuid")  # compaction boundary keeps its place
+                self.parent_of[node] = parent if type(parent) is str else None
+                if kind == "user":
+                    self._user(rec, node, lineno)
+                elif kind == "assistant":
+                    self._assistant(rec, node, lineno)
+                else:
+                    self._system(rec, node, lineno)
+            else:
+                if kind in METADATA_TYPES:
+                    metadata += 1
+                    self._metadata(kind, rec)
+                else:
+                    unknown += 1
+                if type(uuid) is str:
+                    # Progress and attachment lines sit inside the uuid chain: keep the link.
+                    parent = rec.get("parentUuid")
+                    self.parent_of[node] = parent if type(parent) is str else None
+        out.accounting.duplicates += duplicates
+        out.accounting.metadata += metadata
+        out.accounting.unknown += unknown
+        return self._finish()
+
+    # -- records -----------------------------------------------------------------------------
+
+    def _envelope(self, rec: dict) -> None:
+        out = self.out
+        ts = rec.get("timestamp")
+        if type(ts) is str:
+            if out.first_ts is None or ts < out.first_ts:
+                out.first_ts = ts
+            if out.last_ts is None or ts > out.last_ts:
+                out.last_ts = ts
+        if out.session_id is None:
+            sid = rec.get("sessionId")
+            if type(sid) is str:
+                out.session_id = sid
+            cwd = rec.get("cwd")
+            if type(cwd) is str:
+                out.cwd = cwd
+            out.version = rec.get("version") if type(rec.get("version")) is str else None
+            out.git_branch = rec.get("gitBranch") if type(rec.get("gitBranch")) is str else None
+            agent = rec.get("agentId")
+            if type(agent) is str:
+                out.agent_id = agent
+        elif out.cwd is None and type(rec.get("cwd")) is str:
+            out.cwd = rec["cwd"]
+        if out.entrypoint is None and type(rec.get("entrypoint")) is str:
+            out.entrypoint = rec["entrypoint"]
+        if out.prompt_source is None and type(rec.get("promptSource")) is str:
+            out.prompt_source = rec["promptSource"]
+
+    def _ref(self, lineno: int) -> SourceRef:
+        return SourceRef(file=self.file, line=lineno)
+
+    def _turn(self, node, kind: TurnKind, rec: dict, lineno: int, **fields) -> Turn:
+        turn = Turn(
+            kind=kind,
+            id=node if type(node) is str else None,
+            parent=self.parent_of.get(node),
+            timestamp=nz.parse_time(rec.get("timestamp")),
+            sidechain=self.sidechain,
+            source=self._ref(lineno),
+            **fields,
+        )
+        self.turn_at[node] = turn
+        return turn
+
+    def _user(self, rec: dict, node, lineno: int) -> None:
+        msg = rec.get("message")
+        content = msg.get("content") if type(msg) is dict else None
+        if type(content) is list and any(
+            type(b) is dict and b.get("type") == "tool_result" for b in content
+        ):
+            self._tool_results(rec, content, lineno)
+            return
+        text = nz.blocks_text(content)
+        kind, reason = classify_user_text(text, rec, self.sidechain)
+        limit = nz.PROMPT_CHARS if kind is TurnKind.human else nz.TEXT_CHARS
+        turn = self._turn(node, kind, rec, lineno, text=nz.clean_text(text, limit, self.redact), reason=reason)
+        if reason == "human-shell":
+            command = _between(text, "<bash-input>", "</bash-input>")
+            call = ToolCall(
+                id=f"shell:{lineno}",
+                name="Bash",
+                input=nz.clean_input({"command": command}, self.redact),
+                by_human=True,
+                source=self._ref(lineno),
+            )
+            turn.tool_calls.append(call)
+            self.shell_pending = call
+        elif reason == "human-shell-output" and self.shell_pending is not None:
+            out = _between(text, "<bash-stdout>", "</bash-stdout>") + _between(text, "<bash-stderr>", "</bash-stderr>")
+            self.shell_pending.result = ToolResult(
+                is_error="<bash-stderr></bash-stderr>" not in text and "<bash-stderr>" in text,
+                output_head=nz.clean_text(out, nz.OUTPUT_HEAD_CHARS, self.redact),
+                output_chars=len(out),
+                source=self._ref(lineno),
+            )
+            self.shell_pending = None
+
+    def _tool_results(self, rec: dict, content: list, lineno: int) -> None:
+        extra = rec.get("toolUseResult")
+        for block in content:
+            if type(block) is not dict or block.get("type") != "tool_result":
+                continue
+            text = nz.blocks_text(block.get("content"))
+            is_error = block.get("is_error") is True
+            agent = extra.get("agentId") if type(extra) is dict else None
+            if type(agent) is not str:
+                agent = nz.agent_id_in(text) if "agentId" in text else None
+            result = ToolResult(
+                is_error=is_error,
+                interrupted=type(extra) is dict and extra.get("interrupted") is True,
+                rejected=nz.is_rejection(text) or extra == "User rejected tool use",
+                exit_code=nz.exit_code_of(text) if is_error else None,
+                output_head=nz.clean_text(text, nz.OUTPUT_HEAD_CHARS, self.redact),
+                output_chars=len(text),
+                source=self._ref(lineno),
+            )
+            tool_id = block.get("tool_use_id")
+            call = self.calls.get(tool_id) if type(tool_id) is str else None
+            if call is not None:
+                call.result = result
+                if agent:
+                    call.subagent = agent
+            elif type(tool_id) is str:
+                self.early_results[tool_id] = (result, agent)
+
+    def _assistant(self, rec: dict, node, lineno: int) -> None:
+        msg = rec.get("message")
+        if type(msg) is not dict:
+            return
+        msg_id = msg.get("id")
+        turn = self.assistant_by_msg.get(msg_id) if type(msg_id) is str else None
+        if turn is None:
+            model = msg.get("model")
+            turn = self._turn(
+                node, TurnKind.assistant, rec, lineno,
+                model=model if type(model) is str else None,
+                reason="api-error" if rec.get("isApiErrorMessage") else None,
+            )
+            if type(msg_id) is str:
+                self.assistant_by_msg[msg_id] = turn
+            if turn.model and turn.model != "<synthetic>" and turn.model not in self.out.models:
+                self.out.models.append(turn.model)
+        else:
+            turn.source.last_line = lineno
+        content = msg.get("content")
+        if type(content) is str:
+            content = [{"type": "text", "text": content}]
+        if type(content) is not list:
+            return
+        for block in content:
+            if type(block) is not dict:
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if type(text) is str and text.strip():
+                    joined = f"{turn.text}\n{text}" if turn.text else text
+                    turn.text = nz.clean_text(joined, nz.TEXT_CHARS, self.redact)
+            elif kind == "tool_use":
+                call_id = block.get("id")
+                name = block.get("name")
+                call = ToolCall(
+                    id=call_id if type(call_id) is str else f"line:{lineno}",
+                    name=name if type(name) is str else "?",
+                    input=nz.clean_input(block.get("input"), self.redact),
+                    source=self._ref(lineno),
+                )
+                turn.tool_calls.append(call)
+                self.calls[call.id] = call
+                early = self.early_results.pop(call.id, None)
+                if early is not None:
+                    call.result, call.subagent = early[0], early[1] or call.subagent
+
+    def _system(self, rec: dict, node, lineno: int) -> None:
+        subtype = rec.get("subtype")
+        subtype = subtype if type(subtype) is str else None
+        content = rec.get("content")
+        text = content if type(content) is str else ""
+        kind = TurnKind.compaction if subtype == "compact_boundary" else TurnKind.system
+        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact), reason=subtype)
+
+    def _metadata(self, kind: str, rec: dict) -> None:
+        if kind in ("ai-title", "custom-title"):
+            title = rec.get("aiTitle") or rec.get("customTitle") or rec.get("title")
+            if type(title) is str:
+                self.out.title = title
+        elif kind == "summary" and self.out.title is None:
+            summary = rec.get("summary")
+            if type(summary) is str:
+                self.out.title = summary
+        elif kind == "progress":
+            data = rec.get("data")
+            if type(data) is dict and data.get("type") == "agent_progress":
+                agent, tool = data.get("agentId"), rec.get("parentToolUseID") or rec.get("toolUseID")
+                if type(agent) is str and type(tool) is str:
+                    self.out.agent_progress.setdefault(agent, tool)
+
+    # -- assembly ----------------------------------------------------------------------------
+
+    def _finish(self) -> ClaudeFile:
+        out = self.out
+        order, dangling, breaks = conversation_order(self.parent_of)
+        out.turns = [self.turn_at[n] for n in order if n in self.turn_at]
+        reader = self.reader
+        # A subagent's records point into the trunk by design: not a problem there.
+        for node in dangling if not self.sidechain else ():
+            if node in self.turn_at:
+                reader.problem(ProblemKind.dangling_parent, self.turn_at[node].source.line,
+                               f"parent {self.parent_of[node]} is not in this file")
+        for node in breaks:
+            line = self.turn_at[node].source.line if node in self.turn_at else 0
+            reader.problem(ProblemKind.cycle, line, f"parent links loop back; {node} made a root")
+        out.problems = reader.problems
+        out.problem_count = reader.problem_count
+        return out
+
+
+def _between(text: str, start: str, end: str) -> str:
+    i = text.find(start)
+    if i < 0:
+        return ""
+    i += len(start)
+    j = text.find(end, i)
+    return text[i:] if j < 0 else text[i:j]
+
+
+def read_meta(path: Path) -> dict:
+    """The `.meta.json` beside a subagent file ({toolUseId, agentType, ...}); {} when absent or bad."""
+    meta = path.with_suffix(".meta.json")
+    try:
+        data = orjson.loads(meta.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return data if type(data) is dict else {}
+
+
+def read_claude_session(
+    trunk: Path | None, subagent_files: list[Path] = (), *, redact: bool = True
+) -> Session:
+    """Read a trunk file (None for subagent files whose trunk is gone) and its subagent files."""
+    main = read_claude_file(trunk, redact=redact) if trunk is not None else None
+    agents = [(p, read_claude_file(p, sidechain=True, redact=redact)) for p in subagent_files]
+    files = ([main] if main else []) + [a for _, a in agents]
+
+    spawned_by: dict[str, str] = {}
+    if main is not None:
+        spawned_by.update(main.agent_progress)
+        for turn in main.turns:
+            for call in turn.tool_calls:
+                if call.subagent:
+                    spawned_by[call.subagent] = call.id
+    subagents = []
+    calls_by_id = {c.id: c for t in (main.turns if main else []) for c in t.tool_calls}
+    for path, parsed in agents:
+        meta = read_meta(path)
+        agent_id = parsed.agent_id or path.stem.removeprefix("agent-")
+        tool_use = meta.get("toolUseId") if type(meta.get("toolUseId")) is str else spawned_by.get(agent_id)
+        if tool_use in calls_by_id and calls_by_id[tool_use].subagent is None:
+            calls_by_id[tool_use].subagent = agent_id
+        subagents.append(
+            Subagent(
+                agent_id=agent_id,
+                kind=subagent_kind(path),
+                file=str(path),
+                tool_use_id=tool_use,
+                agent_type=meta.get("agentType") if type(meta.get("agentType")) is str else None,
+                turns=parsed.turns,
+            )
+        )
+
+    head = main or files[0]
+    accounting = LineAccounting()
+    problems: list[Problem] = []
+    problem_count = 0
+    for f in files:
+        accounting.add(f.accounting)
+        problems.extend(f.problems)
+        problem_count += f.problem_count
+    firsts = [f.first_ts for f in files if f.first_ts]
+    lasts = [f.last_ts for f in files if f.last_ts]
+    entrypoint = next((f.entrypoint for f in files if f.entrypoint), None)
+    prompt_source = next((f.prompt_source for f in files if f.prompt_source), None)
+    models: list[str] = []
+    for f in files:
+        models += [m for m in f.models if m not in models]
+    return Session(
+        id=head.session_id or (trunk or head.path).stem,
+        format="claude",
+        project=next((f.cwd for f in files if f.cwd), None),
+        files=[str(f.path) for f in files],
+        started_at=nz.parse_time(min(firsts)) if firsts else None,
+        ended_at=nz.parse_time(max(lasts)) if lasts else None,
+        entrypoint=entrypoint,
+        agent_session=(entrypoint is not None and entrypoint != "cli") or prompt_source == "sdk",
+        tool_version=head.version,
+        git_branch=head.git_branch,
+        title=head.title,
+        models=models,
+        turns=main.turns if main else [],
+        subagents=subagents,
+        accounting=accounting,
+        problems=problems,
+        problem_count=problem_count,
+    )
