@@ -1,0 +1,43 @@
+"""JSON Schemas of the formats we own, generated from the pydantic models.
+
+`python -m core.schemas` rewrites schemas/; a test fails when the committed files drift.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from core.transcripts.ingest import ScanReport
+from core.transcripts.model import Session
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+
+MODELS: dict[str, type[BaseModel]] = {
+    "transcript-session.schema.json": Session,
+    "sessions-report.schema.json": ScanReport,
+}
+
+
+def render(model: type[BaseModel]) -> str:
+    schema = model.model_json_schema(mode="serialization")
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def write(target: Path = SCHEMA_DIR) -> list[Path]:
+    target.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, model in MODELS.items():
+        path = target / name
+        path.write_text(render(model))
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for path in write(Path(sys.argv[1]) if len(sys.argv) > 1 else SCHEMA_DIR):
+        print(path)

@@ -1,0 +1,181 @@
+"""Where a repository's transcripts live, and how files group into sessions (the resolver).
+
+Claude Code keeps `~/.claude/projects/<slug>/<sessionId>.jsonl` (also `~/.config/claude/projects`,
+or the comma-separated roots in CLAUDE_CONFIG_DIR); the slug replaces every character outside
+[A-Za-z0-9] with `-`, so it is lossy and each file's `cwd` confirms the match. Pi keeps
+`~/.pi/agent/sessions/--<path>--/` (or PI_CODING_AGENT_DIR). No history is an empty result.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from core.transcripts.lines import sniff_format
+
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+def claude_slug(project: str | Path) -> str:
+    return _NOT_ALNUM.sub("-", str(project))
+
+
+def pi_dirname(project: str | Path) -> str:
+    text = re.sub(r"^[/\\]", "", str(project))
+    return "--" + re.sub(r"[/\\:]", "-", text) + "--"
+
+
+def claude_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
+    """The `projects/` folders Claude Code may write to, existing or not."""
+    configured = env.get("CLAUDE_CONFIG_DIR", "").strip()
+    if configured:
+        bases = [Path(p.strip()).expanduser() for p in configured.split(",") if p.strip()]
+    else:
+        bases = [home / ".claude", home / ".config" / "claude"]
+    return [b / "projects" for b in bases]
+
+
+def pi_root(home: Path, env: Mapping[str, str]) -> Path:
+    agent_dir = env.get("PI_CODING_AGENT_DIR", "").strip()
+    return (Path(agent_dir).expanduser() if agent_dir else home / ".pi" / "agent") / "sessions"
+
+
+@dataclass
+class SessionFiles:
+    """The files one session is read from: a Claude trunk plus subagent files, or one Pi file."""
+
+    format: str
+    trunk: Path | None
+    subagents: list[Path] = field(default_factory=list)
+
+    @property
+    def paths(self) -> list[Path]:
+        return ([self.trunk] if self.trunk else []) + self.subagents
+
+    @property
+    def size(self) -> int:
+        total = 0
+        for p in self.paths:
+            try:
+                total += p.stat().st_size
+            except OSError:
+                pass
+        return total
+
+
+def _jsonl_files(folder: Path) -> list[Path]:
+    if folder.is_file():
+        return [folder]
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*.jsonl") if p.is_file())
+
+
+def _first_field(path: Path, key: str) -> str | None:
+    """`key` of the first record that has it (a few lines in), without reading the file."""
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(50):
+                raw = fh.readline(4 * 1024 * 1024)
+                if not raw:
+                    return None
+                if key.encode() not in raw:
+                    continue
+                try:
+                    value = orjson.loads(raw).get(key)
+                except (orjson.JSONDecodeError, AttributeError):
+                    continue
+                if type(value) is str:
+                    return value
+    except OSError:
+        return None
+    return None
+
+
+def group_sessions(files: Iterable[Path], fmt: str = "auto") -> list[SessionFiles]:
+    """Group transcript files into sessions: Claude subagent files join their trunk."""
+    trunks: dict[Path, SessionFiles] = {}
+    by_id: dict[str, SessionFiles] = {}
+    flat_agents: list[Path] = []
+    nested: list[tuple[Path, Path]] = []
+    pi: list[SessionFiles] = []
+    for path in files:
+        kind = fmt if fmt != "auto" else (sniff_format(path) or "claude")
+        if kind == "pi":
+            pi.append(SessionFiles("pi", path))
+        elif path.parent.name == "subagents":
+            if path.name.startswith("agent-"):
+                nested.append((path, path.parent.parent.with_suffix(".jsonl")))
+            # other files under subagents/ (workflow journals) are not transcripts
+        elif path.parent.parent.name == "subagents" or "workflows" in path.parts[-4:-1]:
+            continue
+        elif path.name.startswith("agent-"):
+            flat_agents.append(path)
+        else:
+            unit = SessionFiles("claude", path)
+            trunks[path] = unit
+            by_id.setdefault(path.stem, unit)
+    orphans: dict[str, SessionFiles] = {}
+    for path, trunk in nested:
+        unit = trunks.get(trunk) or by_id.get(trunk.stem)
+        if unit is None:
+            unit = orphans.setdefault(trunk.stem, SessionFiles("claude", None))
+        unit.subagents.append(path)
+    for path in flat_agents:
+        # Older layout: agent-<id>.jsonl beside the session files; the records name the session.
+        sid = _first_field(path, "sessionId") or path.stem
+        unit = trunks.get(path.with_name(f"{sid}.jsonl")) or by_id.get(sid)
+        if unit is None:
+            unit = orphans.setdefault(sid, SessionFiles("claude", None))
+        unit.subagents.append(path)
+    return list(trunks.values()) + list(orphans.values()) + pi
+
+
+def discover(
+    repo: Path | None = None,
+    dirs: Iterable[Path] = (),
+    *,
+    fmt: str = "auto",
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[SessionFiles]:
+    """Sessions for `repo` (from the default roots) and from extra `dirs`; all history if neither."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME", "~")).expanduser() if home is None else home
+    files: list[Path] = []
+    dirs = [Path(d) for d in dirs]
+    if repo is not None:
+        repo = Path(repo).expanduser().resolve()
+        if fmt in ("auto", "claude"):
+            for root in claude_roots(home, env):
+                for path in _jsonl_files(root / claude_slug(repo)):
+                    # The slug is lossy (`a_b` and `a-b` share one): the records' cwd decides.
+                    cwd = _first_field(path, "cwd")
+                    if cwd is None or Path(cwd) == repo:
+                        files.append(path)
+        if fmt in ("auto", "pi"):
+            for path in _jsonl_files(pi_root(home, env) / pi_dirname(repo)):
+                cwd = _first_field(path, "cwd")
+                if cwd is None or Path(cwd) == repo:
+                    files.append(path)
+    elif not dirs:
+        if fmt in ("auto", "claude"):
+            for root in claude_roots(home, env):
+                files += _jsonl_files(root)
+        if fmt in ("auto", "pi"):
+            files += _jsonl_files(pi_root(home, env))
+    for folder in dirs:
+        files += _jsonl_files(folder)
+    seen: set[Path] = set()
+    unique = []
+    for path in files:
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return group_sessions(unique, fmt)

@@ -1,0 +1,255 @@
+"""Read many sessions in parallel, drop records repeated across files, and summarize them.
+
+Each session is read by one worker process (files are independent; two cores read two sessions).
+A record repeated in a resumed or forked session (same uuid) belongs to the earliest session.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from core.transcripts.claude import read_claude_session
+from core.transcripts.discover import SessionFiles
+from core.transcripts.model import LineAccounting, Session, TurnKind
+from core.transcripts.pi import read_pi_session
+
+IN_PROCESS_BYTES = 8 * 1024 * 1024
+"""Below this much input, starting worker processes costs more than it saves."""
+
+Progress = Callable[[int, int], None]
+"""progress(bytes_done, bytes_total)"""
+
+
+def read_session(files: SessionFiles, *, redact: bool = True) -> Session:
+    if files.format == "pi":
+        return read_pi_session(files.trunk, redact=redact)
+    return read_claude_session(files.trunk, files.subagents, redact=redact)
+
+
+class SessionSummary(BaseModel):
+    id: str
+    format: str
+    project: str | None
+    path: str
+    files: int
+    lines: int
+    malformed: int
+    skipped: int
+    human_prompts: int
+    tool_calls: int
+    interrupts: int
+    rejected_tool_uses: int
+    subagents: int
+    duplicates: int
+    agent_session: bool
+    started_at: datetime | None
+    ended_at: datetime | None
+    title: str | None = None
+
+
+class Totals(BaseModel):
+    sessions: int = 0
+    files: int = 0
+    bytes: int = 0
+    lines: int = 0
+    parsed: int = 0
+    malformed: int = 0
+    skipped: int = 0
+    duplicates: int = 0
+    human_prompts: int = 0
+    tool_calls: int = 0
+    agent_sessions: int = 0
+
+
+class ScanReport(BaseModel):
+    sessions: list[SessionSummary]
+    totals: Totals
+
+
+TurnKey = tuple[str, int, int]
+"""(record uuid, 1 if it is an active human prompt, number of tool calls) for duplicate accounting."""
+
+
+def _turn_keys(session: Session) -> list[TurnKey]:
+    keys = []
+    for turn in session.turns:
+        if turn.id:
+            keys.append((turn.id, int(turn.kind is TurnKind.human and turn.active), len(turn.tool_calls)))
+    for agent in session.subagents:
+        for turn in agent.turns:
+            if turn.id:
+                keys.append((turn.id, 0, len(turn.tool_calls)))
+    return keys
+
+
+def summarize(session: Session) -> SessionSummary:
+    acc = session.accounting
+    return SessionSummary(
+        id=session.id,
+        format=session.format,
+        project=session.project,
+        path=session.files[0] if session.files else "",
+        files=len(session.files),
+        lines=acc.lines_read,
+        malformed=acc.malformed,
+        skipped=acc.skipped,
+        human_prompts=len(session.human_prompts),
+        tool_calls=len(session.tool_calls(include_subagents=True)),
+        interrupts=session.interrupts,
+        rejected_tool_uses=session.rejected_tool_uses,
+        subagents=len(session.subagents),
+        duplicates=acc.duplicates,
+        agent_session=session.agent_session,
+        started_at=session.started_at,
+        ended_at=session.ended_at,
+        title=session.title,
+    )
+
+
+def _read_for_summary(files: SessionFiles, redact: bool) -> tuple[SessionSummary, list[TurnKey]]:
+    session = read_session(files, redact=redact)
+    return summarize(session), _turn_keys(session)
+
+
+def _read_full(files: SessionFiles, redact: bool) -> tuple[Session, list[TurnKey]]:
+    session = read_session(files, redact=redact)
+    return session, _turn_keys(session)
+
+
+def _run(
+    units: list[SessionFiles],
+    fn,
+    *,
+    redact: bool,
+    workers: int | None,
+    progress: Progress | None,
+) -> Iterator:
+    sized = sorted(((u.size, i, u) for i, u in enumerate(units)), reverse=True)
+    total = sum(s for s, _, _ in sized)
+    done = 0
+    workers = workers or os.cpu_count() or 1
+    if workers <= 1 or len(units) <= 1 or total < IN_PROCESS_BYTES:
+        for size, _, unit in sized:
+            yield fn(unit, redact)
+            done += size
+            if progress:
+                progress(done, total)
+        return
+    # Largest first, so one huge file does not start last and leave the other core idle.
+    with ProcessPoolExecutor(max_workers=min(workers, len(units))) as pool:
+        futures = {pool.submit(fn, unit, redact): size for size, _, unit in sized}
+        for future in as_completed(futures):
+            yield future.result()
+            done += futures[future]
+            if progress:
+                progress(done, total)
+
+
+def _started(item) -> tuple:
+    start = item.started_at
+    return (start is None, start or datetime.min.replace(tzinfo=timezone.utc), item.id)
+
+
+def _duplicate_positions(keyed: list[list[TurnKey]]) -> list[list[int]]:
+    """For sessions in start order, the positions of keys already seen in an earlier one."""
+    seen: set[str] = set()
+    out = []
+    for keys in keyed:
+        dup = []
+        for pos, (uuid, _, _) in enumerate(keys):
+            if uuid in seen:
+                dup.append(pos)
+            else:
+                seen.add(uuid)
+        out.append(dup)
+    return out
+
+
+def scan(
+    units: Iterable[SessionFiles],
+    *,
+    redact: bool = True,
+    workers: int | None = None,
+    since: datetime | None = None,
+    progress: Progress | None = None,
+) -> ScanReport:
+    """Summaries of every session, sorted by start; repeated records counted once."""
+    units = list(units)
+    results = list(_run(units, _read_for_summary, redact=redact, workers=workers, progress=progress))
+    results.sort(key=lambda r: _started(r[0]))
+    summaries = []
+    for (summary, keys), dups in zip(results, _duplicate_positions([k for _, k in results])):
+        for pos in dups:
+            _, human, calls = keys[pos]
+            summary.human_prompts -= human
+            summary.tool_calls -= calls
+            summary.duplicates += 1
+        if since is None or summary.ended_at is None or summary.ended_at >= since:
+            summaries.append(summary)
+    totals = Totals(
+        sessions=len(summaries),
+        files=sum(s.files for s in summaries),
+        bytes=sum(u.size for u in units),
+        lines=sum(s.lines for s in summaries),
+        malformed=sum(s.malformed for s in summaries),
+        skipped=sum(s.skipped for s in summaries),
+        duplicates=sum(s.duplicates for s in summaries),
+        human_prompts=sum(s.human_prompts for s in summaries),
+        tool_calls=sum(s.tool_calls for s in summaries),
+        agent_sessions=sum(1 for s in summaries if s.agent_session),
+    )
+    totals.parsed = totals.lines - totals.malformed - totals.skipped
+    return ScanReport(sessions=summaries, totals=totals)
+
+
+def read_sessions(
+    units: Iterable[SessionFiles],
+    *,
+    redact: bool = True,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> list[Session]:
+    """Every session in full, sorted by start, with turns repeated from an earlier session removed."""
+    results = list(_run(list(units), _read_full, redact=redact, workers=workers, progress=progress))
+    results.sort(key=lambda r: _started(r[0]))
+    sessions = []
+    for (session, _keys), dups in zip(results, _duplicate_positions([k for _, k in results])):
+        if dups:
+            _drop_positions(session, set(dups))
+            session.accounting.duplicates += len(dups)
+        sessions.append(session)
+    return sessions
+
+
+def _drop_positions(session: Session, positions: set[int]) -> None:
+    """Remove the turns at these positions of _turn_keys' order (trunk, then each subagent)."""
+    pos = 0
+
+    def keep(turns):
+        nonlocal pos
+        kept = []
+        for turn in turns:
+            if turn.id:
+                if pos in positions:
+                    pos += 1
+                    continue
+                pos += 1
+            kept.append(turn)
+        return kept
+
+    session.turns = keep(session.turns)
+    for agent in session.subagents:
+        agent.turns = keep(agent.turns)
+
+
+def accounting_total(sessions: Iterable[Session]) -> LineAccounting:
+    total = LineAccounting()
+    for s in sessions:
+        total.add(s.accounting)
+    return total

@@ -1,0 +1,131 @@
+"""`kitsoki-miner` command line: the same core calls the language server makes, for a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import orjson
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
+
+from core.demo import demo_transcripts
+from core.transcripts.discover import discover
+from core.transcripts.ingest import ScanReport, scan
+
+PROGRESS_BYTES = 32 * 1024 * 1024
+"""Scans smaller than this finish before a progress bar would be worth drawing."""
+
+
+def _date(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date: {text!r} (use YYYY-MM-DD or an ISO-8601 time)")
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _folder(text: str) -> Path:
+    path = Path(text).expanduser()
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such file or folder: {text}")
+    return path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kitsoki-miner",
+        description="Mine coding-agent transcripts (Claude Code, Pi) into proposals for kitsoki projects.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sessions = sub.add_parser(
+        "sessions",
+        help="list the transcript sessions found, with what each holds",
+        description=(
+            "List transcript sessions. With --repo, the sessions Claude Code and Pi recorded for that "
+            "repository; with --dir, every transcript under those folders; with neither, all history "
+            "in the default locations, or the bundled example transcripts when there is none."
+        ),
+    )
+    sessions.add_argument("--repo", type=_folder, help="repository whose sessions to find")
+    sessions.add_argument("--dir", type=_folder, action="append", default=[], dest="dirs",
+                          help="extra folder (or file) of transcripts; repeatable")
+    sessions.add_argument("--format", choices=["auto", "claude", "pi"], default="auto")
+    sessions.add_argument("--since", type=_date, help="only sessions active on or after this date")
+    sessions.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sessions.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
+    sessions.add_argument("--no-redact", action="store_true",
+                          help="keep secrets in text (redaction is on by default)")
+    return parser
+
+
+def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
+    console = Console(file=err)
+    units = discover(args.repo, args.dirs, fmt=args.format)
+    source = None
+    if not units and args.repo is None and not args.dirs:
+        units = discover(None, [demo_transcripts()], fmt=args.format)
+        source = "no transcripts found in the default locations; showing the bundled examples"
+    total = sum(u.size for u in units)
+    kwargs = dict(redact=not args.no_redact, workers=args.workers, since=args.since)
+    if total >= PROGRESS_BYTES and err.isatty():
+        columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("reading", total=total)
+            report = scan(units, progress=lambda done, _t: bar.update(task, completed=done), **kwargs)
+    else:
+        report = scan(units, **kwargs)
+    if args.json:
+        payload = report.model_dump(mode="json")
+        if source:
+            payload["note"] = source
+        out.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    if source:
+        console.print(f"[dim]{source}[/dim]")
+    _print_table(report, Console(file=out))
+    return 0
+
+
+def _print_table(report: ScanReport, console: Console) -> None:
+    if not report.sessions:
+        console.print("No transcript sessions found.")
+        return
+    table = Table(show_footer=True, footer_style="bold")
+    t = report.totals
+    table.add_column("session", footer=f"{t.sessions} sessions")
+    table.add_column("format")
+    table.add_column("project")
+    table.add_column("started")
+    table.add_column("lines", justify="right", footer=str(t.lines))
+    table.add_column("malformed", justify="right", footer=str(t.malformed))
+    table.add_column("prompts", justify="right", footer=str(t.human_prompts))
+    table.add_column("tool calls", justify="right", footer=str(t.tool_calls))
+    table.add_column("agent", footer=str(t.agent_sessions))
+    for s in report.sessions:
+        table.add_row(
+            s.id[:8],
+            s.format,
+            s.project or "?",
+            s.started_at.strftime("%Y-%m-%d %H:%M") if s.started_at else "?",
+            str(s.lines),
+            str(s.malformed) if s.malformed else "",
+            str(s.human_prompts),
+            str(s.tool_calls),
+            "yes" if s.agent_session else "",
+        )
+    console.print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "sessions":
+        return run_sessions(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
