@@ -29,10 +29,18 @@ _decoder = json.JSONDecoder()
 
 @dataclass
 class LineReader:
-    """Iterates `(line_number, record)` over a file; fills `accounting` and `problems` as it goes."""
+    """Iterates `(line_number, record)` over a file; fills `accounting` and `problems` as it goes.
+
+    `start`/`first_line` resume a file from a byte offset known to begin a line (a growing file read
+    again); `end_offset` is where a later read should resume: after the last line that ended in a
+    newline, so a torn tail is read again once it is complete.
+    """
 
     path: Path
     max_line_bytes: int = MAX_LINE_BYTES
+    start: int = 0
+    first_line: int = 1
+    end_offset: int = 0
     accounting: LineAccounting = field(default_factory=LineAccounting)
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
@@ -50,18 +58,27 @@ class LineReader:
         acc = self.accounting
         limit = self.max_line_bytes
         loads = orjson.loads
-        lineno = parsed = skipped = 0
+        lineno = self.first_line - 1
+        parsed = skipped = 0
         self._bad = self._recovered = 0
+        pos = self.end_offset = self.start
         try:
             with open(self.path, "rb") as fh:
+                if pos:
+                    fh.seek(pos)
                 readline = fh.readline
                 while True:
                     raw = readline(limit + 1)
                     if not raw:
                         return
                     lineno += 1
-                    if len(raw) > limit and not raw.endswith(b"\n"):
+                    pos += len(raw)
+                    if raw[-1:] == b"\n":
+                        self.end_offset = pos
+                    elif len(raw) > limit:
                         dropped = len(raw) + _discard_rest_of_line(fh)
+                        pos += dropped - len(raw)
+                        self.end_offset = pos
                         skipped += 1
                         self.problem(ProblemKind.oversized, lineno, f"{dropped} bytes > limit {limit}")
                         continue
@@ -80,7 +97,7 @@ class LineReader:
                         self._bad += 1
                         self.problem(ProblemKind.malformed, lineno, f"a JSON {type(obj).__name__}, not an object")
         finally:
-            acc.lines_read += lineno
+            acc.lines_read += lineno - self.first_line + 1
             acc.parsed += parsed + self._recovered
             acc.skipped += skipped
             acc.malformed += self._bad
