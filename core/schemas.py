@@ -9,21 +9,21 @@ import json
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
 from core.transcripts.ingest import ScanReport
 from core.transcripts.model import Session
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 
-MODELS: dict[str, type[BaseModel]] = {
+MODELS: dict[str, type] = {
     "transcript-session.schema.json": Session,
     "sessions-report.schema.json": ScanReport,
 }
 
 
-def render(model: type[BaseModel]) -> str:
-    schema = model.model_json_schema(mode="serialization")
+def render(model: type) -> str:
+    schema = TypeAdapter(model).json_schema(mode="serialization")
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 

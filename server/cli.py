@@ -86,7 +86,8 @@ def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> in
         return 0
     if source:
         console.print(f"[dim]{source}[/dim]")
-    _print_table(report, Console(file=out))
+    # A pipe has no width; rich would fold every column into 80 characters.
+    _print_table(report, Console(file=out, width=None if out.isatty() else 160))
     return 0
 
 
@@ -109,7 +110,7 @@ def _print_table(report: ScanReport, console: Console) -> None:
         table.add_row(
             s.id[:8],
             s.format,
-            s.project or "?",
+            _short_path(s.project),
             s.started_at.strftime("%Y-%m-%d %H:%M") if s.started_at else "?",
             str(s.lines),
             str(s.malformed) if s.malformed else "",
@@ -118,6 +119,13 @@ def _print_table(report: ScanReport, console: Console) -> None:
             "yes" if s.agent_session else "",
         )
     console.print(table)
+
+
+def _short_path(path: str | None) -> str:
+    if not path:
+        return "?"
+    parts = Path(path).parts
+    return path if len(parts) <= 4 else str(Path("…", *parts[-3:]))
 
 
 def main(argv: list[str] | None = None) -> int:

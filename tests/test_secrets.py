@@ -9,6 +9,7 @@ from builders import pi_assistant, pi_entry, pi_header, pi_result, pi_user, prom
 from conftest import jsonl
 from core.transcripts.discover import discover
 from core.transcripts.ingest import read_sessions
+from core.transcripts.model import session_to_json
 
 AWS = "AKIA" + "Q3J7XK2M9PLW4RTZ"
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -41,7 +42,7 @@ def plant(tmp_path):
 def test_planted_secrets_never_appear_in_the_model(tmp_path):
     plant(tmp_path)
     sessions = read_sessions(discover(None, [tmp_path]), workers=1)
-    dumped = orjson.dumps([s.model_dump(mode="json") for s in sessions]).decode()
+    dumped = orjson.dumps([session_to_json(s) for s in sessions]).decode()
     for secret in SECRETS:
         assert secret not in dumped
     assert "[REDACTED:" in dumped

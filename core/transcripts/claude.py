@@ -119,7 +119,10 @@ class _FileParser:
         self.file = str(path)
         self.redact = redact
         self.sidechain = sidechain
+        # Only turn-bearing records enter the tree; every other uuid (progress, tool results,
+        # continuation lines) maps to the nearest turn above it, so the walk stays small.
         self.parent_of: dict[object, object] = {}
+        self.anchor: dict[str, object] = {}
         self.turn_at: dict[object, Turn] = {}
         self.calls: dict[str, ToolCall] = {}
         self.early_results: dict[str, tuple[ToolResult, str | None]] = {}
@@ -132,27 +135,36 @@ class _FileParser:
         out = self.out
         by_type = out.accounting.by_type
         duplicates = metadata = unknown = 0
+        parent_of, anchor, turn_at = self.parent_of, self.anchor, self.turn_at
         for lineno, rec in self.reader:
             kind = rec.get("type")
             kind = kind if type(kind) is str else "<none>"
             by_type[kind] = by_type.get(kind, 0) + 1
             uuid = rec.get("uuid")
             node = uuid if type(uuid) is str and uuid else ("line", lineno)
-            if node in self.parent_of:
+            if node in parent_of or node in anchor:
                 duplicates += 1
                 continue
+            parent = rec.get("parentUuid")
+            if type(parent) is str:
+                parent = anchor.get(parent, parent)
+            else:
+                parent = None
             if kind in ("user", "assistant", "system"):
                 self._envelope(rec)
-                parent = rec.get("parentUuid")
                 if parent is None and kind == "system":
                     parent = rec.get("logicalParentUuid")  # compaction boundary keeps its place
-                self.parent_of[node] = parent if type(parent) is str else None
+                    parent = anchor.get(parent, parent) if type(parent) is str else None
+                parent_of[node] = parent
                 if kind == "user":
                     self._user(rec, node, lineno)
                 elif kind == "assistant":
                     self._assistant(rec, node, lineno)
                 else:
                     self._system(rec, node, lineno)
+                if node not in turn_at:
+                    # A tool result or a continuation line of a response: no turn of its own.
+                    anchor[node] = parent_of.pop(node)
             else:
                 if kind in METADATA_TYPES:
                     metadata += 1
@@ -160,9 +172,9 @@ class _FileParser:
                 else:
                     unknown += 1
                 if type(uuid) is str:
-                    # Progress and attachment lines sit inside the uuid chain: keep the link.
-                    parent = rec.get("parentUuid")
-                    self.parent_of[node] = parent if type(parent) is str else None
+                    # Progress and attachment lines sit inside the uuid chain: later records may
+                    # name them as parent, so remember the turn they hang under.
+                    anchor[node] = parent
         out.accounting.duplicates += duplicates
         out.accounting.metadata += metadata
         out.accounting.unknown += unknown
@@ -350,8 +362,18 @@ class _FileParser:
 
     def _finish(self) -> ClaudeFile:
         out = self.out
-        order, dangling, breaks = conversation_order(self.parent_of)
-        out.turns = [self.turn_at[n] for n in order if n in self.turn_at]
+        parent_of, anchor = self.parent_of, self.anchor
+        for node, parent in parent_of.items():
+            if parent is not None and parent not in parent_of and parent in anchor:
+                # Named a record that came later in the file: follow it now.
+                seen = set()
+                while parent in anchor and parent not in seen:
+                    seen.add(parent)
+                    parent = anchor[parent]
+                parent_of[node] = parent
+                self.turn_at[node].parent = parent
+        order, dangling, breaks = conversation_order(parent_of)
+        out.turns = [self.turn_at[n] for n in order]
         reader = self.reader
         # A subagent's records point into the trunk by design: not a problem there.
         for node in dangling if not self.sidechain else ():

@@ -10,16 +10,21 @@ from datetime import datetime
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import field
+
+from pydantic import ConfigDict, TypeAdapter
+from pydantic.dataclasses import dataclass
 
 Format = Literal["claude", "pi"]
 
+# Slotted pydantic dataclasses, not BaseModel: a 300 MB transcript holds tens of thousands of
+# turns and tool calls, and a BaseModel instance (a __dict__ plus a fields-set per object) costs
+# ~5x the memory and a slow __setattr__ on the readers' hot path. Validation and JSON Schema are the same.
+_model = dataclass(config=ConfigDict(extra="forbid"), slots=True, kw_only=True)
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
-
-class SourceRef(_Model):
+@_model
+class SourceRef:
     """A place in a transcript file: the file and its 1-based first and last lines."""
 
     file: str
@@ -27,7 +32,8 @@ class SourceRef(_Model):
     last_line: int | None = None
 
 
-class ToolResult(_Model):
+@_model
+class ToolResult:
     is_error: bool = False
     interrupted: bool = False
     rejected: bool = False
@@ -39,10 +45,11 @@ class ToolResult(_Model):
     source: SourceRef | None = None
 
 
-class ToolCall(_Model):
+@_model
+class ToolCall:
     id: str
     name: str
-    input: dict = Field(default_factory=dict)
+    input: dict = field(default_factory=dict)
     """The call's arguments, redacted; long string values are cut to INPUT_VALUE_CHARS."""
     result: ToolResult | None = None
     by_human: bool = False
@@ -66,7 +73,8 @@ class TurnKind(str, Enum):
     system = "system"
 
 
-class Turn(_Model):
+@_model
+class Turn:
     kind: TurnKind
     id: str | None = None
     """uuid (Claude) or entry id (Pi)."""
@@ -76,7 +84,7 @@ class Turn(_Model):
     reason: str | None = None
     """Why an injected/system turn is not a human prompt: meta, command, tool_result, steering, ..."""
     model: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     active: bool = True
     """False on a Pi branch that was abandoned (not on the path from the last entry to the root)."""
     sidechain: bool = False
@@ -100,14 +108,16 @@ class ProblemKind(str, Enum):
     cycle = "cycle"
 
 
-class Problem(_Model):
+@_model
+class Problem:
     kind: ProblemKind
     file: str
     line: int
     detail: str = ""
 
 
-class LineAccounting(_Model):
+@_model
+class LineAccounting:
     """How every line read was accounted for: parsed + malformed + skipped == lines_read."""
 
     lines_read: int = 0
@@ -115,7 +125,7 @@ class LineAccounting(_Model):
     malformed: int = 0
     skipped: int = 0
     """Blank and oversized lines."""
-    by_type: dict[str, int] = Field(default_factory=dict)
+    by_type: dict[str, int] = field(default_factory=dict)
     """Parsed records by record type (Claude `type`, Pi entry type or `message/<role>`)."""
     metadata: int = 0
     """Records kept out of the conversation: summaries, titles, snapshots, progress, queue ops, ..."""
@@ -148,24 +158,26 @@ class SubagentKind(str, Enum):
     other = "other"
 
 
-class Subagent(_Model):
+@_model
+class Subagent:
     agent_id: str
     kind: SubagentKind
     file: str
     tool_use_id: str | None = None
     """The spawning tool call (from .meta.json or the trunk's tool_result), when known."""
     agent_type: str | None = None
-    turns: list[Turn] = Field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
 
 
-class Session(_Model):
+@_model
+class Session:
     id: str
     format: Format
     format_version: int | None = None
     """Pi session version as written (1, 2, 3); Claude: None."""
     project: str | None = None
     """The true project path, from the records' `cwd`."""
-    files: list[str] = Field(default_factory=list)
+    files: list[str] = field(default_factory=list)
     started_at: datetime | None = None
     ended_at: datetime | None = None
     entrypoint: str | None = None
@@ -174,11 +186,11 @@ class Session(_Model):
     tool_version: str | None = None
     git_branch: str | None = None
     title: str | None = None
-    models: list[str] = Field(default_factory=list)
-    turns: list[Turn] = Field(default_factory=list)
-    subagents: list[Subagent] = Field(default_factory=list)
-    accounting: LineAccounting = Field(default_factory=LineAccounting)
-    problems: list[Problem] = Field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    subagents: list[Subagent] = field(default_factory=list)
+    accounting: LineAccounting = field(default_factory=LineAccounting)
+    problems: list[Problem] = field(default_factory=list)
     """The first MAX_PROBLEMS problems in file order; the counts in `accounting` are complete."""
     problem_count: int = 0
 
@@ -199,3 +211,11 @@ class Session(_Model):
     @property
     def rejected_tool_uses(self) -> int:
         return sum(1 for c in self.tool_calls() if c.result is not None and c.result.rejected)
+
+
+SessionAdapter = TypeAdapter(Session)
+
+
+def session_to_json(session: Session) -> dict:
+    """The session as plain JSON-ready data (what `schemas/transcript-session.schema.json` describes)."""
+    return SessionAdapter.dump_python(session, mode="json")

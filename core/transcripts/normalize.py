@@ -12,11 +12,11 @@ from core.transcripts.redact import redact_text, redact_value
 
 PROMPT_CHARS = 32_000
 """A human prompt longer than this (a pasted log) is cut; the miner only needs its phrasing."""
-TEXT_CHARS = 4_000
+TEXT_CHARS = 1_000
 """Assistant and injected text is context, not evidence: keep a head."""
-INPUT_VALUE_CHARS = 1_000
+INPUT_VALUE_CHARS = 500
 """Long tool-input strings (Write content, Edit old/new strings) are cut to a head."""
-OUTPUT_HEAD_CHARS = 1_000
+OUTPUT_HEAD_CHARS = 500
 
 INTERRUPT_MARKERS = ("[Request interrupted by user", "[Request cancelled by user")
 REJECTION_MARKERS = (
