@@ -52,6 +52,11 @@ _WRAPPER_REASONS = (
 )
 
 
+def is_agent_session(entrypoint: str | None, prompt_source: str | None) -> bool:
+    """Started by a program (SDK, IDE bridge) rather than a person at the CLI (prep.py's rule)."""
+    return (entrypoint is not None and entrypoint != "cli") or prompt_source == "sdk"
+
+
 def subagent_kind(path: Path) -> SubagentKind:
     name = path.stem
     if name.startswith("agent-acompact"):
@@ -107,14 +112,22 @@ class ClaudeFile:
     models: list[str] = field(default_factory=list)
     agent_progress: dict[str, str] = field(default_factory=dict)
     """agentId -> spawning tool_use id, from `progress` agent_progress lines."""
+    orphan_results: dict[str, ToolResult] = field(default_factory=dict)
+    """Results whose tool call is not in what was read (it sits before `start` in a resumed read)."""
+    end_offset: int = 0
+    """Where a later read of this file should resume (see LineReader.end_offset)."""
+    last_line: int = 0
 
 
-def read_claude_file(path: Path, *, sidechain: bool = False, redact: bool = True) -> ClaudeFile:
-    return _FileParser(path, sidechain, redact).run()
+def read_claude_file(
+    path: Path, *, sidechain: bool = False, redact: bool = True, start: int = 0, first_line: int = 1
+) -> ClaudeFile:
+    """Read one file, or only what follows byte `start` (a line boundary) of a growing file."""
+    return _FileParser(path, sidechain, redact, start, first_line).run()
 
 
 class _FileParser:
-    def __init__(self, path: Path, sidechain: bool, redact: bool) -> None:
+    def __init__(self, path: Path, sidechain: bool, redact: bool, start: int = 0, first_line: int = 1) -> None:
         self.out = ClaudeFile(path=path, sidechain=sidechain)
         self.file = str(path)
         self.redact = redact
@@ -128,7 +141,7 @@ class _FileParser:
         self.early_results: dict[str, tuple[ToolResult, str | None]] = {}
         self.assistant_by_msg: dict[str, Turn] = {}
         self.shell_pending: ToolCall | None = None
-        self.reader = LineReader(path)
+        self.reader = LineReader(path, start=start, first_line=first_line)
         self.out.accounting = self.reader.accounting
 
     def run(self) -> ClaudeFile:
@@ -375,8 +388,9 @@ class _FileParser:
         order, dangling, breaks = conversation_order(parent_of)
         out.turns = [self.turn_at[n] for n in order]
         reader = self.reader
-        # A subagent's records point into the trunk by design: not a problem there.
-        for node in dangling if not self.sidechain else ():
+        # A subagent's records point into the trunk by design, and a resumed read's into the
+        # part already read: not a problem there.
+        for node in dangling if not (self.sidechain or self.reader.start) else ():
             if node in self.turn_at:
                 reader.problem(ProblemKind.dangling_parent, self.turn_at[node].source.line,
                                f"parent {self.parent_of[node]} is not in this file")
@@ -385,6 +399,9 @@ class _FileParser:
             reader.problem(ProblemKind.cycle, line, f"parent links loop back; {node} made a root")
         out.problems = reader.problems
         out.problem_count = reader.problem_count
+        out.orphan_results = {k: r for k, (r, _) in self.early_results.items()}
+        out.end_offset = reader.end_offset
+        out.last_line = reader.first_line - 1 + reader.accounting.lines_read
         return out
 
 
@@ -464,7 +481,7 @@ def read_claude_session(
         started_at=nz.parse_time(min(firsts)) if firsts else None,
         ended_at=nz.parse_time(max(lasts)) if lasts else None,
         entrypoint=entrypoint,
-        agent_session=(entrypoint is not None and entrypoint != "cli") or prompt_source == "sdk",
+        agent_session=is_agent_session(entrypoint, prompt_source),
         tool_version=head.version,
         git_branch=head.git_branch,
         title=head.title,

@@ -122,33 +122,39 @@ def _read_full(files: SessionFiles, redact: bool) -> tuple[Session, list[TurnKey
     return session, _turn_keys(session)
 
 
-def _run(
-    units: list[SessionFiles],
+def parallel_map(
     fn,
+    jobs: list[tuple],
+    sizes: list[int],
     *,
-    redact: bool,
-    workers: int | None,
-    progress: Progress | None,
+    workers: int | None = None,
+    progress: Progress | None = None,
 ) -> Iterator:
-    sized = sorted(((u.size, i, u) for i, u in enumerate(units)), reverse=True)
-    total = sum(s for s, _, _ in sized)
+    """fn(*job) for each job, across worker processes when the input is big enough to pay for
+    them; results arrive as they finish. `sizes` (bytes per job) drive scheduling and progress."""
+    order = sorted(range(len(jobs)), key=lambda i: sizes[i], reverse=True)
+    total = sum(sizes)
     done = 0
     workers = workers or os.cpu_count() or 1
-    if workers <= 1 or len(units) <= 1 or total < IN_PROCESS_BYTES:
-        for size, _, unit in sized:
-            yield fn(unit, redact)
-            done += size
+    if workers <= 1 or len(jobs) <= 1 or total < IN_PROCESS_BYTES:
+        for i in order:
+            yield fn(*jobs[i])
+            done += sizes[i]
             if progress:
                 progress(done, total)
         return
     # Largest first, so one huge file does not start last and leave the other core idle.
-    with ProcessPoolExecutor(max_workers=min(workers, len(units))) as pool:
-        futures = {pool.submit(fn, unit, redact): size for size, _, unit in sized}
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+        futures = {pool.submit(fn, *jobs[i]): sizes[i] for i in order}
         for future in as_completed(futures):
             yield future.result()
             done += futures[future]
             if progress:
                 progress(done, total)
+
+
+def _run(units: list[SessionFiles], fn, *, redact: bool, workers: int | None, progress: Progress | None) -> Iterator:
+    return parallel_map(fn, [(u, redact) for u in units], [u.size for u in units], workers=workers, progress=progress)
 
 
 def _started(item) -> tuple:
