@@ -329,9 +329,10 @@ class _FileParser:
             kind = block.get("type")
             if kind == "text":
                 text = block.get("text")
-                if type(text) is str and text.strip():
-                    joined = f"{turn.text}\n{text}" if turn.text else text
-                    turn.text = nz.clean_text(joined, nz.TEXT_CHARS, self.redact)
+                if type(text) is str and text.strip() and len(turn.text) < nz.TEXT_CHARS:
+                    # Each block is redacted once as it arrives; the joined text is only cut.
+                    text = nz.clean_text(text, nz.TEXT_CHARS, self.redact)
+                    turn.text = nz.cut(f"{turn.text}\n{text}" if turn.text else text, nz.TEXT_CHARS)
             elif kind == "tool_use":
                 call_id = block.get("id")
                 name = block.get("name")
