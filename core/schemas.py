@@ -11,6 +11,10 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
+from core.mining.passes import MineResult
+from core.mining.recipes import RecipesFile
+from core.mining.watermark import MiningState
+from core.trace import TRACE_MODELS
 from core.transcripts.ingest import ScanReport
 from core.transcripts.model import Session
 
@@ -19,11 +23,15 @@ SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
 MODELS: dict[str, type] = {
     "transcript-session.schema.json": Session,
     "sessions-report.schema.json": ScanReport,
+    "recipes.schema.json": RecipesFile,
+    "mine-result.schema.json": MineResult,
+    "mining-state.schema.json": MiningState,
+    **TRACE_MODELS,
 }
 
 
 def render(model: type) -> str:
-    schema = TypeAdapter(model).json_schema(mode="serialization")
+    schema = TypeAdapter(model).json_schema(mode="serialization", by_alias=True)
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 

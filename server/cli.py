@@ -13,6 +13,10 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColu
 from rich.table import Table
 
 from core.demo import demo_transcripts
+from core.kitsoki.config import CONFIG_FILE, ConfigError, MiningConfig, find_workspace, load_config
+from core.mining.passes import MineResult, run_pass
+from core.mining.service import trace_path
+from core.trace import Trace, TraceBusyError
 from core.transcripts.discover import discover
 from core.transcripts.ingest import ScanReport, scan
 
@@ -59,6 +63,27 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
     sessions.add_argument("--no-redact", action="store_true",
                           help="keep secrets in text (redaction is on by default)")
+
+    mine = sub.add_parser(
+        "mine",
+        help="mine the workspace's transcripts into ranked recipes",
+        description=(
+            "Run one mining pass for a workspace (the folder holding .kitsoki.yaml; its mining: block "
+            "is honoured). The first pass for a workspace is a seed pass over the most recent sessions; "
+            "later passes read only what is new. Recipes go to .artifacts/mining/recipes.json and the "
+            "pass is recorded in .artifacts/mining/trace.jsonl."
+        ),
+    )
+    mine.add_argument("--repo", type=_folder, help="workspace (default: the one holding the current folder)")
+    mine.add_argument("--dir", type=_folder, action="append", default=[], dest="dirs",
+                      help="extra folder of transcripts; repeatable (adds to mining.transcript_dirs)")
+    kind = mine.add_mutually_exclusive_group()
+    kind.add_argument("--seed", action="store_const", const="seed", dest="trigger",
+                      help="start over: mine the most recent sessions as on first launch")
+    kind.add_argument("--live", action="store_const", const="live", dest="trigger",
+                      help="mine only what is new since the last pass")
+    mine.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    mine.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
     return parser
 
 
@@ -128,10 +153,67 @@ def _short_path(path: str | None) -> str:
     return path if len(parts) <= 4 else str(Path("…", *parts[-3:]))
 
 
+def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
+    console = Console(file=err)
+    workspace = args.repo or find_workspace(Path.cwd()) or Path.cwd()
+    try:
+        config = load_config(workspace).mining if (workspace / CONFIG_FILE).exists() else MiningConfig()
+    except ConfigError as exc:
+        console.print(f"[red]{exc}[/red]")
+        return 2
+    dirs = [Path(d).expanduser().resolve() for d in [*config.transcript_dirs, *args.dirs]]
+    kwargs = dict(repo=workspace, dirs=dirs, trigger=args.trigger, first_pass_sample=config.first_pass_sample,
+                  priority_threshold=config.priority_threshold, mined_through=config.mined_through,
+                  workers=args.workers)
+    if err.isatty():
+        columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=console, transient=True) as bar:
+            task = bar.add_task("mining", total=None)
+            report, recipes = run_pass(
+                workspace, progress=lambda done, total: bar.update(task, completed=done, total=total), **kwargs)
+    else:
+        report, recipes = run_pass(workspace, **kwargs)
+    try:
+        Trace(trace_path(workspace)).pass_ran(trigger=report.trigger, slug=report.slug, sessions=report.sessions,
+                                             recipes=report.recipes, job_id=report.job_id)
+    except TraceBusyError:
+        console.print("[yellow]the trace is held by a running kitsoki session: this pass is not recorded in it[/yellow]")
+    if args.json:
+        result = MineResult(pass_=report, recipes=recipes)
+        out.write(orjson.dumps(result.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2).decode())
+        out.write("\n")
+        return 0
+    _print_recipes(report, recipes, Console(file=out, width=None if out.isatty() else 160))
+    return 0
+
+
+def _print_recipes(report, recipes, console: Console) -> None:
+    console.print(f"{report.trigger} pass: {report.sessions} sessions read ({report.bytes_read} bytes), "
+                  f"{report.recipes} recipes -> {report.recipes_path}")
+    if not recipes:
+        console.print("No recipe recurs across sessions yet.")
+        return
+    table = Table()
+    for name, justify in (("priority", "right"), ("kind", "left"), ("recipe", "left"), ("sessions", "right"),
+                          ("actions", "left"), ("evidence", "left")):
+        table.add_column(name, justify=justify)
+    for r in recipes:
+        cites = ", ".join(f"{Path(i.path).name}:{i.line_start}" for i in r.instances[:3])
+        if len(r.instances) > 3:
+            cites += f" (+{len(r.instances) - 3})"
+        table.add_row(
+            f"{r.priority:.1f}" + (" (below threshold)" if r.below_threshold else ""),
+            r.kind, r.title, str(r.sessions), ", ".join(r.action_signature[:4]), cites,
+        )
+    console.print(table)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "sessions":
         return run_sessions(args)
+    if args.command == "mine":
+        return run_mine(args)
     return 2
 
 

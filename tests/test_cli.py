@@ -61,3 +61,33 @@ def test_json_shape_for_a_repo(tmp_path):
 def test_bad_arguments_say_what_was_wrong(tmp_path, args, message):
     done = run(*args, home=tmp_path)
     assert done.returncode == 2 and message in done.stderr
+
+
+def test_mine_ranks_recipes_and_cites_evidence(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".kitsoki.yaml").write_text("mining:\n  enabled: true\n  first_pass_sample: 5\n")
+    for sid in ("s1", "s2"):
+        a, b = uid(), uid()
+        jsonl(tmp_path / "t" / f"{sid}.jsonl", [
+            prompt(a, None, "regenerate the protobuf stubs", session=sid),
+            tool_use(b, a, "m1", f"t{sid}", "Bash", {"command": "buf generate"}, session=sid)])
+    done = run("mine", "--repo", str(ws), "--dir", str(tmp_path / "t"), "--json", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = orjson.loads(done.stdout)
+    assert result["pass"]["trigger"] == "seed" and result["pass"]["sessions"] == 2
+    [recipe] = result["recipes"]
+    assert recipe["kind"] == "intent" and recipe["title"] == "regenerate the protobuf stubs"
+    assert [(Path(i["path"]).name, i["line_start"]) for i in recipe["instances"]] == [("s1.jsonl", 1), ("s2.jsonl", 1)]
+    table = run("mine", "--repo", str(ws), "--dir", str(tmp_path / "t"), home=tmp_path)
+    assert "live pass" in table.stdout and "regenerate the protobuf stubs" in table.stdout and "s1.jsonl:1" in table.stdout
+    assert (ws / ".artifacts" / "mining" / "trace.jsonl").read_text().count("mining.pass_ran") == 2
+
+
+def test_mine_refuses_a_bad_mining_block_naming_file_line_and_key(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".kitsoki.yaml").write_text("mining:\n  enabled: true\n  cadence: soon\n")
+    done = run("mine", "--repo", str(ws), home=tmp_path)
+    assert done.returncode == 2
+    assert ".kitsoki.yaml:3" in done.stderr and "mining.cadence" in done.stderr

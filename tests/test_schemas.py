@@ -24,3 +24,23 @@ def test_cli_json_validates_against_its_schema(tmp_path):
     report = orjson.loads(orjson.dumps(scan(discover(None, [demo_transcripts()]), workers=1).model_dump(mode="json")))
     schema = json.loads((SCHEMA_DIR / "sessions-report.schema.json").read_text())
     jsonschema.validate(report, schema)
+
+
+def test_mine_outputs_validate_against_their_schemas(tmp_path):
+    import jsonschema
+
+    from builders import prompt, tool_use, uid
+    from conftest import jsonl
+    from core.mining.passes import MineResult, recipes_path, run_pass
+
+    for sid in ("s1", "s2"):
+        a, b = uid(), uid()
+        jsonl(tmp_path / "t" / f"{sid}.jsonl", [prompt(a, None, "bump the version and tag a release", session=sid),
+                                                tool_use(b, a, "m", f"c{sid}", "Bash", {"command": "make release"},
+                                                         session=sid)])
+    report, recipes = run_pass(tmp_path, dirs=[tmp_path / "t"], home=tmp_path / "no-home", env={})
+    assert recipes
+    result = orjson.loads(orjson.dumps(MineResult(pass_=report, recipes=recipes).model_dump(mode="json", by_alias=True)))
+    jsonschema.validate(result, json.loads((SCHEMA_DIR / "mine-result.schema.json").read_text()))
+    jsonschema.validate(orjson.loads(recipes_path(tmp_path).read_bytes()),
+                        json.loads((SCHEMA_DIR / "recipes.schema.json").read_text()))

@@ -1,0 +1,246 @@
+"""Episodes: one human prompt and everything the agent did until the next one, with its signals.
+
+The measures are kitsoki's own (reference/kitsoki-formats.md §5, tools/session-mining/tag_score.py):
+- tool_calls: actions in the episode;
+- retries: actions repeating an earlier (tool, argument) pair of the same episode;
+- edit_rerun_cycles: an edit followed by a shell command that tests or builds.
+Determinism follows tag_score's classes from what the transcript shows for certain: a person decided
+something inside the episode (a rejected call, an interrupt, a question tool, a plan approval) ->
+agent-gated; no action at all -> irreducible; otherwise deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import datetime
+from enum import Enum
+
+from pydantic import ConfigDict
+from pydantic.dataclasses import dataclass
+
+from core.mining.signatures import (
+    EDIT_TOOLS,
+    PLAN_TOOLS,
+    QUESTION_TOOLS,
+    SHELL_TOOLS,
+    action_signature,
+)
+from core.transcripts.model import Session, ToolCall, Turn, TurnKind
+
+_model = dataclass(config=ConfigDict(extra="forbid"), slots=True, kw_only=True)
+
+_RERUN = re.compile(r"\b(test|go test|pytest|npm|make|run|build|cargo|jest|vitest)\b", re.I)
+
+
+class Determinism(str, Enum):
+    deterministic = "deterministic"
+    agent_gated = "agent-gated"
+    irreducible = "irreducible"
+
+
+@_model
+class Action:
+    signature: str
+    tool: str
+    call_id: str = ""
+    argument: str
+    """The full key argument (whole command, path): what `retries` compares."""
+    is_error: bool = False
+    interrupted: bool = False
+    rejected: bool = False
+    by_human: bool = False
+    exit_code: int | None = None
+    line: int = 0
+    file: str = ""
+
+
+@_model
+class Measures:
+    tool_calls: int = 0
+    edit_rerun_cycles: int = 0
+    retries: int = 0
+
+    @property
+    def cost(self) -> int:
+        """kitsoki's recipe priority (pipeline.go): tool_calls + edit_rerun_cycles + retries."""
+        return self.tool_calls + self.edit_rerun_cycles + self.retries
+
+
+@_model
+class Episode:
+    session: str
+    project: str | None
+    index: int
+    """Position of the prompt among the session's human prompts (0-based)."""
+    prompt: str
+    file: str
+    line_start: int
+    line_end: int
+    timestamp: datetime | None = None
+    actions: list[Action]
+    measures: Measures
+    determinism: Determinism
+    errors: int = 0
+    interrupts: int = 0
+    rejections: int = 0
+    questions: int = 0
+    agent_session: bool = False
+
+    @property
+    def signature(self) -> tuple[str, ...]:
+        """The distinct action signatures in first-seen order (the episode's 'how')."""
+        seen: dict[str, None] = {}
+        for action in self.actions:
+            if not action.by_human:
+                seen.setdefault(action.signature, None)
+        return tuple(seen)
+
+
+def _argument(call: ToolCall) -> str:
+    inp = call.input
+    for key in ("command", "file_path", "path", "notebook_path", "pattern", "query", "url", "skill", "prompt"):
+        value = inp.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _action(call: ToolCall, project: str | None) -> Action:
+    result = call.result
+    return Action(
+        signature=action_signature(call.name, call.input, project),
+        tool=call.name,
+        call_id=call.id,
+        argument=_argument(call),
+        is_error=bool(result and result.is_error and not result.rejected),
+        interrupted=bool(result and result.interrupted),
+        rejected=bool(result and result.rejected),
+        by_human=call.by_human,
+        exit_code=result.exit_code if result else None,
+        line=call.source.line,
+        file=call.source.file,
+    )
+
+
+def measure(actions: list[Action]) -> Measures:
+    measures = Measures(tool_calls=len(actions))
+    seen: set[tuple[str, str]] = set()
+    edited = False
+    for action in actions:
+        key = (action.tool, action.argument)
+        if key in seen:
+            measures.retries += 1
+        seen.add(key)
+        if action.tool in EDIT_TOOLS:
+            edited = True
+        elif edited and action.tool in SHELL_TOOLS and _RERUN.search(action.argument):
+            measures.edit_rerun_cycles += 1
+            edited = False
+    return measures
+
+
+def _classify(actions: list[Action], interrupts: int) -> Determinism:
+    if interrupts or any(a.rejected or a.interrupted or a.tool in QUESTION_TOOLS or a.tool in PLAN_TOOLS
+                         for a in actions):
+        return Determinism.agent_gated
+    if not actions:
+        return Determinism.irreducible
+    return Determinism.deterministic
+
+
+def episodes(session: Session, *, carry: Episode | None = None) -> Iterator[Episode]:
+    """Cut a session's active conversation at each human prompt.
+
+    `carry` is the last, possibly unfinished, episode of an earlier read of the same file: what
+    comes before the first prompt of this read continues it, and it is yielded first.
+    """
+    current: Turn | None = None
+    body: list[Turn] = []
+    lead: list[Turn] = []
+    index = carry.index + 1 if carry is not None else 0
+    for turn in session.turns:
+        if not turn.active:
+            continue
+        if turn.kind is TurnKind.human:
+            if current is not None:
+                yield _episode(session, current, body, index)
+                index += 1
+            elif carry is not None:
+                yield continue_episode(carry, session, lead)
+                carry = None
+            current, body = turn, []
+        elif current is not None:
+            body.append(turn)
+        else:
+            lead.append(turn)
+    if carry is not None:
+        yield continue_episode(carry, session, lead)
+    if current is not None:
+        yield _episode(session, current, body, index)
+
+
+def continue_episode(episode: Episode, session: Session, turns: list[Turn]) -> Episode:
+    """The episode with the actions of `turns` (read later from the same file) added."""
+    if not turns:
+        return episode
+    calls = [c for t in turns for c in t.tool_calls]
+    actions = episode.actions + [_action(c, session.project) for c in calls]
+    interrupts = sum(1 for t in turns if t.kind is TurnKind.interrupt)
+    lines = [episode.line_end] + [t.source.last_line or t.source.line for t in turns]
+    lines += [c.result.source.line for c in calls if c.result is not None and c.result.source is not None]
+    return Episode(
+        session=episode.session, project=episode.project, index=episode.index, prompt=episode.prompt,
+        file=episode.file, line_start=episode.line_start, line_end=max(lines), timestamp=episode.timestamp,
+        actions=actions, measures=measure(actions),
+        determinism=_classify(actions, interrupts + episode.interrupts),
+        errors=sum(1 for a in actions if a.is_error),
+        interrupts=episode.interrupts + interrupts + sum(1 for a in actions[len(episode.actions):] if a.interrupted),
+        rejections=sum(1 for a in actions if a.rejected),
+        questions=sum(1 for a in actions if a.tool in QUESTION_TOOLS),
+        agent_session=episode.agent_session,
+    )
+
+
+def attach_results(episode: Episode, results: dict) -> None:
+    """Outcomes that arrived in a later read for calls made in an earlier one (by call id)."""
+    for action in episode.actions:
+        result = results.get(action.call_id)
+        if result is not None:
+            action.is_error = result.is_error and not result.rejected
+            action.interrupted = result.interrupted
+            action.rejected = result.rejected
+            action.exit_code = result.exit_code
+    episode.errors = sum(1 for a in episode.actions if a.is_error)
+    episode.rejections = sum(1 for a in episode.actions if a.rejected)
+    episode.determinism = _classify(episode.actions, episode.interrupts)
+
+
+def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Episode:
+    calls = [c for t in body for c in t.tool_calls]
+    actions = [_action(c, session.project) for c in calls]
+    interrupts = sum(1 for t in body if t.kind is TurnKind.interrupt)
+    last_lines = [prompt.source.last_line or prompt.source.line]
+    for turn in body:
+        last_lines.append(turn.source.last_line or turn.source.line)
+        for call in turn.tool_calls:
+            if call.result is not None and call.result.source is not None:
+                last_lines.append(call.result.source.line)
+    return Episode(
+        session=session.id,
+        project=session.project,
+        index=index,
+        prompt=prompt.text,
+        file=prompt.source.file,
+        line_start=prompt.source.line,
+        line_end=max(last_lines),
+        timestamp=prompt.timestamp,
+        actions=actions,
+        measures=measure(actions),
+        determinism=_classify(actions, interrupts),
+        errors=sum(1 for a in actions if a.is_error),
+        interrupts=interrupts + sum(1 for a in actions if a.interrupted),
+        rejections=sum(1 for a in actions if a.rejected),
+        questions=sum(1 for a in actions if a.tool in QUESTION_TOOLS),
+        agent_session=session.agent_session,
+    )

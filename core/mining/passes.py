@@ -1,0 +1,215 @@
+"""Seed and live mining passes over a workspace's transcripts.
+
+Seed (no watermark for the slug yet): the `first_pass_sample` most recently written sessions, agent
+sessions dropped. Live: only what changed since the watermark, agent sessions kept; a Claude file
+that grew is read from where the last pass stopped, so only its new bytes are parsed; an unchanged
+file is only stat()ed. Recipes are mined from every episode the store holds. The store, the recipes
+file and the trace record are written only when the pass completes: a pass that crashes or is
+cancelled changes nothing, and the next one reads the same data again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, Field
+
+from core.mining.episodes import Episode, attach_results, episodes
+from core.mining.recipes import Recipe, RecipesFile, mine_recipes
+from core.mining.watermark import (
+    FileMark,
+    MiningState,
+    kitsoki_slug,
+    load_state,
+    save_state,
+    write_atomic,
+)
+from core.transcripts.claude import is_agent_session, read_claude_file
+from core.transcripts.discover import _first_field, discover
+from core.transcripts.ingest import parallel_map
+from core.transcripts.model import Session
+from core.transcripts.pi import read_pi_session
+
+Trigger = Literal["seed", "live"]
+
+
+class PassCancelled(Exception):
+    """The pass was cancelled before it completed; nothing was written."""
+
+
+class PassReport(BaseModel):
+    trigger: Trigger
+    slug: str
+    sessions: int
+    """Sessions read in this pass."""
+    recipes: int
+    job_id: str
+    files_seen: int = 0
+    files_read: int = 0
+    bytes_read: int = 0
+    mined_through: int = 0
+    recipes_path: str = ""
+
+
+class MineResult(BaseModel):
+    """What `kitsoki-miner mine --json` prints; schema in schemas/mine-result.schema.json."""
+
+    pass_: PassReport = Field(alias="pass")
+    recipes: list[Recipe]
+
+    model_config = {"populate_by_name": True}
+
+
+def recipes_path(workspace: Path) -> Path:
+    return workspace / ".artifacts" / "mining" / "recipes.json"
+
+
+@dataclass
+class _Candidate:
+    format: str
+    path: Path
+    size: int
+    mtime_ns: int
+
+
+def _stat(fmt: str, path: Path) -> _Candidate | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _Candidate(fmt, path, st.st_size, st.st_mtime_ns)
+
+
+def _agent_file(c: _Candidate) -> bool:
+    if c.format != "claude":
+        return False
+    return is_agent_session(_first_field(c.path, "entrypoint"), _first_field(c.path, "promptSource"))
+
+
+def _session_of(file, path: Path, mark: FileMark | None) -> Session:
+    return Session(
+        id=file.session_id or (mark.session if mark else path.stem),
+        format="claude",
+        project=file.cwd or (mark.project if mark else None),
+        files=[str(path)],
+        turns=file.turns,
+        agent_session=is_agent_session(file.entrypoint, file.prompt_source) or bool(mark and mark.agent_session),
+    )
+
+
+def mine_file(fmt: str, path: Path, size: int, mtime_ns: int, mark: FileMark | None) -> tuple[str, FileMark, int]:
+    """Episodes of one transcript file, resuming from `mark` when the file only grew."""
+    if fmt == "pi":
+        session = read_pi_session(path)
+        eps = list(episodes(session))
+        new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=size,
+                       line=session.accounting.lines_read, session=session.id, project=session.project,
+                       agent_session=session.agent_session, episodes=eps)
+        return str(path), new, size
+    resume = mark is not None and mark.format == fmt and size >= mark.size and 0 < mark.offset <= size
+    if resume:
+        file = read_claude_file(path, start=mark.offset, first_line=mark.line + 1)
+        carry = mark.episodes[-1] if mark.episodes else None
+        if carry is not None and file.orphan_results:
+            attach_results(carry, file.orphan_results)
+        session = _session_of(file, path, mark)
+        fresh = list(episodes(session, carry=carry))
+        eps = (mark.episodes[:-1] if carry is not None else mark.episodes) + fresh
+        start = mark.offset
+    else:
+        file = read_claude_file(path)
+        session = _session_of(file, path, None)
+        eps = list(episodes(session))
+        start = 0
+    new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=file.end_offset, line=file.last_line,
+                   session=session.id, project=session.project, agent_session=session.agent_session, episodes=eps)
+    return str(path), new, file.end_offset - start
+
+
+def run_pass(
+    workspace: Path,
+    *,
+    repo: Path | None = None,
+    dirs: Iterable[Path] = (),
+    trigger: Trigger | None = None,
+    first_pass_sample: int = 12,
+    priority_threshold: float = 0.0,
+    mined_through: Mapping[str, int] | None = None,
+    cancel: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    on_complete: Callable[[PassReport, list[Recipe]], None] | None = None,
+) -> tuple[PassReport, list[Recipe]]:
+    """One pass for the workspace's slug; returns its report and the ranked recipes."""
+    repo = (repo or workspace).resolve()
+    slug = kitsoki_slug(repo)
+    state = load_state(workspace, slug)
+    if trigger is None:
+        trigger = "seed" if state is None else "live"
+    if state is None or trigger == "seed":
+        state = MiningState(slug=slug, mined_through=(mined_through or {}).get(slug, 0))
+        fresh_seed = True
+    else:
+        fresh_seed = False
+
+    units = discover(repo, dirs, home=home, env=env)
+    seen = [c for u in units if u.trunk is not None and (c := _stat(u.format, u.trunk)) is not None]
+    if fresh_seed:
+        newest_first = sorted(seen, key=lambda c: (-c.mtime_ns, str(c.path)))
+        todo = [c for c in newest_first if not _agent_file(c)][: max(0, first_pass_sample)]
+    else:
+        todo = []
+        for c in seen:
+            mark = state.files.get(str(c.path))
+            if mark is None:
+                if c.mtime_ns > state.mined_through * 1_000_000_000:
+                    todo.append(c)
+            elif (mark.size, mark.mtime_ns) != (c.size, c.mtime_ns):
+                todo.append(c)
+
+    bytes_read = 0
+    jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path))) for c in todo]
+    sizes = [max(1, c.size - (state.files[str(c.path)].offset if str(c.path) in state.files else 0)) for c in todo]
+    for path, mark, read in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
+        if cancel is not None and cancel.is_set():
+            raise PassCancelled()
+        state.files[path] = mark
+        bytes_read += read
+    if cancel is not None and cancel.is_set():
+        raise PassCancelled()
+
+    if todo:
+        state.mined_through = max(state.mined_through, max(c.mtime_ns for c in todo) // 1_000_000_000)
+    recipes = mine_recipes(state.all_episodes(), priority_threshold=priority_threshold)
+    body = recipes_json(recipes)
+    job_id = f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}"
+    out = recipes_path(workspace)
+    write_atomic(out, body)
+    save_state(workspace, state)
+    report = PassReport(
+        trigger=trigger, slug=slug, sessions=len(todo), recipes=len(recipes), job_id=job_id,
+        files_seen=len(seen), files_read=len(todo), bytes_read=bytes_read,
+        mined_through=state.mined_through, recipes_path=str(out),
+    )
+    if on_complete is not None:
+        on_complete(report, recipes)
+    return report, recipes
+
+
+def recipes_json(recipes: list[Recipe]) -> bytes:
+    """The recipes file: same recipes, same bytes (sorted keys, no wall-clock fields)."""
+    return orjson.dumps(RecipesFile(recipes=recipes).model_dump(mode="json"),
+                        option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def stored_episodes(workspace: Path, repo: Path | None = None) -> list[Episode]:
+    state = load_state(workspace, kitsoki_slug((repo or workspace).resolve()))
+    return state.all_episodes() if state else []

@@ -1,0 +1,66 @@
+"""Normalized phrasing of a prompt and its stem bag, for grouping requests that mean the same.
+
+Modeled on kitsoki's stem-bag routing: lowercase, drop what varies between asks (paths, URLs,
+numbers, ids), drop function words, strip common suffixes, compare bags with Dice.
+"""
+
+from __future__ import annotations
+
+import re
+
+_URL = re.compile(r"https?://\S+")
+_PATH = re.compile(r"[\w.~@-]*(?:/[\w.@-]+)+/?|\b[\w-]+\.(?:py|go|ts|tsx|js|jsx|rs|rb|ex|exs|md|ya?ml|json|toml|sh|css|html)\b")
+_ID = re.compile(r"\b(?=[a-z0-9-]*\d)[a-z0-9]+(?:-[a-z0-9]+)+\b|\b[0-9a-f]{7,40}\b|#\d+\b|\b\d+(?:\.\d+)*\b")
+_REDACTED = re.compile(r"\[REDACTED:[a-z-]+\]")
+_WORD = re.compile(r"[a-z][a-z']+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+
+STOPWORDS = frozenset(
+    """a an the and or but if then else so to of in on at by for with from into onto about as is are was were
+    be been being am do does did done have has had it its this that these those there here i me my we our you
+    your he she they them their what which who whom how why when where can could should would will shall may
+    might must please pls just also too very really some any all each every no not only own same than up down
+    out over under again further once let lets let's ok okay now see use using via get got make sure go""".split()
+)
+_SUFFIXES = ("ations", "ation", "ingly", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly")
+
+
+def stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if suffix == "ies":
+                word += "y"
+            break
+    return word
+
+
+ASK_CHARS = 300
+"""How much of a prompt decides what it asks for; pasted logs and context after that do not."""
+
+
+def normalize(text: str) -> str:
+    """The start of a prompt with the parts that vary between asks replaced by placeholders."""
+    text = _REDACTED.sub(" ", text[: ASK_CHARS * 2].lower())
+    text = _URL.sub(" <url> ", text)
+    text = _PATH.sub(" <path> ", text)
+    text = _ID.sub(" <id> ", text)
+    return re.sub(r" ([.,!?;:])", r"\1", " ".join(text.split()))[:ASK_CHARS]
+
+
+def phrasing(text: str) -> str:
+    """The first sentence of the normalized prompt: how a recipe shows an ask."""
+    norm = normalize(text)
+    return _SENTENCE_END.split(norm, maxsplit=1)[0][:160] if norm else ""
+
+
+def stems(text: str) -> frozenset[str]:
+    """Content-word stems of the normalized prompt (placeholders excluded)."""
+    norm = re.sub(r"<\w+>", " ", normalize(text))
+    return frozenset(stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS)
+
+
+def dice(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return 2 * len(a & b) / (len(a) + len(b))

@@ -1,0 +1,237 @@
+"""The recipe miner on real transcripts and on small ones built here: episodes, recipes, passes."""
+
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+
+from builders import prompt, tool_result, tool_use, uid
+from conftest import CORPUS, jsonl
+from core.mining import passes
+from core.mining.episodes import Determinism, episodes, measure
+from core.mining.passes import PassCancelled, run_pass
+from core.mining.recipes import mine_recipes
+from core.mining.signatures import action_signature, command_head
+from core.mining.watermark import load_state, kitsoki_slug
+from core.transcripts.claude import read_claude_session
+
+NO_HOME = {"home": Path("/nonexistent"), "env": {}}
+
+
+def test_command_heads_keep_what_is_stable():
+    assert command_head("cd /x && pytest -q tests/test_a.py -k foo") == "pytest"
+    assert command_head("go test ./... -run X") == "go test ./..."
+    assert command_head("gh pr create --fill --base main") == "gh pr create"
+    assert command_head("FOO=1 sudo make test") == "make test"
+    assert command_head("python -m pytest -x") == "pytest"
+    assert command_head("npm run build -- --prod") == "npm run build"
+    assert command_head("mix phx.server 2>&1 | head -80") == "mix phx.server"
+    assert action_signature("Edit", {"file_path": "/w/p/core/x.py"}, "/w/p") == "Edit: core/x.py"
+
+
+def test_measures_follow_kitsoki_definitions(tmp_path):
+    ids = [uid() for _ in range(12)]
+    path = jsonl(tmp_path / "s.jsonl", [
+        prompt(ids[0], None, "fix the failing parser test"),
+        tool_use(ids[1], ids[0], "m1", "t1", "Bash", {"command": "pytest -q"}),
+        tool_result(ids[2], ids[1], "t1", "Exit code 1\nFAILED", is_error=True),
+        tool_use(ids[3], ids[2], "m2", "t2", "Edit", {"file_path": "/work/proj/p.py", "old_string": "a",
+                                                      "new_string": "b"}),
+        tool_result(ids[4], ids[3], "t2", "ok"),
+        tool_use(ids[5], ids[4], "m3", "t3", "Bash", {"command": "pytest -q"}),
+        tool_result(ids[6], ids[5], "t3", "1 passed"),
+        prompt(ids[7], ids[6], "push it"),
+        tool_use(ids[8], ids[7], "m4", "t4", "Bash", {"command": "git push"}),
+        tool_result(ids[9], ids[8], "t4", "The user doesn't want to proceed with this tool use.", is_error=True),
+        prompt(ids[10], ids[9], "thanks, that is all"),
+    ])
+    first, second, third = episodes(read_claude_session(path))
+    assert (first.measures.tool_calls, first.measures.retries, first.measures.edit_rerun_cycles) == (3, 1, 1)
+    assert first.determinism is Determinism.deterministic and first.errors == 1
+    assert first.signature == ("Bash: pytest", "Edit: p.py")
+    assert (first.line_start, first.line_end) == (1, 7)
+    assert second.determinism is Determinism.agent_gated and second.rejections == 1
+    assert third.determinism is Determinism.irreducible
+
+
+def mine_corpus(workspace: Path, **kw):
+    return run_pass(workspace, dirs=[CORPUS], **NO_HOME, **kw)
+
+
+@pytest.mark.corpus
+def test_real_sessions_yield_the_recipes_a_reader_expects(tmp_path):
+    """What a person reading the two spotter sessions sees (both are Elixir work on beads issues):
+    - both open with "Work on bead <id>. Run bd show <id> ..." and the agent answers with
+      `bd show`, `bd ready`, `bd update`: an intent;
+    - every ticket operation goes through the beads CLI `bd`: a ticket binding (provider beads);
+    - tests always run as `mix test` and builds as `mix compile`: world knobs test_cmd, build_cmd.
+    Nothing else recurs across sessions in the corpus (the other sessions share no request)."""
+    report, recipes = mine_corpus(tmp_path)
+    assert report.trigger == "seed" and report.sessions == 6
+    found = {(r.kind, r.title) for r in recipes}
+    assert found == {
+        ("intent", "work on bead <id>."),
+        ("binding", "ticket via beads"),
+        ("world", "test_cmd = mix test"),
+        ("world", "build_cmd = mix compile"),
+    }
+    intent = next(r for r in recipes if r.kind == "intent")
+    assert intent.action_signature == ["Bash: bd show", "Bash: bd ready", "Bash: bd update"]
+    assert intent.sessions == 2 and [i.line_start for i in intent.instances] == [7, 7]
+
+
+@pytest.mark.corpus
+def test_every_cited_line_holds_the_cited_prompt_or_action(tmp_path):
+    _, recipes = mine_corpus(tmp_path)
+    for recipe in recipes:
+        for cite in recipe.instances:
+            lines = Path(cite.path).read_bytes().split(b"\n")
+            record = orjson.loads(lines[cite.line_start - 1])
+            if recipe.kind == "intent":
+                text = record["message"]["content"]
+                assert any(p.text.split("<id>")[0].strip() in text.lower() for p in recipe.phrasings)
+            else:
+                [block] = [b for b in record["message"]["content"] if b.get("type") == "tool_use"]
+                assert action_signature(block["name"], block["input"]) in recipe.action_signature
+
+
+@pytest.mark.corpus
+def test_recipe_ids_and_bytes_are_stable_across_runs(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir(), two.mkdir()
+    _, first = mine_corpus(one, workers=1)
+    _, second = mine_corpus(two, workers=2)
+    assert [r.id for r in first] == [r.id for r in second]
+    # The recipes file holds no wall-clock time and nothing of the workspace: same input, same bytes.
+    assert passes.recipes_path(one).read_bytes() == passes.recipes_path(two).read_bytes()
+
+
+def session_file(folder: Path, sid: str, n_prompts: int, start: int = 0) -> list[dict]:
+    records, parent = [], None
+    for i in range(start, start + n_prompts):
+        a, b, c = uid(), uid(), uid()
+        records += [
+            prompt(a, parent, f"run the linter and fix what it finds #{i}", session=sid,
+                   ts=f"2026-03-0{1 + i % 9}T10:00:00Z"),
+            tool_use(b, a, f"m{sid}{i}", f"t{sid}{i}", "Bash", {"command": "ruff check --fix ."}, session=sid),
+            tool_result(c, b, f"t{sid}{i}", "All checks passed!", session=sid),
+        ]
+        parent = c
+    return records
+
+
+def two_sessions(tmp_path) -> Path:
+    d = tmp_path / "transcripts"
+    jsonl(d / "s1.jsonl", session_file(d, "s1", 2))
+    jsonl(d / "s2.jsonl", session_file(d, "s2", 2))
+    return d
+
+
+def test_appending_to_a_file_reads_only_the_new_bytes(tmp_path):
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    seed, recipes = run_pass(ws, dirs=[d], **NO_HOME)
+    assert seed.trigger == "seed" and seed.files_read == 2
+    assert [r.kind for r in recipes] == ["intent"] and recipes[0].instances.__len__() == 4
+    warm, _ = run_pass(ws, dirs=[d], **NO_HOME)
+    assert (warm.trigger, warm.files_read, warm.bytes_read) == ("live", 0, 0)
+    target = d / "s1.jsonl"
+    before = target.stat().st_size
+    extra = b"".join(orjson.dumps(r) + b"\n" for r in session_file(d, "s1", 1, start=7))
+    with open(target, "ab") as fh:
+        fh.write(extra)
+    live, recipes = run_pass(ws, dirs=[d], **NO_HOME)
+    assert (live.files_read, live.bytes_read) == (1, len(extra))
+    assert target.stat().st_size == before + len(extra)
+    assert len(recipes[0].instances) == 5
+
+
+def test_a_grown_file_continues_its_open_episode(tmp_path):
+    d = tmp_path / "t"
+    a, b, c, e = uid(), uid(), uid(), uid()
+    jsonl(d / "s1.jsonl", [prompt(a, None, "deploy the staging stack", session="s1"),
+                           tool_use(b, a, "m1", "t1", "Bash", {"command": "make deploy"}, session="s1")])
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run_pass(ws, dirs=[d], **NO_HOME)
+    with open(d / "s1.jsonl", "ab") as fh:
+        fh.write(orjson.dumps(tool_result(c, b, "t1", "Exit code 2\nboom", is_error=True, session="s1")) + b"\n")
+        fh.write(orjson.dumps(tool_use(e, c, "m2", "t2", "Bash", {"command": "make deploy"}, session="s1")) + b"\n")
+    run_pass(ws, dirs=[d], **NO_HOME)
+    [ep] = load_state(ws, kitsoki_slug(ws.resolve())).all_episodes()
+    assert [a.signature for a in ep.actions] == ["Bash: make deploy", "Bash: make deploy"]
+    assert ep.actions[0].is_error and ep.actions[0].exit_code == 2  # its result came in the second read
+    assert ep.measures.retries == 1 and ep.line_end == 4
+
+
+def test_a_pass_that_fails_midway_leaves_the_watermark_and_the_next_reads_again(tmp_path, monkeypatch):
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    real = passes.mine_file
+    calls = []
+
+    def crash_on_second(*args):
+        calls.append(args[1])
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        return real(*args)
+
+    monkeypatch.setattr(passes, "mine_file", crash_on_second)
+    with pytest.raises(RuntimeError):
+        run_pass(ws, dirs=[d], workers=1, **NO_HOME)
+    assert load_state(ws, kitsoki_slug(ws.resolve())) is None
+    assert not passes.recipes_path(ws).exists()
+    monkeypatch.setattr(passes, "mine_file", real)
+    report, _ = run_pass(ws, dirs=[d], **NO_HOME)
+    assert (report.trigger, report.files_read) == ("seed", 2)
+
+
+def test_a_cancelled_pass_changes_nothing(tmp_path):
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run_pass(ws, dirs=[d], **NO_HOME)
+    state_before = passes.recipes_path(ws).read_bytes()
+    with open(d / "s2.jsonl", "ab") as fh:
+        fh.write(b"".join(orjson.dumps(r) + b"\n" for r in session_file(d, "s2", 1, start=5)))
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(PassCancelled):
+        run_pass(ws, dirs=[d], cancel=cancel, **NO_HOME)
+    assert passes.recipes_path(ws).read_bytes() == state_before
+    report, _ = run_pass(ws, dirs=[d], **NO_HOME)
+    assert report.files_read == 1
+
+
+def test_seed_drops_agent_sessions_and_samples_the_newest(tmp_path):
+    d = tmp_path / "t"
+    for i in range(4):
+        jsonl(d / f"s{i}.jsonl", session_file(d, f"s{i}", 1))
+    jsonl(d / "sdk.jsonl", [prompt(uid(), None, "run the linter and fix", session="sdk", entrypoint="sdk-cli")])
+    import os
+    for i, name in enumerate(["s0", "s1", "s2", "s3", "sdk"]):
+        os.utime(d / f"{name}.jsonl", (1_700_000_000 + i, 1_700_000_000 + i))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    report, _ = run_pass(ws, dirs=[d], first_pass_sample=2, **NO_HOME)
+    state = load_state(ws, kitsoki_slug(ws.resolve()))
+    assert sorted(Path(p).name for p in state.files) == ["s2.jsonl", "s3.jsonl"]
+    assert state.mined_through == 1_700_000_003
+    # The live pass keeps agent sessions, and only takes files newer than the watermark.
+    os.utime(d / "sdk.jsonl", (1_700_000_010, 1_700_000_010))
+    report, _ = run_pass(ws, dirs=[d], **NO_HOME)
+    assert report.files_read == 1 and report.trigger == "live"
+
+
+def test_priority_threshold_marks_but_keeps_recipes(tmp_path):
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _, recipes = run_pass(ws, dirs=[d], priority_threshold=1000, **NO_HOME)
+    assert recipes and all(r.below_threshold for r in recipes)
+    eps = load_state(ws, kitsoki_slug(ws.resolve())).all_episodes()
+    assert [r.id for r in mine_recipes(eps)] == [r.id for r in recipes]
+    assert measure([]).cost == 0
