@@ -16,9 +16,12 @@ from collections.abc import Iterator
 from datetime import datetime
 from enum import Enum
 
+from dataclasses import field
+
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
 
+from core.mining.phrasing import phrasing, stems
 from core.mining.signatures import (
     EDIT_TOOLS,
     PLAN_TOOLS,
@@ -86,6 +89,10 @@ class Episode:
     rejections: int = 0
     questions: int = 0
     agent_session: bool = False
+    stems: list[str] = field(default_factory=list)
+    """Sorted content stems of the prompt (what clustering compares), computed once at extraction."""
+    phrasing: str = ""
+    """The normalized first sentence of the prompt, as a recipe shows it."""
 
     @property
     def signature(self) -> tuple[str, ...]:
@@ -199,6 +206,8 @@ def continue_episode(episode: Episode, session: Session, turns: list[Turn]) -> E
         rejections=sum(1 for a in actions if a.rejected),
         questions=sum(1 for a in actions if a.tool in QUESTION_TOOLS),
         agent_session=episode.agent_session,
+        stems=episode.stems,
+        phrasing=episode.phrasing,
     )
 
 
@@ -243,4 +252,6 @@ def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Ep
         rejections=sum(1 for a in actions if a.rejected),
         questions=sum(1 for a in actions if a.tool in QUESTION_TOOLS),
         agent_session=session.agent_session,
+        stems=sorted(stems(prompt.text)),
+        phrasing=phrasing(prompt.text),
     )

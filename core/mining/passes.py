@@ -26,6 +26,7 @@ from core.mining.watermark import (
     FileMark,
     MiningState,
     kitsoki_slug,
+    load_episodes,
     load_state,
     save_state,
     write_atomic,
@@ -151,7 +152,7 @@ def run_pass(
     """One pass for the workspace's slug; returns its report and the ranked recipes."""
     repo = (repo or workspace).resolve()
     slug = kitsoki_slug(repo)
-    state = load_state(workspace, slug)
+    state = load_state(workspace, slug, with_episodes=False)
     if trigger is None:
         trigger = "seed" if state is None else "live"
     if state is None or trigger == "seed":
@@ -160,7 +161,8 @@ def run_pass(
     else:
         fresh_seed = False
 
-    units = discover(repo, dirs, home=home, env=env)
+    known = {path: mark.format for path, mark in state.files.items()}
+    units = discover(repo, dirs, home=home, env=env, known=known)
     seen = [c for u in units if u.trunk is not None and (c := _stat(u.format, u.trunk)) is not None]
     if fresh_seed:
         newest_first = sorted(seen, key=lambda c: (-c.mtime_ns, str(c.path)))
@@ -174,6 +176,22 @@ def run_pass(
                     todo.append(c)
             elif (mark.size, mark.mtime_ns) != (c.size, c.mtime_ns):
                 todo.append(c)
+
+    out = recipes_path(workspace)
+    if not todo and not fresh_seed and out.exists():
+        # Nothing new: the stored recipes stand. Only fingerprints were read and files stat()ed.
+        recipes = RecipesFile.model_validate_json(out.read_bytes()).recipes
+        for recipe in recipes:
+            recipe.below_threshold = recipe.priority < priority_threshold
+        body = recipes_json(recipes)
+        report = PassReport(trigger=trigger, slug=slug, sessions=0, recipes=len(recipes),
+                            job_id=f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}", files_seen=len(seen),
+                            mined_through=state.mined_through, recipes_path=str(out))
+        if on_complete is not None:
+            on_complete(report, recipes)
+        return report, recipes
+    if not fresh_seed:
+        load_episodes(workspace, state)
 
     bytes_read = 0
     jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path))) for c in todo]
@@ -191,7 +209,6 @@ def run_pass(
     recipes = mine_recipes(state.all_episodes(), priority_threshold=priority_threshold)
     body = recipes_json(recipes)
     job_id = f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}"
-    out = recipes_path(workspace)
     write_atomic(out, body)
     save_state(workspace, state)
     report = PassReport(

@@ -30,7 +30,6 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from core.mining.episodes import Action, Determinism, Episode
-from core.mining.phrasing import dice, phrasing, stems
 
 RecipeKind = Literal["intent", "binding", "world", "gate", "stub-wire"]
 
@@ -99,33 +98,56 @@ def recipe_id(kind: str, key: str) -> str:
 
 
 def _intents(eps: list[Episode]) -> list[tuple[str, str, list[Episode], list[str]]]:
-    """Greedy, order-stable clustering of prompts by stem-bag similarity."""
-    clusters: list[tuple[frozenset[str], list[Episode]]] = []
+    """Greedy, order-stable clustering of prompts by stem-bag similarity against each cluster's seed.
+
+    Candidates come from a prefix filter instead of comparing every pair: Dice(A, B) >= t needs an
+    overlap of at least t·|A|/(2-t) stems, so with stems ordered rarest first, two bags that are
+    similar enough must share one of the first |A| - ceil(t·|A|/(2-t)) + 1 stems of each.
+    """
+    t = PHRASING_SIMILARITY
+    df = Counter(s for ep in eps for s in set(ep.stems))
+    # Bags as bitmasks over the stem vocabulary: an intersection is one `&` and a popcount.
+    bit = {s: 1 << i for i, s in enumerate(sorted(df))}
+
+    def prefix(bag: list[str]) -> list[str]:
+        ranked = sorted(bag, key=lambda s: (df[s], s))
+        return ranked[: len(ranked) - math.ceil(t * len(ranked) / (2 - t)) + 1]
+
+    seeds: list[tuple[int, int]] = []  # (mask, size)
+    members: list[list[Episode]] = []
+    seed_stems: list[list[str]] = []
+    index: dict[str, list[int]] = defaultdict(list)
     for ep in eps:
-        bag = stems(ep.prompt)
+        bag = sorted(set(ep.stems))
         if len(bag) < MIN_STEMS:
             continue
-        best, best_score = None, PHRASING_SIMILARITY
-        for i, (seed, _) in enumerate(clusters):
-            score = dice(bag, seed)
-            if score >= best_score:
-                best, best_score = i, score
+        mask, size = sum(bit[s] for s in bag), len(bag)
+        head = prefix(bag)
+        best, best_score = None, t
+        for cid in sorted({c for s in head for c in index.get(s, ())}):
+            seed_mask, seed_size = seeds[cid]
+            score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
+            if score > best_score or (score == best_score and best is None):
+                best, best_score = cid, score
         if best is None:
-            clusters.append((bag, [ep]))
+            seeds.append((mask, size))
+            seed_stems.append(bag)
+            members.append([ep])
+            for s in head:
+                index[s].append(len(seeds) - 1)
         else:
-            clusters[best][1].append(ep)
+            members[best].append(ep)
     out = []
-    for seed, members in clusters:
-        if len({m.session for m in members}) < MIN_SESSIONS:
+    for seed, group in zip(seed_stems, members):
+        if len({m.session for m in group}) < MIN_SESSIONS:
             continue
-        counts = Counter(sig for m in members for sig in set(m.signature) if sig not in TRIVIAL)
-        consistent = [s for s, n in counts.items() if n >= 2 and n / len(members) > CONSISTENT_SHARE]
+        counts = Counter(sig for m in group for sig in set(m.signature) if sig not in TRIVIAL)
+        consistent = [s for s, n in counts.items() if n >= 2 and n / len(group) > CONSISTENT_SHARE]
         if not consistent:
             continue  # the same words, answered differently each time: not a recipe (yet)
-        order = {s: i for i, s in enumerate(dict.fromkeys(s for m in members for s in m.signature))}
+        order = {s: i for i, s in enumerate(dict.fromkeys(s for m in group for s in m.signature))}
         consistent.sort(key=order.__getitem__)
-        key = " ".join(sorted(seed))
-        out.append((key, phrasing(members[0].prompt), members, consistent))
+        out.append((" ".join(sorted(seed)), group[0].phrasing, group, consistent))
     return out
 
 
@@ -285,7 +307,7 @@ def mine_recipes(episodes: Iterable[Episode], *, priority_threshold: float = 0.0
     newest = max((e.timestamp for e in eps if e.timestamp), default=None)
     recipes: list[Recipe] = []
     for key, title, members, signature in _intents(eps):
-        counts = Counter(phrasing(m.prompt) for m in members)
+        counts = Counter(m.phrasing for m in members)
         recipes.append(_build(
             "intent", key, title, members, None, newest,
             phrasings=[Phrasing(text=t, count=n) for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))],

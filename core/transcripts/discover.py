@@ -97,15 +97,20 @@ def _first_field(path: Path, key: str) -> str | None:
     return None
 
 
-def group_sessions(files: Iterable[Path], fmt: str = "auto") -> list[SessionFiles]:
-    """Group transcript files into sessions: Claude subagent files join their trunk."""
+def group_sessions(
+    files: Iterable[Path], fmt: str = "auto", known: Mapping[str, str] | None = None
+) -> list[SessionFiles]:
+    """Group transcript files into sessions: Claude subagent files join their trunk.
+
+    `known` maps paths to formats already established (a watermark store): those are not sniffed.
+    """
     trunks: dict[Path, SessionFiles] = {}
     by_id: dict[str, SessionFiles] = {}
     flat_agents: list[Path] = []
     nested: list[tuple[Path, Path]] = []
     pi: list[SessionFiles] = []
     for path in files:
-        kind = fmt if fmt != "auto" else (sniff_format(path) or "claude")
+        kind = fmt if fmt != "auto" else ((known and known.get(str(path))) or sniff_format(path) or "claude")
         if kind == "pi":
             pi.append(SessionFiles("pi", path))
         elif path.parent.name == "subagents":
@@ -143,6 +148,7 @@ def discover(
     fmt: str = "auto",
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> list[SessionFiles]:
     """Sessions for `repo` (from the default roots) and from extra `dirs`; all history if neither."""
     env = os.environ if env is None else env
@@ -178,4 +184,4 @@ def discover(
         if key not in seen:
             seen.add(key)
             unique.append(path)
-    return group_sessions(unique, fmt)
+    return group_sessions(unique, fmt, known)

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Mining-pass benchmark: warm, live and cold passes of the recipe miner.
+
+    python tests/bench/mining.py [--corpus DIR] [--size-mb N] [--files N] [--json]
+
+- warm: a pass over N (default 5,000) unchanged transcript files after they were mined once;
+  target < 0.5 s. Only fingerprints are read and files stat()ed.
+- live: after a full seed of the ingestion corpus (1 GiB by default, the one ingest.py generates),
+  1 MB of new records is appended to one file; the next pass's time is the figure; target < 100 ms.
+- cold: the seed pass over the whole corpus (every session), as MB/s, next to the ingestion figure.
+
+Passes run in this process (the work, not Python's start-up, is timed) on a copy-free workspace
+under tests/bench/.cache/. Not part of the unit test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(HERE))
+
+import orjson  # noqa: E402
+
+from core.mining.passes import run_pass  # noqa: E402
+from ingest import corpus_root, ensure_corpus  # noqa: E402
+
+CACHE = HERE / ".cache"
+NO_HOME = {"home": Path("/nonexistent"), "env": {}}
+
+
+def small_session(sid: str, i: int) -> bytes:
+    """Two prompts answered by a tool call each, shaped as Claude Code writes them."""
+    lines, parent = [], None
+    for k, (ask, cmd) in enumerate((("run the unit tests", "pytest -q"), ("lint the changed files", "ruff check ."))):
+        u, a, r = f"{sid}-u{k}", f"{sid}-a{k}", f"{sid}-r{k}"
+        env = {"isSidechain": False, "userType": "external", "cwd": "/home/dev/proj", "sessionId": sid,
+               "version": "2.1.38", "gitBranch": "main", "timestamp": f"2026-03-01T10:{i % 60:02d}:0{k}Z"}
+        lines.append({**env, "parentUuid": parent, "type": "user", "uuid": u,
+                      "message": {"role": "user", "content": f"{ask} in package {i % 7}"}})
+        lines.append({**env, "parentUuid": u, "type": "assistant", "uuid": a, "requestId": f"req-{a}",
+                      "message": {"id": f"msg-{a}", "role": "assistant", "model": "claude-opus-4-6",
+                                  "content": [{"type": "tool_use", "id": f"t-{a}", "name": "Bash",
+                                               "input": {"command": cmd}}], "usage": {"input_tokens": 1}}})
+        lines.append({**env, "parentUuid": a, "type": "user", "uuid": r, "toolUseResult": {"stdout": "ok"},
+                      "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t-{a}",
+                                                               "content": "ok"}]}})
+        parent = r
+    return b"".join(orjson.dumps(x) + b"\n" for x in lines)
+
+
+def bench_warm(files: int) -> dict:
+    root = CACHE / f"warm-{files}"
+    transcripts = root / "transcripts"
+    if not transcripts.exists() or len(list(transcripts.glob("*.jsonl"))) != files:
+        shutil.rmtree(root, ignore_errors=True)
+        transcripts.mkdir(parents=True)
+        for i in range(files):
+            (transcripts / f"s{i:05d}.jsonl").write_bytes(small_session(f"s{i:05d}", i))
+    ws = root / "ws"
+    shutil.rmtree(ws, ignore_errors=True)
+    ws.mkdir()
+    t = time.perf_counter()
+    seed, _ = run_pass(ws, dirs=[transcripts], first_pass_sample=files, **NO_HOME)
+    seed_s = time.perf_counter() - t
+    walls = []
+    for _ in range(3):
+        t = time.perf_counter()
+        warm, _ = run_pass(ws, dirs=[transcripts], **NO_HOME)
+        walls.append(time.perf_counter() - t)
+        assert warm.files_read == 0 and warm.trigger == "live"
+    return {"files": files, "seed_s": round(seed_s, 3), "warm_s": round(min(walls), 3),
+            "walls": [round(w, 3) for w in walls], "target_s": 0.5, "ok": min(walls) < 0.5}
+
+
+def bench_live_and_cold(corpus: Path) -> dict:
+    projects = corpus_root(corpus) / "projects"
+    size = sum(p.stat().st_size for p in projects.rglob("*.jsonl"))
+    trunks = sorted(p for p in projects.glob("*/*.jsonl") if not p.name.startswith("agent-"))
+    # Append to a copy, never to the cached corpus itself: copy one mid-sized session aside.
+    target_src = sorted(trunks, key=lambda p: p.stat().st_size)[len(trunks) // 2]
+    scratch = CACHE / "live-scratch"
+    shutil.rmtree(scratch, ignore_errors=True)
+    (scratch / "extra").mkdir(parents=True)
+    target = scratch / "extra" / target_src.name
+    shutil.copyfile(target_src, target)
+    ws = scratch / "ws"
+    ws.mkdir()
+    t = time.perf_counter()
+    cold, _ = run_pass(ws, dirs=[projects, target.parent], first_pass_sample=10**9, **NO_HOME)
+    cold_s = time.perf_counter() - t
+    # 1 MB of new records in the same session: the original's own lines, re-keyed.
+    lines = [orjson.loads(x) for x in target_src.read_bytes().splitlines() if x.strip()][-400:]
+    chunk, n = [], 0
+    while n < 1024 * 1024:
+        for rec in lines:
+            rec = dict(rec)
+            if "uuid" in rec:
+                rec["uuid"] = f"{rec['uuid']}-{n}"
+            raw = orjson.dumps(rec) + b"\n"
+            chunk.append(raw)
+            n += len(raw)
+            if n >= 1024 * 1024:
+                break
+    with open(target, "ab") as fh:
+        fh.write(b"".join(chunk))
+    t = time.perf_counter()
+    live, _ = run_pass(ws, dirs=[projects, target.parent], **NO_HOME)
+    live_s = time.perf_counter() - t
+    return {
+        "corpus_mb": round(size / 1024 / 1024, 1), "sessions": cold.sessions,
+        "cold": {"wall_s": round(cold_s, 2), "mb_per_s": round(size / 1024 / 1024 / cold_s, 1),
+                 "recipes": cold.recipes},
+        "live": {"appended_bytes": n, "bytes_read": live.bytes_read, "files_read": live.files_read,
+                 "wall_s": round(live_s, 3), "target_s": 0.1, "ok": live_s < 0.1},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, help="CLAUDE_CONFIG_DIR-style root (default: generate 1 GiB)")
+    ap.add_argument("--size-mb", type=float, default=1024)
+    ap.add_argument("--files", type=int, default=5000)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    corpus = args.corpus or ensure_corpus(args.size_mb, None, 1)
+    result = {"warm": bench_warm(args.files), **bench_live_and_cold(corpus)}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        w, lc = result["warm"], result
+        print(f"warm pass over {w['files']} unchanged files: {w['warm_s']} s (target < 0.5 s) walls {w['walls']}")
+        print(f"cold seed pass over {lc['corpus_mb']} MB ({lc['sessions']} sessions): {lc['cold']['wall_s']} s, "
+              f"{lc['cold']['mb_per_s']} MB/s, {lc['cold']['recipes']} recipes")
+        print(f"live pass after appending {lc['live']['appended_bytes']} bytes to one file: {lc['live']['wall_s']} s "
+              f"(target < 0.1 s), {lc['live']['bytes_read']} bytes read from {lc['live']['files_read']} file(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
