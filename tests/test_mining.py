@@ -235,3 +235,42 @@ def test_priority_threshold_marks_but_keeps_recipes(tmp_path):
     eps = load_state(ws, kitsoki_slug(ws.resolve())).all_episodes()
     assert [r.id for r in mine_recipes(eps)] == [r.id for r in recipes]
     assert measure([]).cost == 0
+
+
+def test_clusters_remembered_from_earlier_passes_give_the_same_recipes_as_a_fresh_run():
+    import copy
+    import random
+    from datetime import datetime, timedelta, timezone
+
+    from core.mining.episodes import Action, Episode, Measures
+    from core.mining.phrasing import phrasing, stems
+
+    rng = random.Random(7)
+    words = "deploy staging release notes bump version lint fix tests flaky parser cache docs api client".split()
+    base = datetime(2026, 3, 1, tzinfo=timezone.utc)
+
+    def make(i: int, session: str) -> Episode:
+        text = " ".join(rng.sample(words, 4))
+        act = Action(signature="Bash: make " + text.split()[0], tool="Bash", argument="make " + text.split()[0])
+        return Episode(session=session, project="/p", index=i, prompt=text, file=f"/t/{session}.jsonl",
+                       line_start=i + 1, line_end=i + 1, timestamp=base + timedelta(minutes=i), actions=[act],
+                       measures=Measures(tool_calls=1), determinism=Determinism.deterministic,
+                       stems=sorted(stems(text)), phrasing=phrasing(text))
+
+    eps = [make(i, f"s{i % 5}") for i in range(120)]
+    def fresh(batch):
+        batch = copy.deepcopy(batch)
+        for e in batch:
+            e.cluster = ""
+        return [r.model_dump() for r in mine_recipes(batch)]
+
+    first = eps[:80]
+    mine_recipes(first)  # leaves each episode's cluster on it, as a pass stores them
+    assert all(e.cluster for e in first)
+    later = first + eps[80:]  # newer episodes: the remembered clusters stand, only the new ones probe
+    assert [r.model_dump() for r in mine_recipes(later)] == fresh(eps)
+    older = make(-1, "s9")
+    older.timestamp = base - timedelta(days=1)  # an older session found later: re-probe from it on
+    assert [r.model_dump() for r in mine_recipes(later + [older])] == fresh(eps + [older])
+    dropped = [e for e in later if e.session != "s0"]  # a file rewritten: its episodes (and seeds) gone
+    assert [r.model_dump() for r in mine_recipes(dropped)] == fresh(dropped)

@@ -93,6 +93,8 @@ class Episode:
     """Sorted content stems of the prompt (what clustering compares), computed once at extraction."""
     phrasing: str = ""
     """The normalized first sentence of the prompt, as a recipe shows it."""
+    cluster: str = ""
+    """The key of the episode whose prompt seeded this one's intent cluster (set by the miner)."""
 
     @property
     def signature(self) -> tuple[str, ...]:
@@ -208,6 +210,7 @@ def continue_episode(episode: Episode, session: Session, turns: list[Turn]) -> E
         agent_session=episode.agent_session,
         stems=episode.stems,
         phrasing=episode.phrasing,
+        cluster=episode.cluster,
     )
 
 

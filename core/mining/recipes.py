@@ -90,6 +90,14 @@ class RecipesFile(BaseModel):
     recipes: list[Recipe]
 
 
+SKIPPED = "-"
+"""Episode.cluster of a prompt too short to ask for anything."""
+
+
+def episode_key(ep: Episode) -> str:
+    return f"{ep.session}|{ep.file}|{ep.line_start}"
+
+
 def recipe_id(kind: str, key: str) -> str:
     return hashlib.sha256(f"{kind}\0{key}".encode()).hexdigest()[:16]
 
@@ -116,27 +124,41 @@ def _intents(eps: list[Episode]) -> list[tuple[str, str, list[Episode], list[str
     seeds: list[tuple[int, int]] = []  # (mask, size)
     members: list[list[Episode]] = []
     seed_stems: list[list[str]] = []
+    seed_of: dict[str, int] = {}
     index: dict[str, list[int]] = defaultdict(list)
+    # Episodes keep the cluster a previous run gave them. Greedy clustering in time order only
+    # depends on what came before, so those answers stand until the first episode that has none
+    # (new, or older than what was clustered) or names a seed that is gone; from there on, probe.
+    restoring = True
     for ep in eps:
+        key = episode_key(ep)
         bag = sorted(set(ep.stems))
         if len(bag) < MIN_STEMS:
+            ep.cluster = SKIPPED
             continue
-        mask, size = sum(bit[s] for s in bag), len(bag)
-        head = prefix(bag)
-        best, best_score = None, t
-        for cid in sorted({c for s in head for c in index.get(s, ())}):
-            seed_mask, seed_size = seeds[cid]
-            score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
-            if score > best_score or (score == best_score and best is None):
-                best, best_score = cid, score
+        if restoring and not (ep.cluster == key or ep.cluster in seed_of):
+            restoring = False
+        if restoring:
+            best = None if ep.cluster == key else seed_of[ep.cluster]
+        else:
+            best, best_score = None, t
+            mask, size = sum(bit[s] for s in bag), len(bag)
+            for cid in sorted({c for s in prefix(bag) for c in index.get(s, ())}):
+                seed_mask, seed_size = seeds[cid]
+                score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
+                if score > best_score or (score == best_score and best is None):
+                    best, best_score = cid, score
         if best is None:
-            seeds.append((mask, size))
+            seed_of[key] = len(seeds)
+            seeds.append((sum(bit[s] for s in bag), len(bag)))
             seed_stems.append(bag)
             members.append([ep])
-            for s in head:
+            for s in prefix(bag):
                 index[s].append(len(seeds) - 1)
+            ep.cluster = key
         else:
             members[best].append(ep)
+            ep.cluster = episode_key(members[best][0])
     out = []
     for seed, group in zip(seed_stems, members):
         if len({m.session for m in group}) < MIN_SESSIONS:

@@ -222,7 +222,7 @@ class MinerService:
 
     def _start_watcher(self) -> None:
         self._watch_stop = threading.Event()
-        self._watcher = threading.Thread(target=self._watch_loop, args=(self._watch_stop,),
+        self._watcher = threading.Thread(target=self._watch_guarded, args=(self._watch_stop,),
                                          name=f"miner-watch-{self.slug}", daemon=True)
         self._watcher.start()
 
@@ -230,6 +230,14 @@ class MinerService:
         self._watch_stop.set()
         self._watcher.join(5)
         self._start_watcher()
+
+    def _watch_guarded(self, stop: threading.Event) -> None:
+        try:
+            self._watch_loop(stop)
+        except Exception as exc:  # a dead watcher must show in status, not vanish
+            log.exception("transcript watcher stopped")
+            with self._lock:
+                self.last_error = f"watcher stopped: {type(exc).__name__}: {exc}"
 
     def _watch_loop(self, stop: threading.Event) -> None:
         from watchfiles import watch
