@@ -96,14 +96,18 @@ def bench_live_and_cold(corpus: Path) -> dict:
     t = time.perf_counter()
     cold, _ = run_pass(ws, dirs=[projects, target.parent], first_pass_sample=10**9, **NO_HOME)
     cold_s = time.perf_counter() - t
-    # 1 MB of new records in the same session: the original's own lines, re-keyed.
+    # 1 MB of new records in the same session: the original's own lines, re-keyed and stamped
+    # now, as a session that goes on writes them.
     lines = [orjson.loads(x) for x in target_src.read_bytes().splitlines() if x.strip()][-400:]
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
     chunk, n = [], 0
     while n < 1024 * 1024:
         for rec in lines:
             rec = dict(rec)
             if "uuid" in rec:
                 rec["uuid"] = f"{rec['uuid']}-{n}"
+            if "timestamp" in rec:
+                rec["timestamp"] = now
             raw = orjson.dumps(rec) + b"\n"
             chunk.append(raw)
             n += len(raw)
