@@ -274,3 +274,100 @@ def test_clusters_remembered_from_earlier_passes_give_the_same_recipes_as_a_fres
     assert [r.model_dump() for r in mine_recipes(later + [older])] == fresh(eps + [older])
     dropped = [e for e in later if e.session != "s0"]  # a file rewritten: its episodes (and seeds) gone
     assert [r.model_dump() for r in mine_recipes(dropped)] == fresh(dropped)
+
+
+def test_an_index_kept_between_passes_matches_a_fresh_run():
+    """The language server's miner keeps its RecipeIndex; folding in a session that goes on (new
+    episodes, its open episode continued), or an older one found late, gives a fresh run's recipes."""
+    import copy
+    from datetime import datetime, timedelta, timezone
+
+    from core.mining.episodes import Action, Episode, Measures
+    from core.mining.phrasing import phrasing, stems
+    from core.mining.recipes import RecipeIndex
+
+    base = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    asks = ["run the linter and fix it", "deploy staging now", "regenerate the api client", "bump the version"]
+    cmds = ["ruff check .", "make deploy", "make client", "gh pr merge --squash"]
+
+    def make(i: int, session: str, extra: int = 0, rejected: bool = False) -> Episode:
+        acts = [Action(signature=f"Bash: {cmds[i % 4].split()[0]} {cmds[i % 4].split()[1]}", tool="Bash",
+                       argument=cmds[i % 4], rejected=rejected)] * (1 + extra)
+        text = asks[i % 4]
+        return Episode(session=session, project="/p", index=i, prompt=text, file=f"/t/{session}.jsonl",
+                       line_start=i + 1, line_end=i + 1, timestamp=base + timedelta(minutes=i), actions=list(acts),
+                       measures=Measures(tool_calls=len(acts)), determinism=Determinism.deterministic,
+                       stems=sorted(stems(text)), phrasing=phrasing(text))
+
+    def fresh(eps):
+        eps = copy.deepcopy(eps)
+        for e in eps:
+            e.cluster = ""
+        return [r.model_dump() for r in mine_recipes(eps)]
+
+    eps = [make(i, f"s{i % 3}") for i in range(30)]
+    index = RecipeIndex(eps[:20])
+    index.recipes()
+    assert index.sync(eps) is True  # newer episodes only: folded in
+    assert [r.model_dump() for r in index.recipes()] == fresh(eps)
+    continued = make(29, "s2", extra=2, rejected=True)  # the open episode, continued in a later read
+    eps2 = eps[:-1] + [continued]
+    assert index.sync_files({"/t/s2.jsonl": [e for e in eps2 if e.session == "s2"]}, eps2) is True
+    assert [r.model_dump() for r in index.recipes()] == fresh(eps2)
+    late = make(0, "s7")
+    late.timestamp = base - timedelta(days=3)  # an older session found later: rebuilt
+    assert index.sync(eps2 + [late]) is False
+    assert [r.model_dump() for r in index.recipes()] == fresh(eps2 + [late])
+
+
+def test_the_episode_log_ignores_what_a_crashed_pass_appended(tmp_path, monkeypatch):
+    from core.mining import watermark
+
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run_pass(ws, dirs=[d], **NO_HOME)
+    before = sorted((e.session, e.line_start) for e in load_state(ws, kitsoki_slug(ws.resolve())).all_episodes())
+    with open(d / "s1.jsonl", "ab") as fh:
+        fh.write(b"".join(orjson.dumps(r) + b"\n" for r in session_file(d, "s1", 1, start=5)))
+    real = watermark.write_atomic
+
+    log_sizes = []
+
+    def die_on_commit(path, data):
+        if path.parent.name == "state" and path.suffix == ".json":  # the fingerprints: the commit point
+            log_sizes.extend(p.stat().st_size for p in path.parent.glob("*.episodes.*"))
+            raise OSError("killed before the commit point")
+        return real(path, data)
+
+    monkeypatch.setattr(watermark, "write_atomic", die_on_commit)
+    with pytest.raises(OSError):
+        run_pass(ws, dirs=[d], **NO_HOME)  # appended to the log, then died
+    monkeypatch.setattr(watermark, "write_atomic", real)
+    after_crash = sorted((e.session, e.line_start) for e in load_state(ws, kitsoki_slug(ws.resolve())).all_episodes())
+    assert after_crash == before  # the appended tail is not part of the state
+    state = load_state(ws, kitsoki_slug(ws.resolve()), with_episodes=False)
+    assert log_sizes and log_sizes[0] > state._episodes_bytes  # ...though it was written
+    report, _ = run_pass(ws, dirs=[d], **NO_HOME)
+    assert report.files_read == 1
+    eps = load_state(ws, kitsoki_slug(ws.resolve())).all_episodes()
+    assert len(eps) == len(before) + 1 and len({(e.session, e.line_start) for e in eps}) == len(eps)
+
+
+def test_a_remembered_pass_told_which_file_changed_reads_only_that_file(tmp_path):
+    from core.mining.passes import PassMemory
+
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    memory = PassMemory()
+    run_pass(ws, dirs=[d], memory=memory, **NO_HOME)
+    extra = b"".join(orjson.dumps(r) + b"\n" for r in session_file(d, "s2", 1, start=6))
+    with open(d / "s2.jsonl", "ab") as fh:
+        fh.write(extra)
+    report, recipes = run_pass(ws, dirs=[d], memory=memory, changed_paths=[d / "s2.jsonl"], **NO_HOME)
+    assert (report.files_seen, report.files_read, report.bytes_read) == (1, 1, len(extra))
+    fresh_ws = tmp_path / "fresh"
+    fresh_ws.mkdir()
+    _, fresh = run_pass(fresh_ws, dirs=[d], **NO_HOME)
+    assert [r.model_dump() for r in recipes] == [r.model_dump() for r in fresh]

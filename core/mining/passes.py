@@ -21,7 +21,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from core.mining.episodes import Episode, attach_results, episodes
-from core.mining.recipes import Recipe, RecipesFile, mine_recipes
+from core.mining.recipes import Recipe, RecipeIndex, RecipesFile
 from core.mining.watermark import (
     FileMark,
     MiningState,
@@ -34,6 +34,7 @@ from core.mining.watermark import (
 from core.transcripts.claude import is_agent_session, read_claude_file
 from core.transcripts.discover import _first_field, discover
 from core.transcripts.ingest import parallel_map
+from core.transcripts.lines import sniff_format
 from core.transcripts.model import Session
 from core.transcripts.pi import read_pi_session
 
@@ -104,15 +105,19 @@ def _session_of(file, path: Path, mark: FileMark | None) -> Session:
     )
 
 
-def mine_file(fmt: str, path: Path, size: int, mtime_ns: int, mark: FileMark | None) -> tuple[str, FileMark, int]:
-    """Episodes of one transcript file, resuming from `mark` when the file only grew."""
+def mine_file(
+    fmt: str, path: Path, size: int, mtime_ns: int, mark: FileMark | None
+) -> tuple[str, FileMark, int, int]:
+    """Episodes of one transcript file, resuming from `mark` when the file only grew.
+
+    Returns (path, new mark, bytes read, index of the first episode that changed)."""
     if fmt == "pi":
         session = read_pi_session(path)
         eps = list(episodes(session))
         new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=size,
                        line=session.accounting.lines_read, session=session.id, project=session.project,
                        agent_session=session.agent_session, episodes=eps)
-        return str(path), new, size
+        return str(path), new, size, 0
     resume = mark is not None and mark.format == fmt and size >= mark.size and 0 < mark.offset <= size
     if resume:
         file = read_claude_file(path, start=mark.offset, first_line=mark.line + 1)
@@ -121,16 +126,38 @@ def mine_file(fmt: str, path: Path, size: int, mtime_ns: int, mark: FileMark | N
             attach_results(carry, file.orphan_results)
         session = _session_of(file, path, mark)
         fresh = list(episodes(session, carry=carry))
-        eps = (mark.episodes[:-1] if carry is not None else mark.episodes) + fresh
-        start = mark.offset
+        kept = mark.episodes[:-1] if carry is not None else mark.episodes
+        eps = kept + fresh
+        start, changed_from = mark.offset, len(kept)
     else:
         file = read_claude_file(path)
         session = _session_of(file, path, None)
         eps = list(episodes(session))
-        start = 0
+        start = changed_from = 0
     new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=file.end_offset, line=file.last_line,
                    session=session.id, project=session.project, agent_session=session.agent_session, episodes=eps)
-    return str(path), new, file.end_offset - start
+    return str(path), new, file.end_offset - start, changed_from
+
+
+def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[_Candidate]:
+    """The transcript trunks among watcher-reported paths (subagent files are not mined)."""
+    out = []
+    for path in {Path(p) for p in paths}:
+        if path.suffix != ".jsonl" or path.name.startswith("agent-") or path.parent.name == "subagents":
+            continue
+        mark = state.files.get(str(path))
+        fmt = mark.format if mark is not None else (sniff_format(path) or "claude")
+        if (c := _stat(fmt, path)) is not None:
+            out.append(c)
+    return out
+
+
+@dataclass
+class PassMemory:
+    """What a long-lived miner keeps between passes so a live pass does not reload the store."""
+
+    state: MiningState | None = None
+    index: RecipeIndex | None = None
 
 
 def run_pass(
@@ -148,11 +175,23 @@ def run_pass(
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
     on_complete: Callable[[PassReport, list[Recipe]], None] | None = None,
+    memory: PassMemory | None = None,
+    changed_paths: Iterable[Path] | None = None,
 ) -> tuple[PassReport, list[Recipe]]:
-    """One pass for the workspace's slug; returns its report and the ranked recipes."""
+    """One pass for the workspace's slug; returns its report and the ranked recipes.
+
+    `changed_paths` (from a file watcher) lets a live pass with a remembered state look only at
+    those files instead of walking every transcript folder.
+    """
     repo = (repo or workspace).resolve()
     slug = kitsoki_slug(repo)
-    state = load_state(workspace, slug, with_episodes=False)
+    remembered = memory.state if memory is not None else None
+    if memory is not None:
+        memory.state = None  # until this pass completes, what was remembered may be half-changed
+    if remembered is not None and remembered.slug == slug:
+        state = remembered
+    else:
+        state = load_state(workspace, slug, with_episodes=False)
     if trigger is None:
         trigger = "seed" if state is None else "live"
     if state is None or trigger == "seed":
@@ -161,9 +200,12 @@ def run_pass(
     else:
         fresh_seed = False
 
-    known = {path: mark.format for path, mark in state.files.items()}
-    units = discover(repo, dirs, home=home, env=env, known=known)
-    seen = [c for u in units if u.trunk is not None and (c := _stat(u.format, u.trunk)) is not None]
+    if changed_paths is not None and remembered is state and not fresh_seed:
+        seen = _changed_trunks(changed_paths, state)
+    else:
+        known = {path: mark.format for path, mark in state.files.items()}
+        units = discover(repo, dirs, home=home, env=env, known=known)
+        seen = [c for u in units if u.trunk is not None and (c := _stat(u.format, u.trunk)) is not None]
     if fresh_seed:
         newest_first = sorted(seen, key=lambda c: (-c.mtime_ns, str(c.path)))
         todo = [c for c in newest_first if not _agent_file(c)][: max(0, first_pass_sample)]
@@ -187,6 +229,8 @@ def run_pass(
         report = PassReport(trigger=trigger, slug=slug, sessions=0, recipes=len(recipes),
                             job_id=f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}", files_seen=len(seen),
                             mined_through=state.mined_through, recipes_path=str(out))
+        if memory is not None:
+            memory.state = state
         if on_complete is not None:
             on_complete(report, recipes)
         return report, recipes
@@ -194,23 +238,33 @@ def run_pass(
         load_episodes(workspace, state)
 
     bytes_read = 0
+    changed: dict[str, int] = {}
     jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path))) for c in todo]
     sizes = [max(1, c.size - (state.files[str(c.path)].offset if str(c.path) in state.files else 0)) for c in todo]
-    for path, mark, read in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
+    for path, mark, read, changed_from in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
         if cancel is not None and cancel.is_set():
             raise PassCancelled()
         state.files[path] = mark
+        changed[path] = changed_from
         bytes_read += read
     if cancel is not None and cancel.is_set():
         raise PassCancelled()
 
     if todo:
         state.mined_through = max(state.mined_through, max(c.mtime_ns for c in todo) // 1_000_000_000)
-    recipes = mine_recipes(state.all_episodes(), priority_threshold=priority_threshold)
+    episodes_now = state.all_episodes()
+    index = memory.index if memory is not None and memory.index is not None else None
+    if index is not None:
+        index.sync_files({p: state.files[p].episodes for p in changed}, episodes_now)
+    else:
+        index = RecipeIndex(episodes_now)
+    recipes = index.recipes(priority_threshold)
     body = recipes_json(recipes)
     job_id = f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}"
     write_atomic(out, body)
-    save_state(workspace, state)
+    save_state(workspace, state, None if fresh_seed else changed)
+    if memory is not None:
+        memory.state, memory.index = state, index
     report = PassReport(
         trigger=trigger, slug=slug, sessions=len(todo), recipes=len(recipes), job_id=job_id,
         files_seen=len(seen), files_read=len(todo), bytes_read=bytes_read,

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from core.mining.episodes import Action, Determinism, Episode
 
@@ -82,6 +82,7 @@ class Recipe(BaseModel):
     """binding: the dev-story iface; world: the world key."""
     value: str | None = None
     """binding: the provider seen (gh, git, beads, ...); world: the value; gate: the decision seen."""
+    _score: tuple = PrivateAttr(default=())
 
 
 class RecipesFile(BaseModel):
@@ -100,77 +101,6 @@ def episode_key(ep: Episode) -> str:
 
 def recipe_id(kind: str, key: str) -> str:
     return hashlib.sha256(f"{kind}\0{key}".encode()).hexdigest()[:16]
-
-
-# -- intents -----------------------------------------------------------------------------------
-
-
-def _intents(eps: list[Episode]) -> list[tuple[str, str, list[Episode], list[str]]]:
-    """Greedy, order-stable clustering of prompts by stem-bag similarity against each cluster's seed.
-
-    Candidates come from a prefix filter instead of comparing every pair: Dice(A, B) >= t needs an
-    overlap of at least t·|A|/(2-t) stems, so with stems ordered rarest first, two bags that are
-    similar enough must share one of the first |A| - ceil(t·|A|/(2-t)) + 1 stems of each.
-    """
-    t = PHRASING_SIMILARITY
-    df = Counter(s for ep in eps for s in set(ep.stems))
-    # Bags as bitmasks over the stem vocabulary: an intersection is one `&` and a popcount.
-    bit = {s: 1 << i for i, s in enumerate(sorted(df))}
-
-    def prefix(bag: list[str]) -> list[str]:
-        ranked = sorted(bag, key=lambda s: (df[s], s))
-        return ranked[: len(ranked) - math.ceil(t * len(ranked) / (2 - t)) + 1]
-
-    seeds: list[tuple[int, int]] = []  # (mask, size)
-    members: list[list[Episode]] = []
-    seed_stems: list[list[str]] = []
-    seed_of: dict[str, int] = {}
-    index: dict[str, list[int]] = defaultdict(list)
-    # Episodes keep the cluster a previous run gave them. Greedy clustering in time order only
-    # depends on what came before, so those answers stand until the first episode that has none
-    # (new, or older than what was clustered) or names a seed that is gone; from there on, probe.
-    restoring = True
-    for ep in eps:
-        key = episode_key(ep)
-        bag = sorted(set(ep.stems))
-        if len(bag) < MIN_STEMS:
-            ep.cluster = SKIPPED
-            continue
-        if restoring and not (ep.cluster == key or ep.cluster in seed_of):
-            restoring = False
-        if restoring:
-            best = None if ep.cluster == key else seed_of[ep.cluster]
-        else:
-            best, best_score = None, t
-            mask, size = sum(bit[s] for s in bag), len(bag)
-            for cid in sorted({c for s in prefix(bag) for c in index.get(s, ())}):
-                seed_mask, seed_size = seeds[cid]
-                score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
-                if score > best_score or (score == best_score and best is None):
-                    best, best_score = cid, score
-        if best is None:
-            seed_of[key] = len(seeds)
-            seeds.append((sum(bit[s] for s in bag), len(bag)))
-            seed_stems.append(bag)
-            members.append([ep])
-            for s in prefix(bag):
-                index[s].append(len(seeds) - 1)
-            ep.cluster = key
-        else:
-            members[best].append(ep)
-            ep.cluster = episode_key(members[best][0])
-    out = []
-    for seed, group in zip(seed_stems, members):
-        if len({m.session for m in group}) < MIN_SESSIONS:
-            continue
-        counts = Counter(sig for m in group for sig in set(m.signature) if sig not in TRIVIAL)
-        consistent = [s for s, n in counts.items() if n >= 2 and n / len(group) > CONSISTENT_SHARE]
-        if not consistent:
-            continue  # the same words, answered differently each time: not a recipe (yet)
-        order = {s: i for i, s in enumerate(dict.fromkeys(s for m in group for s in m.signature))}
-        consistent.sort(key=order.__getitem__)
-        out.append((" ".join(sorted(seed)), group[0].phrasing, group, consistent))
-    return out
 
 
 # -- bindings and world knobs from shell heads ---------------------------------------------------
@@ -210,65 +140,47 @@ def _head(action: Action) -> str | None:
     return action.signature.split(": ", 1)[1] if action.signature.startswith(("Bash: ", "bash: ")) else None
 
 
-def _evidence(eps: list[Episode]) -> dict[tuple[str, str, str], list[tuple[Episode, Action]]]:
-    """(kind, key, value) -> the actions that show it."""
-    found: dict[tuple[str, str, str], list[tuple[Episode, Action]]] = defaultdict(list)
-    for ep in eps:
-        for action in ep.actions:
-            head = _head(action)
-            if head is None or action.rejected:
-                continue
-            for prefix, iface, provider in _PROVIDERS:
-                if head == prefix or head.startswith(prefix + " "):
-                    found[("binding", iface, provider)].append((ep, action))
-                    break
-            if _TEST_HEADS.match(head):
-                found[("world", "test_cmd", head)].append((ep, action))
-            elif _BUILD_HEADS.match(head):
-                found[("world", "build_cmd", head)].append((ep, action))
-            command = action.argument
-            for pattern in _BASE_BRANCH:
-                m = pattern.search(command)
-                if m and m.group(1) not in ("HEAD", "-", "."):
-                    found[("world", "base_branch", m.group(1))].append((ep, action))
-                    break
-            m = _MERGE.search(command)
+_PROVIDER_FIRST_WORDS = frozenset(prefix.split()[0] for prefix, _, _ in _PROVIDERS)
+
+
+def _action_buckets(action: Action) -> list[tuple[str, str, str]]:
+    """The binding/world evidence one action gives: (kind, key, value) per finding."""
+    head = _head(action)
+    if head is None or action.rejected:
+        return []
+    found = []
+    first = head.split(" ", 1)[0]
+    if first in _PROVIDER_FIRST_WORDS:
+        for prefix, iface, provider in _PROVIDERS:
+            if head == prefix or head.startswith(prefix + " "):
+                found.append(("binding", iface, provider))
+                break
+    if _TEST_HEADS.match(head):
+        found.append(("world", "test_cmd", head))
+    elif _BUILD_HEADS.match(head):
+        found.append(("world", "build_cmd", head))
+    if first in ("git", "gh"):  # base branch and merge strategy only show in git and gh commands
+        for pattern in _BASE_BRANCH:
+            m = pattern.search(action.argument)
+            if m and m.group(1) not in ("HEAD", "-", "."):
+                found.append(("world", "base_branch", m.group(1)))
+                break
+        if head.startswith("gh pr merge"):
+            m = _MERGE.search(action.argument)
             if m:
-                found[("world", "merge_strategy", m.group(1))].append((ep, action))
+                found.append(("world", "merge_strategy", m.group(1)))
     return found
 
 
-def _dominant(found, kind: str) -> list[tuple[str, str, list[tuple[Episode, Action]]]]:
-    """Per key, the value that wins at least WORLD_AGREEMENT of the evidence (bindings: per iface)."""
-    by_key: dict[str, dict[str, list]] = defaultdict(dict)
-    for (k, key, value), ev in found.items():
-        if k == kind:
-            by_key[key][value] = ev
-    out = []
-    for key, values in by_key.items():
-        total = sum(len(v) for v in values.values())
-        value, ev = max(values.items(), key=lambda kv: (len(kv[1]), kv[0]))
-        if len(ev) / total >= WORLD_AGREEMENT and len({e.session for e, _ in ev}) >= MIN_SESSIONS:
-            out.append((key, value, ev))
-    return out
-
-
-# -- gates -------------------------------------------------------------------------------------
-
-
-def _gates(eps: list[Episode]) -> list[tuple[str, str, list[tuple[Episode, Action]]]]:
-    """A person deciding at the same action again and again: rejecting it, or being asked."""
-    found: dict[tuple[str, str], list[tuple[Episode, Action]]] = defaultdict(list)
-    for ep in eps:
-        for action in ep.actions:
-            if action.rejected:
-                found[(action.signature, "rejected")].append((ep, action))
-            elif action.interrupted:
-                found[(action.signature, "interrupted")].append((ep, action))
-            elif action.tool in ("AskUserQuestion", "ExitPlanMode"):
-                found[(action.tool, "asked")].append((ep, action))
-    return [(sig, decision, ev) for (sig, decision), ev in found.items()
-            if len({e.session for e, _ in ev}) >= MIN_SESSIONS]
+def _gate_bucket(action: Action) -> tuple[str, str] | None:
+    """A person deciding at an action: rejecting it, interrupting it, or being asked."""
+    if action.rejected:
+        return (action.signature, "rejected")
+    if action.interrupted:
+        return (action.signature, "interrupted")
+    if action.tool in ("AskUserQuestion", "ExitPlanMode"):
+        return (action.tool, "asked")
+    return None
 
 
 # -- scoring -----------------------------------------------------------------------------------
@@ -294,7 +206,7 @@ def _build(kind: str, key: str, title: str, episodes: list[Episode], actions: li
     cost = sum(e.measures.cost for e in eps) / len(eps)
     sessions = len({e.session for e in eps})
     last = max(stamps) if stamps else None
-    priority = cost * math.log2(1 + sessions) * (0.5 + 0.5 * _recency(last, newest)) * (0.5 + 0.5 * outcome)
+    priority = _priority(cost, sessions, last, outcome, newest)
     gated = sum(1 for e in eps if e.determinism is Determinism.agent_gated)
     if actions is not None:
         instances = [Instance(session=e.session, path=a.file, line_start=a.line, line_end=a.line)
@@ -303,7 +215,7 @@ def _build(kind: str, key: str, title: str, episodes: list[Episode], actions: li
         instances = [Instance(session=e.session, path=e.file, line_start=e.line_start, line_end=e.line_end)
                      for e in eps]
     instances.sort(key=lambda i: (i.path, i.line_start, i.session))
-    return Recipe(
+    recipe = Recipe(
         id=recipe_id(kind, key),
         kind=kind,
         title=title,
@@ -320,32 +232,254 @@ def _build(kind: str, key: str, title: str, episodes: list[Episode], actions: li
          else Determinism.irreducible),
         **fields,
     )
+    recipe._score = (cost, sessions, last, outcome)
+    return recipe
+
+
+def _priority(cost: float, sessions: int, last: datetime | None, outcome: float, newest: datetime | None) -> float:
+    return cost * math.log2(1 + sessions) * (0.5 + 0.5 * _recency(last, newest)) * (0.5 + 0.5 * outcome)
+
+
+def sort_key(ep: Episode) -> tuple:
+    return (ep.timestamp or _EPOCH, ep.session, ep.file, ep.line_start)
+
+
+_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
+
+
+class RecipeIndex:
+    """Recipes of a set of episodes, kept up to date as episodes arrive.
+
+    Built from scratch, it is the miner (`mine_recipes`). Kept alive between passes (the language
+    server's miner does), `sync` folds in what changed: episodes that come after all the others
+    (a session going on) or replace one with the same prompt (its open episode, continued) are
+    added without revisiting the rest; anything else (an older session found, a file rewritten)
+    rebuilds. Either way the recipes are exactly those of a fresh run over the same episodes.
+
+    Intents: greedy clustering in time order, each prompt joining the most similar cluster seed
+    (Dice over stem bags >= PHRASING_SIMILARITY) or seeding a new one. Candidate seeds come from a
+    prefix filter: Dice(A, B) >= t needs an overlap of at least t·|A|/(2-t) stems, so under any
+    fixed order of stems (rarest first, for selectivity) two bags that similar share one of the
+    first |A| - ceil(t·|A|/(2-t)) + 1 stems of each. Bags are bitmasks: an intersection is one `&`.
+    """
+
+    def __init__(self, episodes: Iterable[Episode] = ()) -> None:
+        self._reset(sorted(episodes, key=sort_key))
+
+    def _reset(self, eps: list[Episode]) -> None:
+        self.eps: dict[str, Episode] = {}
+        self.last: tuple | None = None
+        self.newest: datetime | None = None
+        df = Counter(s for ep in eps for s in set(ep.stems))
+        self.rank: dict[str, tuple[int, str]] = {s: (n, s) for s, n in df.items()}
+        self.bit: dict[str, int] = {}
+        self.seeds: list[tuple[int, int, list[str]]] = []  # (mask, size, stems)
+        self.members: list[list[str]] = []
+        self.seed_of: dict[str, int] = {}
+        self.postings: dict[str, list[int]] = defaultdict(list)
+        self.cluster_of: dict[str, int] = {}
+        self.restoring = True
+        self.evidence: dict[tuple[str, str, str], dict[str, list[int]]] = defaultdict(dict)
+        self.gates: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
+        self.contributes: dict[str, list[tuple]] = {}
+        self.file_keys: dict[str, set[str]] = defaultdict(set)
+        self.built: dict[tuple, Recipe | None] = {}
+        self.dirty: set[tuple] = set()
+        for ep in eps:
+            self._append(ep)
+
+    # -- changes -----------------------------------------------------------------------------
+
+    def sync(self, episodes: Iterable[Episode]) -> bool:
+        """Make the index hold exactly `episodes`; True when that took no rebuild."""
+        current = {episode_key(ep): ep for ep in episodes}
+        if len(current) < len(self.eps) or any(k not in current for k in self.eps):
+            self._reset(sorted(current.values(), key=sort_key))
+            return False
+        return self._fold(current, [ep for key, ep in current.items() if self.eps.get(key) is not ep])
+
+    def sync_files(self, changed: dict[str, list[Episode]], everything: Iterable[Episode]) -> bool:
+        """`sync` when only the episodes of the files in `changed` (path -> all its episodes now)
+        can differ: what those files held before must all still be there."""
+        fresh = {}
+        for path, eps in changed.items():
+            keys = {episode_key(ep): ep for ep in eps}
+            if not self.file_keys.get(path, set()) <= keys.keys():
+                return self.sync(everything)
+            fresh.update(keys)
+        return self._fold(None, [ep for key, ep in fresh.items() if self.eps.get(key) is not ep], everything)
+
+    def _fold(self, current: dict[str, Episode] | None, changes: list[Episode],
+              everything: Iterable[Episode] | None = None) -> bool:
+        added, replaced = [], []
+        for ep in changes:
+            old = self.eps.get(episode_key(ep))
+            if old is None:
+                added.append(ep)
+            elif old.stems != ep.stems or sort_key(old) != sort_key(ep):
+                return self._rebuild(current, everything)
+            else:
+                replaced.append(ep)
+        added.sort(key=sort_key)
+        if added and self.last is not None and sort_key(added[0]) <= self.last:
+            return self._rebuild(current, everything)
+        for ep in replaced:
+            key = episode_key(ep)
+            self._forget_actions(key)
+            ep.cluster = self.eps[key].cluster
+            self.eps[key] = ep
+            self._index_actions(ep, key)
+            if key in self.cluster_of:
+                self.dirty.add(("intent", self.cluster_of[key]))
+        for ep in added:
+            self._append(ep)
+        return True
+
+    def _rebuild(self, current: dict[str, Episode] | None, everything: Iterable[Episode] | None) -> bool:
+        eps = list(current.values()) if current is not None else list(everything or ())
+        self._reset(sorted(eps, key=sort_key))
+        return False
+
+    def _append(self, ep: Episode) -> None:
+        key = episode_key(ep)
+        self.eps[key] = ep
+        self.file_keys[ep.file].add(key)
+        self.last = sort_key(ep)
+        if ep.timestamp is not None and (self.newest is None or ep.timestamp > self.newest):
+            self.newest = ep.timestamp
+        self._cluster(ep, key)
+        self._index_actions(ep, key)
+
+    def _prefix(self, bag: list[str]) -> list[str]:
+        t = PHRASING_SIMILARITY
+        ranked = sorted(bag, key=lambda s: self.rank.get(s) or (0, s))
+        return ranked[: len(ranked) - math.ceil(t * len(ranked) / (2 - t)) + 1]
+
+    def _mask(self, bag: list[str]) -> int:
+        bit = self.bit
+        mask = 0
+        for s in bag:
+            b = bit.get(s)
+            if b is None:
+                b = bit[s] = 1 << len(bit)
+            mask |= b
+        return mask
+
+    def _cluster(self, ep: Episode, key: str) -> None:
+        bag = sorted(set(ep.stems))
+        if len(bag) < MIN_STEMS:
+            ep.cluster = SKIPPED
+            return
+        # A cluster remembered from an earlier run stands while everything before it is as it
+        # was then: greedy clustering in time order depends only on what came before.
+        if self.restoring and not (ep.cluster == key or ep.cluster in self.seed_of):
+            self.restoring = False
+        if self.restoring:
+            best = None if ep.cluster == key else self.seed_of[ep.cluster]
+        else:
+            t = PHRASING_SIMILARITY
+            best, best_score = None, t
+            mask, size = self._mask(bag), len(bag)
+            for cid in sorted({c for s in self._prefix(bag) for c in self.postings.get(s, ())}):
+                seed_mask, seed_size, _ = self.seeds[cid]
+                score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
+                if score > best_score or (score == best_score and best is None):
+                    best, best_score = cid, score
+        if best is None:
+            best = len(self.seeds)
+            self.seed_of[key] = best
+            self.seeds.append((self._mask(bag), len(bag), bag))
+            self.members.append([])
+            for s in self._prefix(bag):
+                self.postings[s].append(best)
+        self.members[best].append(key)
+        self.cluster_of[key] = best
+        ep.cluster = self.members[best][0]
+        self.dirty.add(("intent", best))
+
+    def _index_actions(self, ep: Episode, key: str) -> None:
+        touched = []
+        for i, action in enumerate(ep.actions):
+            for bucket in _action_buckets(action):
+                self.evidence[bucket].setdefault(key, []).append(i)
+                touched.append(("evidence", bucket))
+            gate = _gate_bucket(action)
+            if gate is not None:
+                self.gates[gate].setdefault(key, []).append(i)
+                touched.append(("gate", gate))
+        self.contributes[key] = touched
+        for kind, bucket in touched:
+            self.dirty.add((bucket[0], bucket[1]) if kind == "evidence" else ("gate", bucket))
+
+    def _forget_actions(self, key: str) -> None:
+        for kind, bucket in self.contributes.pop(key, []):
+            # Emptied, not removed: the key keeps its place, so buckets stay in episode order.
+            (self.evidence if kind == "evidence" else self.gates)[bucket][key] = []
+            self.dirty.add((bucket[0], bucket[1]) if kind == "evidence" else ("gate", bucket))
+
+    # -- recipes -----------------------------------------------------------------------------
+
+    def _pairs(self, bucket: dict[str, list[int]]) -> list[tuple[Episode, Action]]:
+        # Keys went in as episodes were appended, in time order, and keep their place.
+        return [(self.eps[k], self.eps[k].actions[i]) for k, idx in bucket.items() for i in idx]
+
+    def _build_unit(self, unit: tuple) -> Recipe | None:
+        kind = unit[0]
+        if kind == "intent":
+            group = [self.eps[k] for k in self.members[unit[1]]]
+            if len({m.session for m in group}) < MIN_SESSIONS:
+                return None
+            counts = Counter(sig for m in group for sig in set(m.signature) if sig not in TRIVIAL)
+            consistent = [s for s, n in counts.items() if n >= 2 and n / len(group) > CONSISTENT_SHARE]
+            if not consistent:
+                return None  # the same words, answered differently each time: not a recipe (yet)
+            order = {s: i for i, s in enumerate(dict.fromkeys(s for m in group for s in m.signature))}
+            consistent.sort(key=order.__getitem__)
+            phrasings = Counter(m.phrasing for m in group)
+            return _build(
+                "intent", " ".join(self.seeds[unit[1]][2]), group[0].phrasing, group, None, self.newest,
+                phrasings=[Phrasing(text=t, count=n) for t, n in sorted(phrasings.items(), key=lambda kv: (-kv[1], kv[0]))],
+                action_signature=consistent,
+            )
+        if kind == "gate":
+            sig, decision = unit[1]
+            ev = self._pairs(self.gates.get(unit[1], {}))
+            if not ev or len({e.session for e, _ in ev}) < MIN_SESSIONS:
+                return None
+            return _build("gate", f"{sig}|{decision}", f"{decision} at {sig}", [e for e, _ in ev],
+                          [a for _, a in ev], self.newest, action_signature=[sig], value=decision)
+        # binding or world: the value that wins at least WORLD_AGREEMENT of the evidence for a key
+        key = unit[1]
+        values = {b[2]: pairs for b, v in self.evidence.items()
+                  if b[0] == kind and b[1] == key and (pairs := self._pairs(v))}
+        if not values:
+            return None
+        total = sum(len(v) for v in values.values())
+        value, ev = max(values.items(), key=lambda kv: (len(kv[1]), kv[0]))
+        if len(ev) / total < WORLD_AGREEMENT or len({e.session for e, _ in ev}) < MIN_SESSIONS:
+            return None
+        title = f"{key} via {value}" if kind == "binding" else f"{key} = {value}"
+        sigs = list(dict.fromkeys(a.signature for _, a in ev))
+        return _build(kind, f"{key}={value}", title, [e for e, _ in ev], [a for _, a in ev], self.newest,
+                      action_signature=sigs, iface=key, value=value)
+
+    def recipes(self, priority_threshold: float = 0.0) -> list[Recipe]:
+        """All recipes, highest priority first. Same episodes, same bytes out."""
+        for unit in self.dirty:
+            self.built[unit] = self._build_unit(unit)
+        self.dirty.clear()
+        out = []
+        for recipe in self.built.values():
+            if recipe is None:
+                continue
+            cost, sessions, last, outcome = recipe._score
+            recipe.priority = round(_priority(cost, sessions, last, outcome, self.newest), 3)
+            recipe.below_threshold = recipe.priority < priority_threshold
+            out.append(recipe)
+        out.sort(key=lambda r: (-r.priority, r.id))
+        return out
 
 
 def mine_recipes(episodes: Iterable[Episode], *, priority_threshold: float = 0.0) -> list[Recipe]:
     """All recipes in `episodes`, highest priority first. Same episodes, same bytes out."""
-    eps = sorted(episodes, key=lambda e: (e.timestamp or datetime.min.replace(tzinfo=timezone.utc),
-                                          e.session, e.file, e.line_start))
-    newest = max((e.timestamp for e in eps if e.timestamp), default=None)
-    recipes: list[Recipe] = []
-    for key, title, members, signature in _intents(eps):
-        counts = Counter(m.phrasing for m in members)
-        recipes.append(_build(
-            "intent", key, title, members, None, newest,
-            phrasings=[Phrasing(text=t, count=n) for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))],
-            action_signature=signature,
-        ))
-    found = _evidence(eps)
-    for kind in ("binding", "world"):
-        for key, value, ev in _dominant(found, kind):
-            title = f"{key} via {value}" if kind == "binding" else f"{key} = {value}"
-            sigs = list(dict.fromkeys(a.signature for _, a in ev))
-            recipes.append(_build(kind, f"{key}={value}", title, [e for e, _ in ev], [a for _, a in ev], newest,
-                                  action_signature=sigs, iface=key, value=value))
-    for sig, decision, ev in _gates(eps):
-        recipes.append(_build("gate", f"{sig}|{decision}", f"{decision} at {sig}", [e for e, _ in ev],
-                              [a for _, a in ev], newest, action_signature=[sig], value=decision))
-    for recipe in recipes:
-        recipe.below_threshold = recipe.priority < priority_threshold
-    recipes.sort(key=lambda r: (-r.priority, r.id))
-    return recipes
+    return RecipeIndex(episodes).recipes(priority_threshold)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from core.mining.passes import PassCancelled, PassReport, run_pass
+from core.mining.passes import PassCancelled, PassMemory, PassReport, run_pass
 from core.mining.recipes import Recipe
 from core.mining.watermark import kitsoki_slug
 from core.trace import Trace, TraceBusyError
@@ -82,6 +82,9 @@ class MinerService:
         self._runner: threading.Thread | None = None
         self._watcher: threading.Thread | None = None
         self._passes_done = 0
+        self._memory = PassMemory()
+        self._changed: set[str] | None = None
+        """Files changed since the last pass (None: unknown, look at everything)."""
         self._urgent = False
         self._last_start = float("-inf")
 
@@ -121,16 +124,24 @@ class MinerService:
     def set_scope(self, dirs: list[Path]) -> None:
         with self._lock:
             self.dirs = [Path(d) for d in dirs]
+            self._changed = None
         if self._watcher is not None:
             self._restart_watcher()
 
-    def request_pass(self) -> bool:
-        """Ask for a pass; False (and a paused record in the trace) when paused."""
+    def request_pass(self, changed: Iterable[str] | None = None) -> bool:
+        """Ask for a pass; False (and a paused record in the trace) when paused.
+
+        `changed`: the files a watcher saw change, so the pass need not walk every folder;
+        None asks for a full look."""
         with self._lock:
             if self.paused:
                 paused = True
             else:
                 paused = False
+                if changed is None or self._changed is None:
+                    self._changed = None
+                else:
+                    self._changed |= set(changed)
                 self._wanted = True
                 self._wake.notify_all()
         if paused:
@@ -140,6 +151,7 @@ class MinerService:
     def run_now(self, timeout: float | None = None) -> PassReport | None:
         """Run a pass (even when paused: a person asked) and wait for it."""
         with self._lock:
+            self._changed = None  # a person asked: look at everything
             target = self._passes_done + (2 if self._running else 1)
             self._wanted = self._urgent = True
             self._wake.notify_all()
@@ -193,6 +205,7 @@ class MinerService:
                 if self._stop.is_set():
                     return
                 self._wanted = self._urgent = False
+                changed, self._changed = self._changed, set()
                 self._running = True
                 self._last_start = time.monotonic()
                 self._cancel.clear()
@@ -202,6 +215,7 @@ class MinerService:
                     self.workspace, repo=self.repo, dirs=self.dirs, first_pass_sample=self.first_pass_sample,
                     priority_threshold=self.priority_threshold, mined_through=self.mined_through,
                     cancel=self._cancel, home=self.home, env=self.env, workers=self.workers,
+                    memory=self._memory, changed_paths=changed,
                 )
                 self._record(trigger=report.trigger, slug=report.slug, sessions=report.sessions,
                              recipes=report.recipes, job_id=report.job_id)
@@ -211,6 +225,8 @@ class MinerService:
                 log.exception("mining pass failed")
                 error = f"{type(exc).__name__}: {exc}"
             with self._lock:
+                if error is not None:
+                    self._changed = None  # what this pass was told about is not mined yet
                 self._running = False
                 self._passes_done += 1
                 if report is not None:
@@ -262,4 +278,4 @@ class MinerService:
             if stopped():
                 return
             if changes:
-                self.request_pass()
+                self.request_pass(changed=[path for _change, path in changes])

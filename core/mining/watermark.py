@@ -45,6 +45,9 @@ class FileMark(BaseModel):
 
 class MiningState(BaseModel):
     _episodes_file: str = PrivateAttr(default="")
+    _episodes_bytes: int = PrivateAttr(default=0)
+    _compacted_bytes: int = PrivateAttr(default=0)
+    _episodes_loaded: bool = PrivateAttr(default=False)
     slug: str
     parser: str = PARSER_VERSION
     mined_through: int = 0
@@ -56,18 +59,29 @@ class MiningState(BaseModel):
 
 
 class _Marks(BaseModel):
-    """The store's small file: fingerprints only, so a pass with nothing new reads little."""
+    """The store's small file and its commit point: fingerprints, and how much of the episode
+    log they cover. A pass with nothing new reads only this."""
 
     slug: str
     parser: str = PARSER_VERSION
     mined_through: int = 0
     files: dict[str, FileMark] = Field(default_factory=dict)
     episodes_file: str = ""
-    """The generation of the episodes file these fingerprints belong to."""
+    episodes_bytes: int = 0
+    """Bytes of the episode log that belong to this state; anything after is a crashed pass's."""
+    compacted_bytes: int = 0
 
 
-class _Episodes(BaseModel):
-    files: dict[str, list[Episode]] = Field(default_factory=dict)
+class _LogLine(BaseModel):
+    """One line of the episode log: file `f`'s episodes from index `start` on are `e`."""
+
+    f: str
+    start: int = 0
+    e: list[Episode]
+
+
+COMPACT_SLACK = 1024 * 1024
+"""The episode log is rewritten whole when appends have doubled it (plus this much)."""
 
 
 def state_path(workspace: Path, slug: str) -> Path:
@@ -86,6 +100,8 @@ def load_state(workspace: Path, slug: str, *, with_episodes: bool = True) -> Min
         state = MiningState(slug=marks.slug, parser=marks.parser, mined_through=marks.mined_through,
                             files=marks.files)
         state._episodes_file = marks.episodes_file
+        state._episodes_bytes = marks.episodes_bytes
+        state._compacted_bytes = marks.compacted_bytes
         if with_episodes:
             load_episodes(workspace, state)
     except (FileNotFoundError, ValueError):
@@ -95,26 +111,66 @@ def load_state(workspace: Path, slug: str, *, with_episodes: bool = True) -> Min
 
 
 def load_episodes(workspace: Path, state: MiningState) -> None:
-    folder = state_path(workspace, state.slug).parent
-    stored = _Episodes.model_validate_json((folder / state._episodes_file).read_bytes())
+    if state._episodes_loaded:
+        return
+    per_file: dict[str, list[Episode]] = {}
+    if state._episodes_file:
+        with open(state_path(workspace, state.slug).parent / state._episodes_file, "rb") as fh:
+            data = fh.read(state._episodes_bytes)
+        for raw in data.splitlines():
+            line = _LogLine.model_validate_json(raw)
+            eps = per_file.setdefault(line.f, [])
+            del eps[line.start:]
+            eps.extend(line.e)
     for path, mark in state.files.items():
-        mark.episodes = stored.files.get(path, [])
+        mark.episodes = per_file.get(path, [])
+    state._episodes_loaded = True
 
 
-def save_state(workspace: Path, state: MiningState) -> Path:
-    """Episodes go to a new generation file first; the fingerprints file, replaced atomically,
-    is the commit point that names it. A crash before that leaves the old pair intact."""
-    path = state_path(workspace, state.slug)
-    body = _Episodes(files={p: m.episodes for p, m in state.files.items()}).model_dump_json().encode()
-    name = f"{state.slug}.episodes.{hashlib.sha256(body).hexdigest()[:16]}.json"
-    write_atomic(path.parent / name, body)
+def _line(path: str, start: int, episodes: list[Episode]) -> bytes:
+    return _LogLine(f=path, start=start, e=episodes).model_dump_json().encode() + b"\n"
+
+
+def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | None = None) -> Path:
+    """Commit the state. `changed` maps each file read in this pass to the index from which its
+    episodes changed; those tails are appended to the episode log (None: write the log anew).
+
+    The fingerprints file, replaced atomically, is the commit point: it names the log and how many
+    of its bytes count. A crash before it leaves the previous state whole; bytes a crashed pass
+    appended are cut off by the next save.
+    """
+    folder = state_path(workspace, state.slug).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    current = folder / state._episodes_file if state._episodes_file else None
+    appendable = (
+        changed is not None and current is not None and current.exists()
+        and state._episodes_bytes <= 2 * state._compacted_bytes + COMPACT_SLACK
+    )
+    if appendable:
+        body = b"".join(_line(p, k, state.files[p].episodes[k:]) for p, k in sorted(changed.items()))
+        with open(current, "r+b") as fh:
+            fh.truncate(state._episodes_bytes)
+            fh.seek(state._episodes_bytes)
+            fh.write(body)
+            fh.flush()
+            os.fsync(fh.fileno())
+        name, size, compacted = current.name, state._episodes_bytes + len(body), state._compacted_bytes
+    else:
+        body = b"".join(_line(p, 0, m.episodes) for p, m in sorted(state.files.items()))
+        name = f"{state.slug}.episodes.{hashlib.sha256(body).hexdigest()[:16]}.jsonl"
+        write_atomic(folder / name, body)
+        size = compacted = len(body)
     marks = _Marks(slug=state.slug, parser=state.parser, mined_through=state.mined_through, episodes_file=name,
-                   files={p: m.model_copy(update={"episodes": []}) for p, m in state.files.items()})
-    write_atomic(path, marks.model_dump_json().encode())
-    for old in path.parent.glob(f"{state.slug}.episodes.*.json"):
-        if old.name != name:
-            old.unlink(missing_ok=True)
-    state._episodes_file = name
+                   episodes_bytes=size, compacted_bytes=compacted, files=state.files)
+    path = state_path(workspace, state.slug)
+    # The episodes live in the log; the fingerprints file leaves them out (no copies made).
+    write_atomic(path, marks.model_dump_json(exclude={"files": {"__all__": {"episodes"}}}).encode())
+    if name != state._episodes_file:
+        for old in folder.glob(f"{state.slug}.episodes.*"):
+            if old.name != name:
+                old.unlink(missing_ok=True)
+    state._episodes_file, state._episodes_bytes, state._compacted_bytes = name, size, compacted
+    state._episodes_loaded = True
     return path
 
 

@@ -71,9 +71,19 @@ class SessionFiles:
 def _jsonl_files(folder: Path) -> list[Path]:
     if folder.is_file():
         return [folder]
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.rglob("*.jsonl") if p.is_file())
+    found: list[str] = []
+    stack = [str(folder)]
+    while stack:  # scandir: file types come with the listing, no stat per file
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.name.endswith(".jsonl") and entry.is_file():
+                        found.append(entry.path)
+        except OSError:
+            continue
+    return [Path(p) for p in sorted(found)]
 
 
 def _first_field(path: Path, key: str) -> str | None:
@@ -110,7 +120,12 @@ def group_sessions(
     nested: list[tuple[Path, Path]] = []
     pi: list[SessionFiles] = []
     for path in files:
-        kind = fmt if fmt != "auto" else ((known and known.get(str(path))) or sniff_format(path) or "claude")
+        if fmt != "auto":
+            kind = fmt
+        elif path.name.startswith("agent-") or path.parent.name == "subagents":
+            kind = "claude"  # only Claude Code writes subagent files; no need to open them
+        else:
+            kind = (known and known.get(str(path))) or sniff_format(path) or "claude"
         if kind == "pi":
             pi.append(SessionFiles("pi", path))
         elif path.parent.name == "subagents":
@@ -176,11 +191,13 @@ def discover(
         if fmt in ("auto", "pi"):
             files += _jsonl_files(pi_root(home, env))
     for folder in dirs:
-        files += _jsonl_files(folder)
-    seen: set[Path] = set()
+        # Resolve the folder once (not every file in it) so the same history reached two ways
+        # (a symlinked root, a relative and an absolute path) is read once.
+        files += _jsonl_files(folder.resolve() if folder.exists() else folder)
+    seen: set[str] = set()
     unique = []
     for path in files:
-        key = path.resolve()
+        key = os.path.abspath(path)
         if key not in seen:
             seen.add(key)
             unique.append(path)

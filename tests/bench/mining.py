@@ -6,7 +6,10 @@
 - warm: a pass over N (default 5,000) unchanged transcript files after they were mined once;
   target < 0.5 s. Only fingerprints are read and files stat()ed.
 - live: after a full seed of the ingestion corpus (1 GiB by default, the one ingest.py generates),
-  1 MB of new records is appended to one file; the next pass's time is the figure; target < 100 ms.
+  1 MB of new records is appended to one file; the next pass of the running miner (its state kept in
+  memory between passes, as the language server keeps it, and told by its file watcher which file
+  changed) is the figure; target < 100 ms. The same
+  pass from the stored state (a new process, as `kitsoki-miner mine` runs) is reported beside it.
 - cold: the seed pass over the whole corpus (every session), as MB/s, next to the ingestion figure.
 
 Passes run in this process (the work, not Python's start-up, is timed) on a copy-free workspace
@@ -29,7 +32,7 @@ sys.path.insert(0, str(HERE))
 
 import orjson  # noqa: E402
 
-from core.mining.passes import run_pass  # noqa: E402
+from core.mining.passes import PassMemory, run_pass  # noqa: E402
 from ingest import corpus_root, ensure_corpus  # noqa: E402
 
 CACHE = HERE / ".cache"
@@ -93,37 +96,48 @@ def bench_live_and_cold(corpus: Path) -> dict:
     shutil.copyfile(target_src, target)
     ws = scratch / "ws"
     ws.mkdir()
+    memory = PassMemory()  # what the always-on miner keeps between passes
     t = time.perf_counter()
-    cold, _ = run_pass(ws, dirs=[projects, target.parent], first_pass_sample=10**9, **NO_HOME)
+    cold, _ = run_pass(ws, dirs=[projects, target.parent], first_pass_sample=10**9, memory=memory, **NO_HOME)
     cold_s = time.perf_counter() - t
-    # 1 MB of new records in the same session: the original's own lines, re-keyed and stamped
-    # now, as a session that goes on writes them.
-    lines = [orjson.loads(x) for x in target_src.read_bytes().splitlines() if x.strip()][-400:]
-    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
-    chunk, n = [], 0
-    while n < 1024 * 1024:
-        for rec in lines:
-            rec = dict(rec)
-            if "uuid" in rec:
-                rec["uuid"] = f"{rec['uuid']}-{n}"
-            if "timestamp" in rec:
-                rec["timestamp"] = now
-            raw = orjson.dumps(rec) + b"\n"
-            chunk.append(raw)
-            n += len(raw)
-            if n >= 1024 * 1024:
-                break
-    with open(target, "ab") as fh:
-        fh.write(b"".join(chunk))
+    def append_1mb() -> int:
+        """1 MB of new records in the same session: the original's own lines, re-keyed and
+        stamped now, as a session that goes on writes them."""
+        lines = [orjson.loads(x) for x in target_src.read_bytes().splitlines() if x.strip()][-400:]
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+        chunk, n = [], 0
+        while n < 1024 * 1024:
+            for rec in lines:
+                rec = dict(rec)
+                if "uuid" in rec:
+                    rec["uuid"] = f"{rec['uuid']}-{n}-{time.monotonic_ns()}"
+                if "timestamp" in rec:
+                    rec["timestamp"] = now
+                raw = orjson.dumps(rec) + b"\n"
+                chunk.append(raw)
+                n += len(raw)
+                if n >= 1024 * 1024:
+                    break
+        with open(target, "ab") as fh:
+            fh.write(b"".join(chunk))
+        return n
+
+    n = append_1mb()
     t = time.perf_counter()
-    live, _ = run_pass(ws, dirs=[projects, target.parent], **NO_HOME)
+    # As the miner service runs it: state kept in memory, the watcher naming the file that changed.
+    live, _ = run_pass(ws, dirs=[projects, target.parent], memory=memory, changed_paths=[target], **NO_HOME)
     live_s = time.perf_counter() - t
+    append_1mb()
+    t = time.perf_counter()
+    live_cold, _ = run_pass(ws, dirs=[projects, target.parent], **NO_HOME)  # a fresh process: the CLI
+    live_cold_s = time.perf_counter() - t
     return {
         "corpus_mb": round(size / 1024 / 1024, 1), "sessions": cold.sessions,
         "cold": {"wall_s": round(cold_s, 2), "mb_per_s": round(size / 1024 / 1024 / cold_s, 1),
                  "recipes": cold.recipes},
         "live": {"appended_bytes": n, "bytes_read": live.bytes_read, "files_read": live.files_read,
-                 "wall_s": round(live_s, 3), "target_s": 0.1, "ok": live_s < 0.1},
+                 "wall_s": round(live_s, 3), "target_s": 0.1, "ok": live_s < 0.1,
+                 "from_store_wall_s": round(live_cold_s, 3), "from_store_bytes_read": live_cold.bytes_read},
     }
 
 
@@ -143,8 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warm pass over {w['files']} unchanged files: {w['warm_s']} s (target < 0.5 s) walls {w['walls']}")
         print(f"cold seed pass over {lc['corpus_mb']} MB ({lc['sessions']} sessions): {lc['cold']['wall_s']} s, "
               f"{lc['cold']['mb_per_s']} MB/s, {lc['cold']['recipes']} recipes")
-        print(f"live pass after appending {lc['live']['appended_bytes']} bytes to one file: {lc['live']['wall_s']} s "
-              f"(target < 0.1 s), {lc['live']['bytes_read']} bytes read from {lc['live']['files_read']} file(s)")
+        print(f"live pass in the running miner after appending {lc['live']['appended_bytes']} bytes to one file: "
+              f"{lc['live']['wall_s']} s (target < 0.1 s), {lc['live']['bytes_read']} bytes read from "
+              f"{lc['live']['files_read']} file(s)")
+        print(f"the same from the stored state (a new process, as the CLI runs it): {lc['live']['from_store_wall_s']} s, "
+              f"{lc['live']['from_store_bytes_read']} bytes read")
     return 0
 
 
