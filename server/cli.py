@@ -159,7 +159,7 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     try:
         config = load_config(workspace).mining if (workspace / CONFIG_FILE).exists() else MiningConfig()
     except ConfigError as exc:
-        console.print(f"[red]{exc}[/red]")
+        err.write(f"{exc}\n")  # plain: a file:line:col must stay on one line for editors to link it
         return 2
     dirs = [Path(d).expanduser().resolve() for d in [*config.transcript_dirs, *args.dirs]]
     kwargs = dict(repo=workspace, dirs=dirs, trigger=args.trigger, first_pass_sample=config.first_pass_sample,
