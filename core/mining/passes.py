@@ -277,7 +277,7 @@ def run_pass(
 
 def recipes_json(recipes: list[Recipe]) -> bytes:
     """The recipes file: same recipes, same bytes (sorted keys, no wall-clock fields)."""
-    return orjson.dumps(RecipesFile(recipes=recipes).model_dump(mode="json"),
+    return orjson.dumps({"recipes": [r.as_json() for r in recipes]},
                         option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 

@@ -83,6 +83,15 @@ class Recipe(BaseModel):
     value: str | None = None
     """binding: the provider seen (gh, git, beads, ...); world: the value; gate: the decision seen."""
     _score: tuple = PrivateAttr(default=())
+    _json: dict | None = PrivateAttr(default=None)
+    """The recipe as JSON data, made once when it is built; re-scoring only patches the score."""
+
+    def as_json(self) -> dict:
+        if self._json is None:
+            self._json = self.model_dump(mode="json")
+        self._json["priority"] = self.priority
+        self._json["below_threshold"] = self.below_threshold
+        return self._json
 
 
 class RecipesFile(BaseModel):
@@ -450,13 +459,15 @@ class RecipeIndex:
                           [a for _, a in ev], self.newest, action_signature=[sig], value=decision)
         # binding or world: the value that wins at least WORLD_AGREEMENT of the evidence for a key
         key = unit[1]
-        values = {b[2]: pairs for b, v in self.evidence.items()
-                  if b[0] == kind and b[1] == key and (pairs := self._pairs(v))}
-        if not values:
+        counts = {b[2]: n for b, v in self.evidence.items()
+                  if b[0] == kind and b[1] == key and (n := sum(len(idx) for idx in v.values()))}
+        if not counts:
             return None
-        total = sum(len(v) for v in values.values())
-        value, ev = max(values.items(), key=lambda kv: (len(kv[1]), kv[0]))
-        if len(ev) / total < WORLD_AGREEMENT or len({e.session for e, _ in ev}) < MIN_SESSIONS:
+        value, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+        if n / sum(counts.values()) < WORLD_AGREEMENT:
+            return None
+        ev = self._pairs(self.evidence[(kind, key, value)])
+        if len({e.session for e, _ in ev}) < MIN_SESSIONS:
             return None
         title = f"{key} via {value}" if kind == "binding" else f"{key} = {value}"
         sigs = list(dict.fromkeys(a.signature for _, a in ev))
