@@ -122,11 +122,15 @@ def bench_live_and_cold(corpus: Path) -> dict:
             fh.write(b"".join(chunk))
         return n
 
-    n = append_1mb()
-    t = time.perf_counter()
     # As the miner service runs it: state kept in memory, the watcher naming the file that changed.
-    live, _ = run_pass(ws, dirs=[projects, target.parent], memory=memory, changed_paths=[target], **NO_HOME)
-    live_s = time.perf_counter() - t
+    # Three appends, three passes (the machine is shared and noisy): the median is the figure.
+    walls = []
+    for _ in range(3):
+        n = append_1mb()
+        t = time.perf_counter()
+        live, _ = run_pass(ws, dirs=[projects, target.parent], memory=memory, changed_paths=[target], **NO_HOME)
+        walls.append(time.perf_counter() - t)
+    live_s = sorted(walls)[1]
     append_1mb()
     t = time.perf_counter()
     live_cold, _ = run_pass(ws, dirs=[projects, target.parent], **NO_HOME)  # a fresh process: the CLI
@@ -136,7 +140,8 @@ def bench_live_and_cold(corpus: Path) -> dict:
         "cold": {"wall_s": round(cold_s, 2), "mb_per_s": round(size / 1024 / 1024 / cold_s, 1),
                  "recipes": cold.recipes},
         "live": {"appended_bytes": n, "bytes_read": live.bytes_read, "files_read": live.files_read,
-                 "wall_s": round(live_s, 3), "target_s": 0.1, "ok": live_s < 0.1,
+                 "wall_s": round(live_s, 3), "walls": [round(w, 3) for w in walls], "target_s": 0.1,
+                 "ok": live_s < 0.1,
                  "from_store_wall_s": round(live_cold_s, 3), "from_store_bytes_read": live_cold.bytes_read},
     }
 
@@ -158,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cold seed pass over {lc['corpus_mb']} MB ({lc['sessions']} sessions): {lc['cold']['wall_s']} s, "
               f"{lc['cold']['mb_per_s']} MB/s, {lc['cold']['recipes']} recipes")
         print(f"live pass in the running miner after appending {lc['live']['appended_bytes']} bytes to one file: "
-              f"{lc['live']['wall_s']} s (target < 0.1 s), {lc['live']['bytes_read']} bytes read from "
-              f"{lc['live']['files_read']} file(s)")
+              f"{lc['live']['wall_s']} s median of {lc['live']['walls']} (target < 0.1 s), "
+              f"{lc['live']['bytes_read']} bytes read from {lc['live']['files_read']} file(s)")
         print(f"the same from the stored state (a new process, as the CLI runs it): {lc['live']['from_store_wall_s']} s, "
               f"{lc['live']['from_store_bytes_read']} bytes read")
     return 0
