@@ -20,7 +20,8 @@ test: venv
 	$(BIN)/python -m pytest -q
 
 bench: venv
-	$(BIN)/python tests/bench/ingest.py --json
+	$(BIN)/python tests/bench/ingest.py
+	$(BIN)/python tests/bench/mining.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
