@@ -85,7 +85,10 @@ class Episode:
     measures: Measures
     determinism: Determinism
     errors: int = 0
+    interrupted_turns: int = 0
+    """Interrupt markers between the episode's turns (the person pressed Esc)."""
     interrupts: int = 0
+    """interrupted_turns plus actions whose own result says they were interrupted."""
     rejections: int = 0
     questions: int = 0
     agent_session: bool = False
@@ -195,23 +198,37 @@ def continue_episode(episode: Episode, session: Session, turns: list[Turn]) -> E
         return episode
     calls = [c for t in turns for c in t.tool_calls]
     actions = episode.actions + [_action(c, session.project) for c in calls]
-    interrupts = sum(1 for t in turns if t.kind is TurnKind.interrupt)
-    lines = [episode.line_end] + [t.source.last_line or t.source.line for t in turns]
-    lines += [c.result.source.line for c in calls if c.result is not None and c.result.source is not None]
+    marked = episode.interrupted_turns + sum(1 for t in turns if t.kind is TurnKind.interrupt)
     return Episode(
         session=episode.session, project=episode.project, index=episode.index, prompt=episode.prompt,
-        file=episode.file, line_start=episode.line_start, line_end=max(lines), timestamp=episode.timestamp,
-        actions=actions, measures=measure(actions),
-        determinism=_classify(actions, interrupts + episode.interrupts),
+        file=episode.file, line_start=episode.line_start, line_end=max(episode.line_end, _last_line(turns)),
+        timestamp=episode.timestamp, actions=actions, agent_session=episode.agent_session,
+        stems=episode.stems, phrasing=episode.phrasing, cluster=episode.cluster,
+        **_outcomes(actions, marked),
+    )
+
+
+def _outcomes(actions: list[Action], interrupted_turns: int) -> dict:
+    """Measures, counts and class: everything about an episode that follows from its actions."""
+    return dict(
+        measures=measure(actions),
+        determinism=_classify(actions, interrupted_turns),
         errors=sum(1 for a in actions if a.is_error),
-        interrupts=episode.interrupts + interrupts + sum(1 for a in actions[len(episode.actions):] if a.interrupted),
+        interrupted_turns=interrupted_turns,
+        interrupts=interrupted_turns + sum(1 for a in actions if a.interrupted),
         rejections=sum(1 for a in actions if a.rejected),
         questions=sum(1 for a in actions if a.tool in QUESTION_TOOLS),
-        agent_session=episode.agent_session,
-        stems=episode.stems,
-        phrasing=episode.phrasing,
-        cluster=episode.cluster,
     )
+
+
+def _last_line(turns: list[Turn]) -> int:
+    lines = [0]
+    for turn in turns:
+        lines.append(turn.source.last_line or turn.source.line)
+        for call in turn.tool_calls:
+            if call.result is not None and call.result.source is not None:
+                lines.append(call.result.source.line)
+    return max(lines)
 
 
 def attach_results(episode: Episode, results: dict) -> None:
@@ -223,21 +240,12 @@ def attach_results(episode: Episode, results: dict) -> None:
             action.interrupted = result.interrupted
             action.rejected = result.rejected
             action.exit_code = result.exit_code
-    episode.errors = sum(1 for a in episode.actions if a.is_error)
-    episode.rejections = sum(1 for a in episode.actions if a.rejected)
-    episode.determinism = _classify(episode.actions, episode.interrupts)
+    for name, value in _outcomes(episode.actions, episode.interrupted_turns).items():
+        setattr(episode, name, value)
 
 
 def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Episode:
-    calls = [c for t in body for c in t.tool_calls]
-    actions = [_action(c, session.project) for c in calls]
-    interrupts = sum(1 for t in body if t.kind is TurnKind.interrupt)
-    last_lines = [prompt.source.last_line or prompt.source.line]
-    for turn in body:
-        last_lines.append(turn.source.last_line or turn.source.line)
-        for call in turn.tool_calls:
-            if call.result is not None and call.result.source is not None:
-                last_lines.append(call.result.source.line)
+    actions = [_action(c, session.project) for t in body for c in t.tool_calls]
     return Episode(
         session=session.id,
         project=session.project,
@@ -245,16 +253,11 @@ def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Ep
         prompt=prompt.text,
         file=prompt.source.file,
         line_start=prompt.source.line,
-        line_end=max(last_lines),
+        line_end=max(prompt.source.last_line or prompt.source.line, _last_line(body)),
         timestamp=prompt.timestamp,
         actions=actions,
-        measures=measure(actions),
-        determinism=_classify(actions, interrupts),
-        errors=sum(1 for a in actions if a.is_error),
-        interrupts=interrupts + sum(1 for a in actions if a.interrupted),
-        rejections=sum(1 for a in actions if a.rejected),
-        questions=sum(1 for a in actions if a.tool in QUESTION_TOOLS),
         agent_session=session.agent_session,
         stems=sorted(stems(prompt.text)),
         phrasing=phrasing(prompt.text),
+        **_outcomes(actions, sum(1 for t in body if t.kind is TurnKind.interrupt)),
     )

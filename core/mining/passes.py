@@ -20,7 +20,7 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, Field
 
-from core.mining.episodes import Episode, attach_results, episodes
+from core.mining.episodes import attach_results, episodes
 from core.mining.recipes import Recipe, RecipeIndex, RecipesFile
 from core.mining.watermark import (
     FileMark,
@@ -32,7 +32,7 @@ from core.mining.watermark import (
     write_atomic,
 )
 from core.transcripts.claude import is_agent_session, read_claude_file
-from core.transcripts.discover import _first_field, discover
+from core.transcripts.discover import discover, first_field
 from core.transcripts.ingest import parallel_map
 from core.transcripts.lines import sniff_format
 from core.transcripts.model import Session
@@ -91,7 +91,7 @@ def _stat(fmt: str, path: Path) -> _Candidate | None:
 def _agent_file(c: _Candidate) -> bool:
     if c.format != "claude":
         return False
-    return is_agent_session(_first_field(c.path, "entrypoint"), _first_field(c.path, "promptSource"))
+    return is_agent_session(first_field(c.path, "entrypoint"), first_field(c.path, "promptSource"))
 
 
 def _session_of(file, path: Path, mark: FileMark | None) -> Session:
@@ -279,8 +279,3 @@ def recipes_json(recipes: list[Recipe]) -> bytes:
     """The recipes file: same recipes, same bytes (sorted keys, no wall-clock fields)."""
     return orjson.dumps({"recipes": [r.as_json() for r in recipes]},
                         option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-
-
-def stored_episodes(workspace: Path, repo: Path | None = None) -> list[Episode]:
-    state = load_state(workspace, kitsoki_slug((repo or workspace).resolve()))
-    return state.all_episodes() if state else []

@@ -14,12 +14,11 @@ import re
 import tempfile
 from pathlib import Path
 
-import orjson
 from pydantic import BaseModel, Field, PrivateAttr
 
 from core.mining.episodes import Episode
 
-PARSER_VERSION = "2"
+PARSER_VERSION = "3"
 """Bump when readers or episode extraction change what they produce: every file is re-read."""
 
 
@@ -186,7 +185,3 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def dumps(model: BaseModel) -> bytes:
-    return orjson.dumps(model.model_dump(mode="json"), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"

@@ -86,7 +86,7 @@ def _jsonl_files(folder: Path) -> list[Path]:
     return [Path(p) for p in sorted(found)]
 
 
-def _first_field(path: Path, key: str) -> str | None:
+def first_field(path: Path, key: str) -> str | None:
     """`key` of the first record that has it (a few lines in), without reading the file."""
     try:
         with open(path, "rb") as fh:
@@ -148,7 +148,7 @@ def group_sessions(
         unit.subagents.append(path)
     for path in flat_agents:
         # Older layout: agent-<id>.jsonl beside the session files; the records name the session.
-        sid = _first_field(path, "sessionId") or path.stem
+        sid = first_field(path, "sessionId") or path.stem
         unit = trunks.get(path.with_name(f"{sid}.jsonl")) or by_id.get(sid)
         if unit is None:
             unit = orphans.setdefault(sid, SessionFiles("claude", None))
@@ -176,12 +176,12 @@ def discover(
             for root in claude_roots(home, env):
                 for path in _jsonl_files(root / claude_slug(repo)):
                     # The slug is lossy (`a_b` and `a-b` share one): the records' cwd decides.
-                    cwd = _first_field(path, "cwd")
+                    cwd = first_field(path, "cwd")
                     if cwd is None or Path(cwd) == repo:
                         files.append(path)
         if fmt in ("auto", "pi"):
             for path in _jsonl_files(pi_root(home, env) / pi_dirname(repo)):
-                cwd = _first_field(path, "cwd")
+                cwd = first_field(path, "cwd")
                 if cwd is None or Path(cwd) == repo:
                     files.append(path)
     elif not dirs:

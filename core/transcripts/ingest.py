@@ -10,13 +10,12 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import datetime, timezone
-from pathlib import Path
 
 from pydantic import BaseModel
 
 from core.transcripts.claude import read_claude_session
 from core.transcripts.discover import SessionFiles
-from core.transcripts.model import LineAccounting, Session, TurnKind
+from core.transcripts.model import Session, TurnKind
 from core.transcripts.pi import read_pi_session
 
 IN_PROCESS_BYTES = 8 * 1024 * 1024
@@ -252,10 +251,3 @@ def _drop_positions(session: Session, positions: set[int]) -> None:
     session.turns = keep(session.turns)
     for agent in session.subagents:
         agent.turns = keep(agent.turns)
-
-
-def accounting_total(sessions: Iterable[Session]) -> LineAccounting:
-    total = LineAccounting()
-    for s in sessions:
-        total.add(s.accounting)
-    return total
