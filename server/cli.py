@@ -15,7 +15,7 @@ from rich.table import Table
 from core.demo import demo_transcripts
 from core.kitsoki.config import CONFIG_FILE, ConfigError, MiningConfig, find_workspace, load_config
 from core.mining.passes import MineResult, run_pass
-from core.mining.service import trace_path
+from core.mining.service import record_pass, trace_path
 from core.trace import Trace, TraceBusyError
 from core.transcripts.discover import discover
 from core.transcripts.ingest import ScanReport, scan
@@ -174,8 +174,7 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     else:
         report, recipes = run_pass(workspace, **kwargs)
     try:
-        Trace(trace_path(workspace)).pass_ran(trigger=report.trigger, slug=report.slug, sessions=report.sessions,
-                                             recipes=report.recipes, job_id=report.job_id)
+        record_pass(Trace(trace_path(workspace)), report)
     except TraceBusyError:
         console.print("[yellow]the trace is held by a running kitsoki session: this pass is not recorded in it[/yellow]")
     if args.json:

@@ -9,6 +9,7 @@ recorded in the trace as `mining.pass_ran {paused: true}` and not run.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -38,6 +39,12 @@ class MinerStatus(BaseModel):
 
 def trace_path(workspace: Path) -> Path:
     return workspace / ".artifacts" / "mining" / "trace.jsonl"
+
+
+def record_pass(trace: Trace, report: PassReport) -> None:
+    """`mining.pass_ran` for a completed pass (raises TraceBusyError while kitsoki holds the trace)."""
+    trace.pass_ran(trigger=report.trigger, slug=report.slug, sessions=report.sessions,
+                   recipes=report.recipes, job_id=report.job_id)
 
 
 class MinerService:
@@ -178,15 +185,18 @@ class MinerService:
     # -- internals -------------------------------------------------------------------------------
 
     def watched_dirs(self) -> list[Path]:
-        env = self.env if self.env is not None else __import__("os").environ
+        env = self.env if self.env is not None else os.environ
         home = self.home or Path(env.get("HOME", "~")).expanduser()
         dirs = [root / claude_slug(self.repo) for root in claude_roots(home, env)]
         dirs.append(pi_root(home, env) / pi_dirname(self.repo))
         return dirs + list(self.dirs)
 
-    def _record(self, **payload) -> None:
+    def _record(self, report: PassReport | None = None, **paused) -> None:
         try:
-            self.trace.pass_ran(**payload)
+            if report is not None:
+                record_pass(self.trace, report)
+            else:
+                self.trace.pass_ran(**paused)
         except TraceBusyError:
             # A kitsoki session holds the trace; the pass itself is done and stored.
             log.warning("trace %s is held by a running kitsoki session; pass_ran not recorded", self.trace)
@@ -217,8 +227,7 @@ class MinerService:
                     cancel=self._cancel, home=self.home, env=self.env, workers=self.workers,
                     memory=self._memory, changed_paths=changed,
                 )
-                self._record(trigger=report.trigger, slug=report.slug, sessions=report.sessions,
-                             recipes=report.recipes, job_id=report.job_id)
+                self._record(report)
             except PassCancelled:
                 error = "cancelled"
             except Exception as exc:  # a failing pass must not kill the service; it is reported
