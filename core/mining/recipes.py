@@ -389,10 +389,12 @@ class RecipeIndex:
             t = PHRASING_SIMILARITY
             best, best_score = None, t
             mask, size = self._mask(bag), len(bag)
-            for cid in sorted({c for s in self._prefix(bag) for c in self.postings.get(s, ())}):
-                seed_mask, seed_size, _ = self.seeds[cid]
+            seeds = self.seeds
+            for cid in {c for s in self._prefix(bag) for c in self.postings.get(s, ())}:
+                seed_mask, seed_size, _ = seeds[cid]
                 score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
-                if score > best_score or (score == best_score and best is None):
+                # Ties go to the oldest seed, whatever order the set yields them in.
+                if score > best_score or (score == best_score and (best is None or cid < best)):
                     best, best_score = cid, score
         if best is None:
             best = len(self.seeds)
