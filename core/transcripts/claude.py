@@ -197,12 +197,7 @@ class _FileParser:
 
     def _envelope(self, rec: dict) -> None:
         out = self.out
-        ts = rec.get("timestamp")
-        if type(ts) is str:
-            if out.first_ts is None or ts < out.first_ts:
-                out.first_ts = ts
-            if out.last_ts is None or ts > out.last_ts:
-                out.last_ts = ts
+        out.first_ts, out.last_ts = nz.widen(out.first_ts, out.last_ts, rec.get("timestamp"))
         if out.session_id is None:
             sid = rec.get("sessionId")
             if type(sid) is str:

@@ -74,6 +74,14 @@ def is_interrupt(text: str) -> bool:
     return text.lstrip().startswith(INTERRUPT_MARKERS)
 
 
+def widen(first: str | None, last: str | None, ts) -> tuple[str | None, str | None]:
+    """The [first, last] window of ISO timestamps stretched to include `ts` (same-format ISO strings
+    order like the instants they name, so no parse is needed on the hot path)."""
+    if type(ts) is not str:
+        return first, last
+    return (ts if first is None or ts < first else first), (ts if last is None or ts > last else last)
+
+
 def parse_time(value) -> datetime | None:
     """ISO-8601 strings (with Z) and Unix milliseconds; None for anything else."""
     try:

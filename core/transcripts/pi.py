@@ -80,11 +80,7 @@ class _PiParser:
                 acc.duplicates += 1
                 continue
             ts = rec.get("timestamp")
-            if type(ts) is str:
-                if self.first_ts is None or ts < self.first_ts:
-                    self.first_ts = ts
-                if self.last_ts is None or ts > self.last_ts:
-                    self.last_ts = ts
+            self.first_ts, self.last_ts = nz.widen(self.first_ts, self.last_ts, ts)
             if kind == "message":
                 self._message(rec, node, lineno)
             elif kind in ("compaction", "branch_summary"):
