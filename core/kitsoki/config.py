@@ -41,6 +41,31 @@ MAX_YAML_DEPTH = 32
 MAX_YAML_TOKENS = 20_000
 """Scanner tokens read before giving up: bounds parse time (a real config has a few hundred)."""
 
+
+@dataclass(frozen=True, slots=True)
+class YamlLimits:
+    """Caps a YAML file is read under; what they refuse is reported, never raised bare."""
+
+    max_bytes: int = MAX_CONFIG_BYTES
+    max_values: int = MAX_YAML_VALUES
+    max_depth: int = MAX_YAML_DEPTH
+    max_tokens: int = MAX_YAML_TOKENS
+    what: str = "config files"
+
+    @property
+    def too_deep(self) -> str:
+        return f"YAML is nested too deeply (more than {self.max_depth} levels are refused)"
+
+    @property
+    def too_many_tokens(self) -> str:
+        return f"YAML has more than {self.max_tokens} tokens; {self.what} of kitsoki are far smaller"
+
+    def too_large(self, size: int) -> str:
+        return f"is {size} bytes; {self.what} over {self.max_bytes} bytes ({self.max_bytes >> 20} MiB) are refused"
+
+
+CONFIG_LIMITS = YamlLimits()
+
 DEFAULT_STORY_DIRS = ("./stories",)
 DEFAULT_CADENCE = "30s"
 DEFAULT_FIRST_PASS_SAMPLE = 12
@@ -222,7 +247,8 @@ DEV_STORY_WORLD_KEYS: Mapping[str, str] = MappingProxyType({
 # Top-level keys kitsoki's WebConfig knows. The ones we do not model (harness_profiles,
 # intercept) are kept verbatim in KitsokiConfig.extra; any other key draws a warning.
 _MODELED_KEYS = frozenset({"story_dirs", "default_profile", "mining", "root", "project_profile"})
-KNOWN_TOP_LEVEL_KEYS = _MODELED_KEYS | {"harness_profiles", "intercept"}
+KNOWN_TOP_LEVEL_KEYS = _MODELED_KEYS | {"harness_profiles", "intercept", "miner"}
+"""`miner:` is ours (flow gate settings); kitsoki ignores keys it does not know."""
 _MINING_KEYS = frozenset(
     {"enabled", "cadence", "first_pass_sample", "priority_threshold", "transcript_dirs", "mined_through"}
 )
@@ -515,20 +541,21 @@ class _ValueProblems(Exception):
         self.issues = issues
 
 
-def _compose_file(path: Path) -> _Value:
+def _compose_file(path: Path, limits: YamlLimits = CONFIG_LIMITS, raw: bytes | None = None) -> _Value:
     file = str(path)
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise _FileProblem(1, 1, "is not a regular file")
-        if info.st_size > MAX_CONFIG_BYTES:
-            raise _FileProblem(1, 1, _too_large(info.st_size))
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise _FileProblem(1, 1, f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_CONFIG_BYTES:  # it grew after stat
-        raise _FileProblem(1, 1, _too_large(len(raw)))
+    if raw is None:
+        try:
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode):
+                raise _FileProblem(1, 1, "is not a regular file")
+            if info.st_size > limits.max_bytes:
+                raise _FileProblem(1, 1, limits.too_large(info.st_size))
+            with path.open("rb") as handle:
+                raw = handle.read(limits.max_bytes + 1)
+        except OSError as exc:
+            raise _FileProblem(1, 1, f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > limits.max_bytes:  # it grew after stat
+        raise _FileProblem(1, 1, limits.too_large(len(raw)))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -539,7 +566,8 @@ def _compose_file(path: Path) -> _Value:
         ) from None
 
     yaml = YAML(typ="safe", pure=True)
-    yaml.Scanner = _BoundedScanner
+    yaml.Scanner = _BoundedScanner if limits is CONFIG_LIMITS else type(
+        "_LimitedScanner", (_BoundedScanner,), {"limits": limits})
     try:
         root = yaml.compose(text)
     except MarkedYAMLError as exc:
@@ -548,25 +576,19 @@ def _compose_file(path: Path) -> _Value:
         if exc.context and exc.context_mark and exc.problem:
             problem += f" ({exc.context} started at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
         raise _FileProblem(mark.line + 1 if mark else 1, mark.column + 1 if mark else 1,
-                           problem if problem in (_TOO_DEEP, _TOO_MANY_TOKENS) else f"YAML syntax error: {problem}") from None
+                           problem if problem in (limits.too_deep, limits.too_many_tokens) else f"YAML syntax error: {problem}") from None
     except RecursionError:  # the scanner caps nesting first; this is the last line of defence
-        raise _FileProblem(1, 1, _TOO_DEEP) from None
+        raise _FileProblem(1, 1, limits.too_deep) from None
     except (YAMLError, ValueError, TypeError, IndexError) as exc:  # ruamel on hostile input: report, never raise
         raise _FileProblem(1, 1, f"YAML syntax error: {exc}") from None
 
     if root is None:  # an empty file is an empty config, as in kitsoki
         return _Value("map", {}, _MAP, "", _Mark(file, 1, 1))
-    builder = _TreeBuilder(file, yaml)
+    builder = _TreeBuilder(file, yaml, limits)
     value = builder.build(root, "", 0)
     if builder.issues:
         raise _ValueProblems(builder.issues)
     return value
-
-
-_TOO_DEEP = f"YAML is nested too deeply (more than {MAX_YAML_DEPTH} levels are refused)"
-
-
-_TOO_MANY_TOKENS = f"YAML has more than {MAX_YAML_TOKENS} tokens; a kitsoki config is far smaller"
 
 
 class _BoundedScanner(Scanner):
@@ -577,38 +599,37 @@ class _BoundedScanner(Scanner):
     per level; so both caps act here, before the time is spent.
     """
 
+    limits: YamlLimits = CONFIG_LIMITS
+
     def reset_scanner(self) -> None:
         self.tokens_read = 0
         super().reset_scanner()
 
     def fetch_more_tokens(self) -> Any:
         self.tokens_read += 1
-        if self.tokens_read > MAX_YAML_TOKENS:
-            raise ScannerError(None, None, _TOO_MANY_TOKENS, self.reader.get_mark())
+        if self.tokens_read > self.limits.max_tokens:
+            raise ScannerError(None, None, self.limits.too_many_tokens, self.reader.get_mark())
         return super().fetch_more_tokens()
 
     def fetch_flow_collection_start(self, TokenClass: Any, to_push: str) -> None:
-        if self.flow_level >= MAX_YAML_DEPTH:
-            raise ScannerError(None, None, _TOO_DEEP, self.reader.get_mark())
+        if self.flow_level >= self.limits.max_depth:
+            raise ScannerError(None, None, self.limits.too_deep, self.reader.get_mark())
         super().fetch_flow_collection_start(TokenClass, to_push)
 
     def add_indent(self, column: int) -> bool:
-        if len(self.indents) >= MAX_YAML_DEPTH:
-            raise ScannerError(None, None, _TOO_DEEP, self.reader.get_mark())
+        if len(self.indents) >= self.limits.max_depth:
+            raise ScannerError(None, None, self.limits.too_deep, self.reader.get_mark())
         return super().add_indent(column)
-
-
-def _too_large(size: int) -> str:
-    return f"is {size} bytes; config files over {MAX_CONFIG_BYTES} bytes (1 MiB) are refused"
 
 
 class _TreeBuilder:
     """Turns composed YAML nodes into _Values, expanding aliases within a budget."""
 
-    def __init__(self, file: str, yaml: YAML) -> None:
+    def __init__(self, file: str, yaml: YAML, limits: YamlLimits = CONFIG_LIMITS) -> None:
         self.file = file
         self.constructor = yaml.constructor
-        self.budget = MAX_YAML_VALUES
+        self.limits = limits
+        self.budget = limits.max_values
         self.issues: list[ConfigIssue] = []
 
     def mark(self, node: Node) -> _Mark:
@@ -623,12 +644,12 @@ class _TreeBuilder:
         if self.budget < 0:
             at = self.mark(node)
             raise _FileProblem(at.line, at.column, (
-                f"YAML expands to more than {MAX_YAML_VALUES} values; aliases (*name) that repeat large "
+                f"YAML expands to more than {self.limits.max_values} values; aliases (*name) that repeat large "
                 "anchors are refused"
             ))
-        if depth > MAX_YAML_DEPTH:
+        if depth > self.limits.max_depth:
             at = self.mark(node)
-            raise _FileProblem(at.line, at.column, _TOO_DEEP)
+            raise _FileProblem(at.line, at.column, self.limits.too_deep)
         if isinstance(node, ScalarNode):
             return self.scalar(node, key)
         if isinstance(node, SequenceNode):
