@@ -1,0 +1,32 @@
+"""The apply gate: an accepted proposal becomes a change to the user's files only here, and is
+kept only while the flow gate stays green (applier), with a journal so a crash never leaves a
+half-applied tree (journal), judged by a flow gate that fails closed (gates)."""
+
+from core.apply.applier import HOOK_POINTS, ApplyOutcome, ApplyRefused, apply_delta
+from core.apply.gates import (
+    Gate,
+    GateResult,
+    GateSettings,
+    builtin_gate,
+    choose_gate,
+    command_gate,
+    kitsoki_gate,
+)
+from core.apply.journal import RevertFailed, journal_dir, recover
+
+__all__ = [
+    "HOOK_POINTS",
+    "ApplyOutcome",
+    "ApplyRefused",
+    "Gate",
+    "GateResult",
+    "GateSettings",
+    "RevertFailed",
+    "apply_delta",
+    "builtin_gate",
+    "choose_gate",
+    "command_gate",
+    "journal_dir",
+    "kitsoki_gate",
+    "recover",
+]
