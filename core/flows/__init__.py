@@ -1,0 +1,179 @@
+"""Built-in runner for kitsoki flow fixtures: a documented subset, fail closed.
+
+`run_flows(workspace)` finds the fixtures (`<story>/flows/*.yaml` of every story plus
+`<workspace>/flows/*.yaml`, or a glob), runs each document against the story its `app:` names,
+and returns kitsoki's report (`FlowReport`, the `kitsoki test flows --json` shape);
+`format_text` prints it as kitsoki does. Nothing here raises for what the files contain: a
+workspace that does not load, a fixture that does not parse, a feature the subset does not
+implement — each is a failed flow with a message a person can act on. Zero fixtures is a
+report with no results, which `FlowReport.green` (and every gate) treats as red.
+
+What the subset runs is described in core.flows.runner; what it reads in core.flows.fixtures.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+from pathlib import Path
+
+from core.flows.fixtures import UNSUPPORTED, FixtureFile, FlowFixture, load_fixture_file
+from core.flows.report import (
+    NO_FIXTURES,
+    SESSION_TURN,
+    FlowReport,
+    FlowResult,
+    TurnResult,
+    format_text,
+)
+from core.flows.runner import Machine, go_quote, run_fixture
+from core.kitsoki.config import CONFIG_FILE, ConfigIssue
+from core.kitsoki.story import Story, WorkspaceError, load_story, load_workspace
+
+__all__ = [
+    "NO_FIXTURES",
+    "UNSUPPORTED",
+    "FlowReport",
+    "FlowResult",
+    "TurnResult",
+    "discover_fixtures",
+    "format_text",
+    "run_fixture_file",
+    "run_flows",
+]
+
+FLOWS_DIR = "flows"
+
+
+def run_flows(workspace: Path, glob: str | None = None) -> FlowReport:
+    """Run the workspace's flow fixtures (or those `glob`, relative to the workspace, matches)."""
+    workspace = Path(workspace)
+    try:
+        loaded = load_workspace(workspace)
+    except WorkspaceError as exc:
+        return FlowReport.of([_failed(CONFIG_FILE, [_issue_text(workspace, issue) for issue in exc.issues])])
+    stories = _Stories(workspace, loaded.stories)
+    results: list[FlowResult] = []
+    for path in discover_fixtures(workspace, loaded.stories, glob):
+        results.extend(_run_file(path, workspace, stories))
+    return FlowReport.of(results)
+
+
+def run_fixture_file(path: Path, workspace: Path | None = None) -> list[FlowResult]:
+    """Run every document of one fixture file; `app:` is resolved against the file.
+
+    With a workspace the story must lie inside it, and `File` is workspace-relative.
+    """
+    path = Path(path)
+    root = Path(workspace) if workspace is not None else None
+    return _run_file(path, root, _Stories(root, []))
+
+
+def discover_fixtures(workspace: Path, stories: list[Story], glob: str | None = None) -> list[Path]:
+    """Fixture files in run order: the glob's matches (sorted), or each story's flows/*.yaml
+    then the workspace's flows/*.yaml, each file once."""
+    workspace = Path(workspace)
+    if glob is not None:
+        pattern = glob if os.path.isabs(glob) else str(workspace / glob)
+        candidates = [Path(match) for match in sorted(globlib.glob(pattern, recursive=True))]
+    else:
+        candidates = []
+        for story in stories:
+            candidates.extend(Path(match) for match in sorted(globlib.glob(str(story.dir / FLOWS_DIR / "*.yaml"))))
+        candidates.extend(Path(match) for match in sorted(globlib.glob(str(workspace / FLOWS_DIR / "*.yaml"))))
+    seen: set[Path] = set()
+    found = []
+    for candidate in candidates:
+        key = _normal(candidate)
+        if key not in seen and candidate.is_file():
+            seen.add(key)
+            found.append(candidate)
+    return found
+
+
+# --- internals --------------------------------------------------------------------------------
+
+
+def _normal(path: Path) -> Path:
+    return Path(os.path.normpath(Path(path).absolute()))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        _normal(path).relative_to(_normal(root))
+    except ValueError:
+        return False
+    return True
+
+
+def _display(path: Path, workspace: Path | None) -> str:
+    if workspace is not None and _inside(path, workspace):
+        return _normal(path).relative_to(_normal(workspace)).as_posix()
+    return str(path)
+
+
+def _issue_text(workspace: Path, issue: ConfigIssue) -> str:
+    where = f"{_display(Path(issue.file), workspace)}:{issue.line}:{issue.column}"
+    return f"{where}: {issue.key}: {issue.message}" if issue.key else f"{where}: {issue.message}"
+
+
+def _failed(file: str, failures: list[str]) -> FlowResult:
+    return FlowResult(File=file, Passed=False, Turns=[TurnResult(TurnIndex=SESSION_TURN, Passed=False,
+                                                                 Failures=failures)])
+
+
+class _Stories:
+    """The stories fixtures may name: the workspace's, loaded once, plus any app loaded on demand."""
+
+    def __init__(self, workspace: Path | None, stories: list[Story]) -> None:
+        self.workspace = workspace
+        self.known: dict[Path, Story | list[str]] = {_normal(story.path): story for story in stories}
+        self.machines: dict[Path, Machine] = {}
+
+    def for_fixture(self, fixture: FlowFixture) -> tuple[Story | None, list[str]]:
+        if fixture.app:
+            app = _normal(fixture.file.parent / fixture.app)
+            shown = go_quote(fixture.app)
+        else:
+            # No app: the fixture must sit in a story's flows/ folder.
+            if fixture.file.parent.name != FLOWS_DIR:
+                return None, ["app: not set, and the fixture is not in a story's flows/ folder"]
+            app = _normal(fixture.file.parent.parent / "app.yaml")
+            shown = "(the story's app.yaml)"
+        if self.workspace is not None and not _inside(app, self.workspace):
+            return None, [f"app: {shown} resolves outside the workspace ({app})"]
+        if app not in self.known:
+            if not app.is_file():
+                self.known[app] = [f"app: {shown} does not exist ({_display(app, self.workspace)})"]
+            else:
+                try:
+                    self.known[app] = load_story(app, self.workspace)
+                except WorkspaceError as exc:
+                    root = self.workspace or app.parent
+                    self.known[app] = [f"app: {shown} does not load:"] + [_issue_text(root, i) for i in exc.issues]
+        story = self.known[app]
+        return (story, []) if isinstance(story, Story) else (None, list(story))
+
+    def machine(self, story: Story) -> Machine:
+        key = _normal(story.path)
+        if key not in self.machines:
+            self.machines[key] = Machine(story)
+        return self.machines[key]
+
+
+def _run_file(path: Path, workspace: Path | None, stories: _Stories) -> list[FlowResult]:
+    shown = _display(path, workspace)
+    loaded: FixtureFile = load_fixture_file(path)
+    if loaded.problem is not None:
+        return [_failed(shown, [loaded.problem])]
+    results = []
+    for fixture in loaded.fixtures:
+        if fixture.problems:
+            results.append(_failed(shown, list(fixture.problems)))
+            continue
+        story, problems = stories.for_fixture(fixture)
+        if story is None:
+            results.append(_failed(shown, problems))
+            continue
+        results.append(run_fixture(fixture, story, shown, stories.machine(story)))
+    return results
