@@ -11,9 +11,13 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
+from core.flows import FlowReport
 from core.mining.passes import MineResult
 from core.mining.recipes import RecipesFile
 from core.mining.watermark import MiningState
+from core.proposals.decide import Decision
+from core.proposals.model import Proposal
+from core.proposals.proposer import ProposerReport
 from core.trace import TRACE_MODELS
 from core.transcripts.ingest import ScanReport
 from core.transcripts.model import Session
@@ -26,6 +30,10 @@ MODELS: dict[str, type] = {
     "recipes.schema.json": RecipesFile,
     "mine-result.schema.json": MineResult,
     "mining-state.schema.json": MiningState,
+    "proposal.schema.json": Proposal,
+    "proposer-report.schema.json": ProposerReport,
+    "decision.schema.json": Decision,
+    "flow-report.schema.json": FlowReport,
     **TRACE_MODELS,
 }
 

@@ -1,0 +1,165 @@
+"""A person's verdict on a proposal: accept (through the apply gate), refine, or reject.
+
+Every verdict is recorded as kitsoki's `mining.proposal_decided` (by: human). Accept runs the
+staged draft through core.apply: kept on green, restored byte for byte otherwise, and the
+proposal is then held with the failure attached. A refined draft (a person edited the staged
+files) is re-validated before it is applied. A suggestion for dev-story is never applied. A
+refusal (unknown id, stale target, unsaved edits, busy workspace) records nothing and writes
+nothing: the person can act on the message and try again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel
+
+from core.apply import ApplyRefused, Gate, GateResult, apply_delta, choose_gate
+from core.kitsoki.story import load_workspace
+from core.mining.service import trace_path
+from core.proposals.inbox import find, history
+from core.proposals.model import AuthorArtifact, Proposal
+from core.proposals.settings import SettingsError, gate_settings
+from core.proposals.staging import ARTIFACT_FILE, save_proposal, sha256, stage_dir, staged_files
+from core.proposals.validate import DraftInvalid, check_draft
+from core.trace import Trace
+
+Verdict = Literal["accept", "refine", "reject"]
+VERDICT_ALIASES = {"accept": "accept", "refine": "refine", "reject": "reject", "dismiss": "reject"}
+"""kitsoki's UI says dismiss where the trace says reject (reference §6)."""
+
+
+class Decision(BaseModel):
+    recipe_id: str
+    verdict: Verdict
+    flows_green: bool = False
+    reverted: bool = False
+    failure: str | None = None
+    draft_path: str | None = None
+    """refine: the staged draft to edit (its first file)."""
+    files: list[str] = []
+    gate: GateResult | None = None
+
+    def answer(self) -> dict[str, Any]:
+        """The CLI's and the protocol's short answer."""
+        return {"recipe_id": self.recipe_id, "verdict": self.verdict, "flows_green": self.flows_green,
+                "reverted": self.reverted, "failure": self.failure}
+
+
+class DecisionRefused(ValueError):
+    """Nothing was recorded or written; `reason` is a stable word, the message says what to do."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+def _open(workspace: Path, recipe_id: str) -> Proposal:
+    proposal = find(workspace, recipe_id)
+    if proposal is None:
+        state = history(Trace(trace_path(workspace))).get(recipe_id)
+        if state in ("accepted", "rejected", "withdrawn"):
+            raise DecisionRefused("closed", f"proposal {recipe_id} is already {state}")
+        raise DecisionRefused("unknown", f"no open proposal {recipe_id} in {workspace} "
+                                         f"(`kitsoki-miner proposals` lists them)")
+    return proposal
+
+
+def _record(workspace: Path, decision: Decision) -> None:
+    Trace(trace_path(workspace)).proposal_decided(recipe_id=decision.recipe_id, verdict=decision.verdict, by="human",
+                                                  flows_green=decision.flows_green, reverted=decision.reverted)
+
+
+def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate: Gate | None = None,
+           lock_timeout: float = 0.0, hook: Callable[[str], None] | None = None) -> Decision:
+    workspace = Path(workspace)
+    proposal = _open(workspace, recipe_id)
+    if proposal.suggestion_only:
+        raise DecisionRefused("suggestion", f"{proposal.recipe_id} is a suggestion for dev-story itself; there is "
+                                            f"nothing to apply here (reject it to dismiss it)")
+    try:
+        model = load_workspace(workspace)
+    except ValueError as exc:
+        raise DecisionRefused("workspace", f"the workspace does not load, so nothing is applied: {exc}") from None
+    try:
+        files = staged_files(workspace, proposal)
+    except OSError as exc:
+        raise DecisionRefused("staged", f"the staged draft of {proposal.recipe_id} is incomplete: {exc}") from None
+    refined = any(sha256(files[c.path]) != c.after_sha256 for c in proposal.files)
+    if refined or proposal.status == "refining":
+        artifact = _artifact(workspace, proposal)
+        try:
+            check_draft(model, files, artifact, [])
+        except DraftInvalid as exc:
+            raise DecisionRefused("invalid", f"the refined draft of {proposal.recipe_id} does not validate: {exc}") \
+                from None
+    if gate is None:
+        # kitsoki exits 2 (red) for a story without fixtures: gate only the stories that have flows.
+        apps = [story.path for story in model.stories if any((story.dir / "flows").glob("*.yaml"))]
+        try:
+            settings = gate_settings(model.config)
+        except SettingsError as exc:
+            raise DecisionRefused("config", str(exc)) from None
+        gate = choose_gate(workspace, settings, apps)
+    expected = {change.path: change.before_sha256 for change in proposal.files}
+    try:
+        outcome = apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate, reload=load_workspace,
+                              unsaved=unsaved, lock_timeout=lock_timeout, hook=hook)
+    except ApplyRefused as exc:
+        raise DecisionRefused(exc.reason, exc.message) from None
+    decision = Decision(recipe_id=proposal.recipe_id, verdict="accept", flows_green=outcome.flows_green,
+                        reverted=outcome.reverted, failure=outcome.failure, files=outcome.written, gate=outcome.gate)
+    _record(workspace, decision)
+    folder = stage_dir(workspace, proposal.recipe_id)
+    if outcome.reverted:
+        proposal.status, proposal.failure = "held", outcome.failure
+        save_proposal(folder, proposal)
+    else:
+        artifact = _artifact(workspace, proposal)
+        artifact["flows_green"] = True
+        (folder / ARTIFACT_FILE).write_bytes(orjson.dumps(artifact, option=orjson.OPT_INDENT_2))
+    return decision
+
+
+def _artifact(workspace: Path, proposal: Proposal) -> dict[str, Any]:
+    try:
+        return orjson.loads((stage_dir(workspace, proposal.recipe_id) / ARTIFACT_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return AuthorArtifact(files_changed=[c.path for c in proposal.files],
+                              summary_markdown=proposal.summary_markdown).model_dump(mode="json")
+
+
+def refine(workspace: Path, recipe_id: str) -> Decision:
+    """Record the verdict and hand back the staged draft to edit; a later accept re-validates it."""
+    workspace = Path(workspace)
+    proposal = _open(workspace, recipe_id)
+    folder = stage_dir(workspace, proposal.recipe_id)
+    first = folder / proposal.files[0].path if proposal.files else folder / "proposal.json"
+    decision = Decision(recipe_id=proposal.recipe_id, verdict="refine", draft_path=str(first),
+                        files=[c.path for c in proposal.files])
+    _record(workspace, decision)
+    proposal.status = "refining"
+    save_proposal(folder, proposal)
+    return decision
+
+
+def reject(workspace: Path, recipe_id: str) -> Decision:
+    """Record the verdict; the recipe is never raised again."""
+    workspace = Path(workspace)
+    proposal = _open(workspace, recipe_id)
+    decision = Decision(recipe_id=proposal.recipe_id, verdict="reject", files=[c.path for c in proposal.files])
+    _record(workspace, decision)
+    return decision
+
+
+def decide(workspace: Path, recipe_id: str, verdict: str, **kwargs: Any) -> Decision:
+    """One entry point for every face (CLI, server): accept | refine | reject | dismiss."""
+    canonical = VERDICT_ALIASES.get(verdict)
+    if canonical is None:
+        raise DecisionRefused("verdict", f'"{verdict}" is not a verdict (accept, refine, reject or dismiss)')
+    if canonical == "accept":
+        return accept(workspace, recipe_id, **kwargs)
+    return refine(workspace, recipe_id) if canonical == "refine" else reject(workspace, recipe_id)

@@ -1,0 +1,365 @@
+"""The built-in drafter: a mapped recipe becomes concrete bytes for the files it would change.
+
+Deterministic: the same recipe against the same tree gives the same draft. Rung 1 edits only
+`root.overrides.{bindings,world,synonyms}` in `.kitsoki.yaml`; rung 2 edits a story (synonyms on a
+story's own intent, a new intent with a room whose on_enter invokes `host.agent.task`, a state
+decided by a human) or, when the workspace has no story of its own, materializes one under
+`.kitsoki/stories/<slug>/`. Edits go through core.kitsoki.yamledit, so every byte outside the
+changed region stays as the author wrote it. A provider or world key dev-story does not know is
+drafted as a suggestion to enrich dev-story, with no file change: it is shown, never applied.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from core.kitsoki import yamledit
+from core.kitsoki.config import CONFIG_FILE, DEV_STORY_WORLD_KEYS
+from core.kitsoki.inventory import ROOT_INSTANCE, Inventory
+from core.kitsoki.routing import content_stems
+from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, relative
+from core.mining.recipes import Recipe
+from core.proposals.mapper import PROVIDER_HANDLERS
+from core.proposals.model import Mapping
+from core.trace import ProposalKind
+
+AGENT_TASK = "host.agent.task"
+MAX_NEW_SYNONYMS = 5
+_PLACEHOLDER = re.compile(r"<\w+>")
+_TRAILING_FILLER = frozenset("a an the to of in on at for with from into and or by".split())
+
+
+class DraftError(ValueError):
+    """The recipe cannot be drafted against this tree; the reason says why."""
+
+
+@dataclass
+class Draft:
+    kind: ProposalKind
+    target: Literal["root-instance", "dev-story"]
+    rung: Literal[1, 2]
+    title: str
+    summary_markdown: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Workspace-relative path -> the full new bytes."""
+    suggestion_only: bool = False
+    expect_routes: list[tuple[str, str, str]] = field(default_factory=list)
+    """(story, phrase, intent) the staged tree must route, or the draft does not do what it says."""
+
+
+Reader = Callable[[str], bytes | None]
+"""Reads a workspace-relative file's live bytes (None when absent)."""
+
+
+def rung_for(kind: str, needs_room: bool) -> Literal[1, 2]:
+    """kitsoki's RungFor: binding and world are rung 1; intent is rung 1 unless it needs a room (or,
+    here, a story of its own); stub-wire, gate, dev-story-enrich and anything unknown are rung 2."""
+    if kind in ("binding", "world"):
+        return 1
+    if kind == "intent":
+        return 2 if needs_room else 1
+    return 2
+
+
+def clean_phrase(text: str) -> str:
+    """A mined phrasing as a synonym: placeholders and trailing filler words dropped."""
+    words = _PLACEHOLDER.sub(" ", text).replace('"', " ").split()
+    words = [w.strip(".,;:!?") for w in words]
+    words = [w for w in words if w]
+    while words and words[-1].lower() in _TRAILING_FILLER:
+        words.pop()
+    return " ".join(words)[:120]
+
+
+def intent_name_for(recipe: Recipe, taken: set[str]) -> str:
+    phrase = clean_phrase(recipe.phrasings[0].text if recipe.phrasings else recipe.title)
+    words = [w for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w in {s for s in _stems_words(phrase)}][:4]
+    base = "_".join(words) or "mined_request"
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def _stems_words(phrase: str) -> set[str]:
+    stems = content_stems(phrase)
+    return {w for w in re.findall(r"[a-z0-9]+", phrase.lower()) if any(w.startswith(s[:4]) for s in stems)}
+
+
+def _text(read: Reader, path: str) -> str:
+    raw = read(path)
+    if raw is None:
+        raise DraftError(f"{path} does not exist")
+    return raw.decode("utf-8")
+
+
+def _evidence_line(recipe: Recipe) -> str:
+    cite = recipe.instances[0] if recipe.instances else None
+    where = f" First seen at `{Path(cite.path).name}:{cite.line_start}-{cite.line_end}`." if cite else ""
+    asks = ""
+    if recipe.phrasings:
+        asks = " Asked as " + ", ".join(f'"{p.text}" ×{p.count}' for p in recipe.phrasings[:3]) + "."
+    actions = ""
+    if recipe.action_signature:
+        actions = " Actions: " + ", ".join(f"`{s}`" for s in recipe.action_signature[:4]) + "."
+    return (f"Seen in {recipe.sessions} sessions ({len(recipe.instances)} times, priority {recipe.priority:g})."
+            f"{asks}{actions}{where}")
+
+
+def _summary(headline: str, recipe: Recipe, mapping: Mapping, files: list[str]) -> str:
+    changed = ", ".join(f"`{f}`" for f in files) if files else "no file (a suggestion)"
+    return (f"**{headline}**\n\n{_evidence_line(recipe)}\n\n"
+            f"Mapper: {mapping.classification} — {mapping.reason}.\n\nChanges {changed}.")
+
+
+def draft(recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inventory, read: Reader) -> Draft:
+    """The built-in draft for a recipe the mapper let through (ENRICH or GAP)."""
+    if recipe.kind == "binding":
+        return _draft_binding(recipe, mapping, read)
+    if recipe.kind == "world":
+        return _draft_world(recipe, mapping, read)
+    if recipe.kind == "intent":
+        return _draft_intent(recipe, mapping, workspace, inventory, read)
+    if recipe.kind == "gate":
+        return _draft_gate(recipe, mapping, workspace, read)
+    raise DraftError(f"the built-in drafter does not draft {recipe.kind} recipes")
+
+
+def _suggestion(recipe: Recipe, mapping: Mapping, headline: str) -> Draft:
+    return Draft(kind="dev-story-enrich", target="dev-story", rung=2, title=headline, suggestion_only=True,
+                 summary_markdown=_summary(headline, recipe, mapping, []))
+
+
+def _draft_binding(recipe: Recipe, mapping: Mapping, read: Reader) -> Draft:
+    iface, provider = recipe.iface or "", recipe.value or ""
+    handler = PROVIDER_HANDLERS.get((iface, provider))
+    if handler is None:
+        return _suggestion(recipe, mapping, f"dev-story could offer a {provider} provider for {iface}")
+    text = yamledit.set_value(_text(read, CONFIG_FILE), ["root", "overrides", "bindings", iface], handler)
+    headline = f"Bind {iface} to {handler}"
+    return Draft(kind="binding", target="root-instance", rung=1, title=headline,
+                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]))
+
+
+def _typed(key: str, value: str | None) -> Any:
+    kind = DEV_STORY_WORLD_KEYS.get(key, "string")
+    if value is None:
+        return None
+    try:
+        if kind == "int":
+            return int(value)
+        if kind in ("float", "number"):
+            return float(value)
+        if kind == "bool":
+            return value.lower() in ("true", "yes", "1")
+    except ValueError:
+        raise DraftError(f"world.{key} is a {kind}; {value!r} is not") from None
+    return value
+
+
+def _draft_world(recipe: Recipe, mapping: Mapping, read: Reader) -> Draft:
+    key = recipe.iface or ""
+    if key not in DEV_STORY_WORLD_KEYS:
+        return _suggestion(recipe, mapping, f"dev-story could declare a {key} world key")
+    value = _typed(key, recipe.value)
+    text = yamledit.set_value(_text(read, CONFIG_FILE), ["root", "overrides", "world", key], value)
+    headline = f"Set world.{key} to {value!r}"
+    return Draft(kind="world", target="root-instance", rung=1, title=headline,
+                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]))
+
+
+def _new_phrases(recipe: Recipe, existing: set[str]) -> list[str]:
+    phrases: list[str] = []
+    for phrasing in recipe.phrasings:
+        phrase = clean_phrase(phrasing.text)
+        stems = content_stems(phrase) if phrase else frozenset()
+        # A phrase whose words include an earlier pick's adds nothing: stem-bag routing is a subset test.
+        if stems and phrase.lower() not in existing and not any(content_stems(p) <= stems for p in phrases):
+            phrases.append(phrase)
+        if len(phrases) >= MAX_NEW_SYNONYMS:
+            break
+    return phrases
+
+
+def _count(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}" + ("" if len(items) == 1 else "s")
+
+
+def _state_path(state: str) -> list[str]:
+    parts = state.split(".")
+    path = ["states", parts[0]]
+    for part in parts[1:]:
+        path += ["states", part]
+    return path
+
+
+def _draft_intent(recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inventory,
+                  read: Reader) -> Draft:
+    if mapping.classification == "ENRICH" and mapping.near:
+        story_slug, intent = mapping.near.split(":", 1)
+        row = next((r for r in inventory.intents if r.story == story_slug and r.name == intent), None)
+        existing = {p.text.lower() for r in inventory.intents if r.story == story_slug and r.name == intent
+                    for p in r.phrases}
+        phrases = _new_phrases(recipe, existing)
+        if not phrases:
+            raise DraftError(f"every phrasing of the recipe is already a phrase of {mapping.near}")
+        if story_slug == ROOT_INSTANCE:
+            text = yamledit.append_items(_text(read, CONFIG_FILE), ["root", "overrides", "synonyms", intent], phrases)
+            headline = f"Route {_count(phrases, 'more phrasing')} to dev-story's {intent}"
+            return Draft(kind="intent", target="root-instance", rung=1, title=headline,
+                         files={CONFIG_FILE: text.encode()},
+                         summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]),
+                         expect_routes=[(ROOT_INSTANCE, p, intent) for p in phrases])
+        story = workspace.story(story_slug)
+        if story is None or row is None or row.at is None:
+            raise DraftError(f"{mapping.near} is not in a story file this workspace can edit")
+        rel = relative(workspace.path, row.at.file)
+        declared = next((i for i in story.all_intents() if i.name == intent), None)
+        if declared is None:
+            raise DraftError(f"{mapping.near} is no longer declared in {rel}")
+        path = (_state_path(declared.state) + ["intents", intent] if declared.state else ["intents", intent])
+        text = yamledit.append_items(_text(read, rel), path + ["synonyms"], phrases)
+        headline = f"Add {_count(phrases, 'synonym')} to {story_slug}'s {intent}"
+        return Draft(kind="intent", target="root-instance", rung=2, title=headline, files={rel: text.encode()},
+                     summary_markdown=_summary(headline, recipe, mapping, [rel]),
+                     expect_routes=[(story_slug, p, intent) for p in phrases])
+    return _draft_new_room(recipe, mapping, workspace, read)
+
+
+def _home_story(workspace: Workspace) -> Story | None:
+    """Where new rooms go: the first story of the project's own that has a root state."""
+    own = [s for s in workspace.stories if not s.open_world and s.root and s.root in s.states]
+    return (next((s for s in own if not s.materialized), None) or (own[0] if own else None))
+
+
+def _room_spec(recipe: Recipe, description: str) -> dict[str, Any]:
+    ask = clean_phrase(recipe.phrasings[0].text) if recipe.phrasings else recipe.title
+    steps = "; ".join(recipe.action_signature[:6])
+    prompt = f"{ask}. The usual steps: {steps}." if steps else f"{ask}."
+    return {"description": description, "on_enter": [{"invoke": AGENT_TASK, "with": {"prompt": prompt}}]}
+
+
+def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read: Reader) -> Draft:
+    story = _home_story(workspace)
+    taken = {i.name for s in workspace.stories for i in s.all_intents()}
+    name = intent_name_for(recipe, taken)
+    room = f"{name}_room"
+    phrases = _new_phrases(recipe, set())
+    description = f"Mined from {recipe.sessions} sessions: {clean_phrase(recipe.title) or recipe.title}"
+    intent_spec: dict[str, Any] = {"description": description[:160], "examples": phrases or [recipe.title]}
+    if story is None:
+        return _materialize(recipe, mapping, workspace, name, room, intent_spec, read)
+    files: dict[str, str] = {}
+
+    def text_of(rel: str) -> str:
+        return files[rel] if rel in files else _text(read, rel)
+
+    app_rel = relative(workspace.path, story.path)
+    files[app_rel] = _add_intent(text_of(app_rel), name, intent_spec)
+    spec = _room_spec(recipe, description[:160])
+    back = next((i for i in ("go_back", "back", "done", "go_main") if i in taken), None)
+    if back:
+        spec["on"] = {back: [{"target": story.root}]}
+    # The room goes beside the root state (app.yaml, or the room file that declares it).
+    root_rel = relative(workspace.path, story.states[story.root].at.file)
+    files[root_rel] = _add_state(text_of(root_rel), story, room, spec, name)
+    headline = f"New intent {name} with a room that hands the work to host.agent.task"
+    return Draft(kind="intent", target="root-instance", rung=2, title=headline,
+                 files={path: body.encode() for path, body in files.items()},
+                 summary_markdown=_summary(headline, recipe, mapping, sorted(files)),
+                 expect_routes=[(story.slug, p, name) for p in phrases[:1]])
+
+
+def _top_keys(text: str) -> set[str]:
+    return {m.group(1) for m in re.finditer(r"^([A-Za-z_][\w-]*):", text, re.M)}
+
+
+def _add_intent(text: str, name: str, spec: dict[str, Any]) -> str:
+    if "intents" in _top_keys(text):
+        return yamledit.add_entry(text, ["intents"], name, spec)
+    return yamledit.set_value(text, ["intents"], {name: spec})
+
+
+def _add_state(text: str, story: Story, state: str, spec: dict[str, Any], enter_intent: str) -> str:
+    """Add `state` to the file declaring the story's root state, and an arm from root into it."""
+    text = yamledit.add_entry(text, ["states"], state, spec)
+    root_path = _state_path(story.root or "")
+    arm = [{"target": state}]
+    if story.states[story.root].on:
+        return yamledit.add_entry(text, root_path + ["on"], enter_intent, arm)
+    return yamledit.set_value(text, root_path + ["on"], {enter_intent: arm})
+
+
+def _materialize(recipe: Recipe, mapping: Mapping, workspace: Workspace, name: str, room: str,
+                 intent_spec: dict[str, Any], read: Reader) -> Draft:
+    slug = re.sub(r"[^a-z0-9]+", "-", workspace.path.resolve().name.lower()).strip("-") or "project"
+    rel = f"{MATERIALIZED_DIR}/{slug}/app.yaml"
+    if read(rel) is not None:
+        raise DraftError(f"{rel} exists but did not load as a story of this workspace")
+    spec = _room_spec(recipe, str(intent_spec["description"]))
+    body = {
+        "app": {"id": slug, "version": "0.1.0", "title": f"{slug} (materialized by kitsoki-miner)"},
+        "intents": {name: intent_spec},
+        "root": "landing",
+        "states": {"landing": {"description": "Where the project's own requests start.",
+                               "on": {name: [{"target": room}]}},
+                   room: spec},
+    }
+    header = (f"# Materialized by kitsoki-miner from mined transcripts (recipe {recipe.id}).\n"
+              f"# Accepting this proposal creates the project's own story; edit it freely.\n")
+    text = header + yamledit.set_value("", ["app"], body["app"])
+    for key in ("intents", "root", "states"):
+        text = yamledit.set_value(text, [key], body[key])
+    headline = f"Materialize {rel} with a new intent {name}"
+    return Draft(kind="intent", target="root-instance", rung=2, title=headline, files={rel: text.encode()},
+                 summary_markdown=_summary(headline, recipe, mapping, [rel]),
+                 expect_routes=[(slug, p, name) for p in intent_spec["examples"][:1]])
+
+
+def _draft_gate(recipe: Recipe, mapping: Mapping, workspace: Workspace, read: Reader) -> Draft:
+    if mapping.classification == "ENRICH" and mapping.near:
+        story_slug, state_name = mapping.near.split(":", 1)
+        story = workspace.story(story_slug)
+        if story is None or state_name not in story.states:
+            raise DraftError(f"{mapping.near} is not a state this workspace can edit")
+        rel = relative(workspace.path, story.states[state_name].at.file)
+        text = yamledit.set_value(_text(read, rel), _state_path(state_name) + ["decider"], "human")
+        headline = f"Let a human decide at {story_slug}:{state_name}"
+        return Draft(kind="gate", target="root-instance", rung=2, title=headline, files={rel: text.encode()},
+                     summary_markdown=_summary(headline, recipe, mapping, [rel]))
+    story = _home_story(workspace)
+    if story is None:
+        raise DraftError("a new gate needs a story of the project's own; none with a root state loads")
+    taken = {i.name for i in story.all_intents()}
+    slug = "_".join(re.findall(r"[a-z0-9]+", " ".join(recipe.action_signature).lower())[:3]) or "action"
+    state = f"review_{slug}"
+    n = 2
+    while state in story.states:
+        state, n = f"review_{slug}_{n}", n + 1
+    files: dict[str, str] = {}
+    app_rel = relative(workspace.path, story.path)
+    text = _text(read, app_rel)
+    for verdict in ("approve", "reject"):
+        if verdict not in taken:
+            text = _add_intent(text, verdict, {"description": f"{verdict.capitalize()} at a human review.",
+                                               "examples": [verdict]})
+    words = re.findall(r"[a-z0-9]+", " ".join(recipe.action_signature).lower())[:3]
+    enter = "review " + " ".join(words)
+    enter_intent = intent_name_for(recipe.model_copy(update={"phrasings": [], "title": enter}), taken)
+    files[app_rel] = _add_intent(text, enter_intent, {"description": f"Ask a human before {' '.join(words)}.",
+                                                      "examples": [enter]})
+    spec = {"description": f"A person decides before {', '.join(recipe.action_signature)} "
+                           f"(people {recipe.value or 'decided'} it in {recipe.sessions} sessions).",
+            "decider": "human",
+            "on": {"approve": [{"target": story.root}], "reject": [{"target": story.root}]}}
+    root_rel = relative(workspace.path, story.states[story.root or ""].at.file)
+    files[root_rel] = _add_state(files[root_rel] if root_rel in files else _text(read, root_rel), story, state,
+                                 spec, enter_intent)
+    headline = f"A human review state {state} before {', '.join(recipe.action_signature)}"
+    return Draft(kind="gate", target="root-instance", rung=2, title=headline,
+                 files={path: body.encode() for path, body in files.items()},
+                 summary_markdown=_summary(headline, recipe, mapping, sorted(files)))

@@ -1,0 +1,87 @@
+"""The inbox: proposals waiting for a person, rebuilt from the trace and the staged files.
+
+A recipe's state is the last mining event about it: raised → pending; decided refine → refining
+(a person is editing the staged draft); decided accept that reverted → held (with the failure);
+decided accept that kept, or reject → closed; withdrawn (its draft no longer applies and could not
+be re-drafted) → closed. Open proposals whose staged `proposal.json` is missing or unreadable are
+not shown (fail closed). A proposal whose target bytes changed since drafting is stale.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from core.mining.service import trace_path
+from core.proposals.model import Proposal
+from core.proposals.staging import load_proposal, sha256
+from core.trace import PROPOSAL_DECIDED, PROPOSAL_RAISED, Trace
+
+WITHDRAWN = "mining.proposal_withdrawn"
+History = Literal["pending", "refining", "held", "accepted", "rejected", "withdrawn"]
+OPEN: frozenset[str] = frozenset({"pending", "refining", "held"})
+
+
+def history(trace: Trace) -> dict[str, History]:
+    """recipe_id -> where it stands, from every mining proposal event, in trace order."""
+    states: dict[str, History] = {}
+    for event in trace.events(kinds=(PROPOSAL_RAISED, PROPOSAL_DECIDED, WITHDRAWN)):
+        recipe_id = event.payload.get("recipe_id")
+        if type(recipe_id) is not str or not recipe_id:
+            continue
+        if event.kind == PROPOSAL_RAISED:
+            states[recipe_id] = "pending"
+        elif event.kind == WITHDRAWN:
+            states[recipe_id] = "withdrawn"
+        else:
+            verdict = event.payload.get("verdict")
+            if verdict == "reject":
+                states[recipe_id] = "rejected"
+            elif verdict == "refine":
+                states[recipe_id] = "refining"
+            elif verdict == "accept":
+                states[recipe_id] = "held" if event.payload.get("reverted") else "accepted"
+    return states
+
+
+def live_sha(workspace: Path, rel: str) -> str | None:
+    try:
+        return sha256((Path(workspace) / rel).read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def stale_files(workspace: Path, proposal: Proposal) -> list[str]:
+    """Targets whose live bytes are no longer what the draft was made against."""
+    return [change.path for change in proposal.files if live_sha(workspace, change.path) != change.before_sha256]
+
+
+def inbox(workspace: Path, *, path: str | None = None, include_stale: bool = True) -> list[Proposal]:
+    """Open proposals, highest priority first; `path` keeps those that change that file."""
+    workspace = Path(workspace)
+    out = []
+    for recipe_id, state in history(Trace(trace_path(workspace))).items():
+        if state not in OPEN:
+            continue
+        proposal = load_proposal(workspace, recipe_id)
+        if proposal is None:
+            continue
+        status = state
+        if stale_files(workspace, proposal):
+            status = "stale"
+        if status == "stale" and not include_stale:
+            continue
+        proposal.status = status  # type: ignore[assignment]
+        if path is not None and path not in {change.path for change in proposal.files}:
+            continue
+        out.append(proposal)
+    out.sort(key=lambda p: (-p.priority, p.recipe_id))
+    return out
+
+
+def find(workspace: Path, recipe_id: str) -> Proposal | None:
+    """An open proposal by id (or by a unique id prefix, as people type them)."""
+    matches = [p for p in inbox(workspace) if p.recipe_id == recipe_id]
+    if not matches and len(recipe_id) >= 4:
+        matches = [p for p in inbox(workspace) if p.recipe_id.startswith(recipe_id)]
+    return matches[0] if len(matches) == 1 else None

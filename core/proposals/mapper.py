@@ -1,0 +1,228 @@
+"""The mapper: is a recipe ALREADY-MODELED, close to something (ENRICH), or new (GAP)?
+
+Deterministic and documented (README, "How a recipe is mapped"):
+
+- intent: each of the recipe's phrasings is routed, as kitsoki would route it (core.kitsoki.routing:
+  exact example, stem-bag synonym, template), against the root instance (dev-story's intents plus
+  `root.overrides.synonyms`) and against every story. When phrasings asked at least ROUTED_SHARE of
+  the time route to one intent at confidence >= ROUTE_CONFIDENCE, it is ALREADY-MODELED. When some
+  route, or the recipe's words are within ENRICH_SIMILARITY (Dice over content stems) of an intent's
+  phrases, it is ENRICH of that intent. Otherwise GAP.
+- binding: ALREADY-MODELED when the interface is already bound to the handler the provider needs
+  (an override, or dev-story's default provider already covers it); a provider dev-story has no
+  handler for is a suggestion to enrich dev-story (never applied); otherwise GAP (ENRICH when an
+  override binds the interface to something else).
+- world: ALREADY-MODELED when the override, or dev-story's default, already has the value; ENRICH
+  when an override holds another value; GAP otherwise.
+- gate: compared with the inventory's gates (states with two or more advancing intents or a decider):
+  the share of the action's words (tool and runner names dropped) that the state's name, description
+  and intents mention, at least GATE_SIMILARITY; ties go to a state with an explicit decider; a close gate whose decider is already
+  human is ALREADY-MODELED, a close gate decided otherwise is ENRICH, nothing close is GAP.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from core.kitsoki.config import DEV_STORY_WORLD_KEYS
+from core.kitsoki.inventory import ROOT_INSTANCE, GateRow, IntentRow, Inventory
+from core.kitsoki.routing import Router, content_stems
+from core.mining.recipes import Recipe
+from core.proposals.model import Mapping
+
+ROUTE_CONFIDENCE = 0.8
+"""Exact (1.0), bare synonym (0.9) and fully parsed template (0.8) hits count as routed."""
+ROUTED_SHARE = 0.5
+ENRICH_SIMILARITY = 0.5
+GATE_SIMILARITY = 0.5
+"""Share of an action's words a gate must mention to be that action's gate."""
+
+# (iface, provider as the miner names it) -> the dev-story handler for it (reference/dev-story-facts.md).
+PROVIDER_HANDLERS: dict[tuple[str, str], str] = {
+    ("ticket", "gh"): "host.gh.ticket",
+    ("ticket", "local"): "host.local_files.ticket",
+    ("vcs", "git"): "host.git",
+    ("vcs", "gh"): "host.git",  # host.git's operations include open_pr, pr_status, pr_comment, merge
+    ("workspace", "git-worktree"): "host.git_worktree",
+    ("transport", "file"): "host.append_to_file",
+}
+
+DEV_STORY_WORLD_DEFAULTS: dict[str, object] = {
+    "base_branch": "main", "merge_strategy": "squash", "judge_mode": "human", "test_cmd": "", "build_cmd": "",
+    "bugfix_mode": "full", "bugfix_destination": "open-pr", "issue_source": "origin",
+}
+"""The defaults of the world keys the miner infers (reference/dev-story-facts.md)."""
+
+_PLACEHOLDER = re.compile(r"<\w+>")
+
+
+def _words(text: str) -> frozenset[str]:
+    return content_stems(_PLACEHOLDER.sub(" ", text.replace("_", " ").replace(".", " ")))
+
+
+def _dice(a: frozenset[str], b: frozenset[str]) -> float:
+    return 2 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
+
+
+@dataclass
+class Routers:
+    """One router per story (and one for the root instance), compiled once per proposer pass."""
+
+    inventory: Inventory
+    by_story: dict[str, Router] = field(default_factory=dict)
+    rows: dict[tuple[str, str], IntentRow] = field(default_factory=dict)
+    stems: dict[tuple[str, str], list[frozenset[str]]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, inventory: Inventory) -> Routers:
+        routers = cls(inventory)
+        grouped: dict[str, list[IntentRow]] = defaultdict(list)
+        for row in inventory.intents:
+            grouped[row.story].append(row)
+            key = (row.story, row.name)
+            routers.rows.setdefault(key, row)
+            bags = routers.stems.setdefault(key, [_words(row.name)])
+            bags.extend(bag for phrase in row.phrases if (bag := _words(phrase.text)))
+        for story, rows in grouped.items():
+            routers.by_story[story] = Router(rows, strict=False)
+        return routers
+
+
+def map_recipe(recipe: Recipe, routers: Routers) -> Mapping:
+    if recipe.kind == "intent":
+        return _map_intent(recipe, routers)
+    if recipe.kind == "binding":
+        return _map_binding(recipe, routers.inventory)
+    if recipe.kind == "world":
+        return _map_world(recipe, routers.inventory)
+    if recipe.kind == "gate":
+        return _map_gate(recipe, routers.inventory)
+    return Mapping(classification="GAP", score=0.0, reason=f"{recipe.kind} recipes are not compared with the inventory")
+
+
+def _where(row) -> str | None:
+    return str(row.at) if row is not None and row.at is not None else None
+
+
+def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
+    total = sum(p.count for p in recipe.phrasings) or 1
+    routed: dict[tuple[str, str], int] = defaultdict(int)
+    example: dict[tuple[str, str], str] = {}
+    for phrasing in recipe.phrasings:
+        text = " ".join(_PLACEHOLDER.sub(" ", phrasing.text).split())
+        if not text:
+            continue
+        for story, router in routers.by_story.items():
+            verdict = router.route(text)
+            if verdict.intent is not None and verdict.confidence >= ROUTE_CONFIDENCE:
+                key = (story, verdict.intent)
+                routed[key] += phrasing.count
+                example.setdefault(key, f'"{phrasing.text}" routes to {story}:{verdict.intent} ({verdict.reason})')
+    if routed:
+        # Ties go to the project's own story: it is what the project models for itself.
+        key, count = max(routed.items(), key=lambda kv: (kv[1], kv[0][0] != ROOT_INSTANCE, kv[0]))
+        share = count / total
+        row = routers.rows.get(key)
+        if share >= ROUTED_SHARE:
+            return Mapping(classification="ALREADY-MODELED", score=round(share, 3), near=f"{key[0]}:{key[1]}",
+                           near_at=_where(row), reason=f"{example[key]}; {count} of {total} asks route there")
+        return Mapping(classification="ENRICH", score=round(share, 3), near=f"{key[0]}:{key[1]}", near_at=_where(row),
+                       reason=f"{example[key]}, but only {count} of {total} asks do: the others need its phrasings")
+    words = frozenset().union(*(_words(p.text) for p in recipe.phrasings[:3])) if recipe.phrasings else _words(recipe.title)
+    best_key, best = None, 0.0
+    for key, bags in sorted(routers.stems.items()):
+        score = max((_dice(words, bag) for bag in bags), default=0.0)
+        if score > best:
+            best_key, best = key, score
+    if best_key is not None and best >= ENRICH_SIMILARITY:
+        return Mapping(classification="ENRICH", score=round(best, 3), near=f"{best_key[0]}:{best_key[1]}",
+                       near_at=_where(routers.rows.get(best_key)),
+                       reason=f'"{recipe.title}" is close to {best_key[0]}:{best_key[1]} (Dice {best:.2f} over content '
+                              f"words) but does not route to it")
+    near = f"{best_key[0]}:{best_key[1]}" if best_key else None
+    return Mapping(classification="GAP", score=round(best, 3), near=near,
+                   reason=f'no intent routes "{recipe.title}" or comes close (best Dice {best:.2f}'
+                          + (f" with {near})" if near else ")"))
+
+
+def _map_binding(recipe: Recipe, inventory: Inventory) -> Mapping:
+    iface, provider = recipe.iface or "", recipe.value or ""
+    handler = PROVIDER_HANDLERS.get((iface, provider))
+    row = inventory.binding(iface)
+    bound = f"bindings.{iface}"
+    if handler is None:
+        return Mapping(classification="GAP", score=0.0, near=bound, near_at=_where(row),
+                       reason=f"the transcripts use {provider} for {iface}, and dev-story has no {iface} provider for "
+                              f"it: a suggestion for dev-story, not a change to this project")
+    if row is not None and row.handler == handler:
+        how = "is bound to" if row.source == "override" else "defaults to"
+        return Mapping(classification="ALREADY-MODELED", score=1.0, near=bound, near_at=_where(row),
+                       reason=f"{iface} {how} {handler}, which is what {provider} needs")
+    if row is not None and row.source == "override":
+        return Mapping(classification="ENRICH", score=0.5, near=bound, near_at=_where(row),
+                       reason=f"{iface} is bound to {row.handler}, but the transcripts use {provider} ({handler})")
+    return Mapping(classification="GAP", score=0.0, near=bound,
+                   reason=f"{iface} uses dev-story's default {row.handler if row else '?'}; the transcripts use "
+                          f"{provider} ({handler})")
+
+
+def _map_world(recipe: Recipe, inventory: Inventory) -> Mapping:
+    key, value = recipe.iface or "", recipe.value
+    row = inventory.world_value(key)
+    near = f"world.{key}"
+    if key not in DEV_STORY_WORLD_KEYS:
+        return Mapping(classification="GAP", score=0.0, near=near,
+                       reason=f"{key} is not a dev-story world key: a suggestion for dev-story")
+    if row is not None:
+        if str(row.value) == str(value):
+            return Mapping(classification="ALREADY-MODELED", score=1.0, near=near, near_at=_where(row),
+                           reason=f"root.overrides.world.{key} is already {value!r}")
+        return Mapping(classification="ENRICH", score=0.5, near=near, near_at=_where(row),
+                       reason=f"root.overrides.world.{key} is {row.value!r}; the transcripts consistently use {value!r}")
+    if key in DEV_STORY_WORLD_DEFAULTS and str(DEV_STORY_WORLD_DEFAULTS[key]) == str(value):
+        return Mapping(classification="ALREADY-MODELED", score=1.0, near=near,
+                       reason=f"dev-story's default for {key} is already {value!r}")
+    return Mapping(classification="GAP", score=0.0, near=near,
+                   reason=f"{key} is not set; the transcripts consistently use {value!r}")
+
+
+_RUNNERS = frozenset(content_stems(
+    "bash sh zsh make npm npx yarn pnpm uv uvx python python3 node go cargo poetry bundle exec run script scripts"))
+
+
+def gate_words(gate: GateRow) -> frozenset[str]:
+    return _words(" ".join([gate.state, gate.description, *gate.intents]))
+
+
+def action_words(signature: list[str]) -> frozenset[str]:
+    """What an action does, without the tool and runner names every command shares."""
+    words = frozenset().union(*(_words(s.split(": ", 1)[-1].replace("/", " ")) for s in signature)) if signature \
+        else frozenset()
+    return words - _RUNNERS or words
+
+
+def _map_gate(recipe: Recipe, inventory: Inventory) -> Mapping:
+    # Share of the action's words the gate's state, description and intents mention; ties go to
+    # states with an explicit decider (a declared decision point), then to the tighter match.
+    words = action_words(recipe.action_signature)
+    best, best_key, best_score = None, None, 0.0
+    for gate in inventory.gates:
+        mentioned = gate_words(gate)
+        score = len(words & mentioned) / len(words) if words else 0.0
+        key = (score, gate.decider is not None, _dice(words, mentioned))
+        if score > 0 and (best_key is None or key > best_key):
+            best, best_key, best_score = gate, key, score
+    decision = recipe.value or "decided"
+    if best is not None and best_score >= GATE_SIMILARITY:
+        near = f"{best.story}:{best.state}"
+        if best.decider == "human":
+            return Mapping(classification="ALREADY-MODELED", score=round(best_score, 3), near=near, near_at=str(best.at),
+                           reason=f"{near} already asks a human (decider: human) at this decision")
+        return Mapping(classification="ENRICH", score=round(best_score, 3), near=near, near_at=str(best.at),
+                       reason=f"{near} is the gate for this action but is decided by "
+                              f"{best.decider or 'the run mode'}; people {decision} it")
+    return Mapping(classification="GAP", score=round(best_score, 3),
+                   reason=f"no gate asks a human before {', '.join(recipe.action_signature) or recipe.title}; "
+                          f"people {decision} it")

@@ -1,0 +1,206 @@
+"""The proposer: for each recipe, in order, threshold gate → mapper → rung → draft → validate →
+stage → record (`mining.proposal_raised`). Reference/kitsoki-formats.md §4, "Proposer order".
+
+It never touches the live tree: drafts go to `.artifacts/mining/<recipe_id>/` only. The inventory
+it maps against is rebuilt from the live tree on every pass. A recipe already decided (accepted
+and kept, or rejected) is never raised again; one still open is left alone unless its targets
+changed since drafting (stale), in which case it is re-drafted against the new bytes, or withdrawn
+when it no longer drafts. Staging holds the workspace lock, so it never interleaves with an accept.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from core.kitsoki.inventory import Inventory, build_inventory
+from core.kitsoki.story import Workspace, load_workspace
+from core.locks import workspace_lock
+from core.mining.passes import recipes_path
+from core.mining.recipes import Recipe, RecipesFile
+from core.mining.service import trace_path
+from core.proposals import drafter as builtin
+from core.proposals.drafter import Draft, DraftError, Reader
+from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
+from core.proposals.mapper import Routers, map_recipe
+from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, Proposal
+from core.proposals.staging import file_change, load_proposal, write_stage
+from core.proposals.validate import DraftInvalid, check_draft
+from core.trace import Trace
+
+log = logging.getLogger("kitsoki_miner.proposer")
+
+Drafter = Callable[[Recipe, Mapping, Workspace, Inventory, Reader], Draft]
+STAGE_LOCK_TIMEOUT = 30.0
+
+
+class Outcome(BaseModel):
+    recipe_id: str
+    title: str
+    kind: str
+    result: str
+    """raised, redrafted, already-modeled, below-threshold, decided, open, failed, withdrawn."""
+    reason: str = ""
+    classification: str | None = None
+    score: float | None = None
+
+
+class ProposerReport(BaseModel):
+    workspace: str
+    recipes: int
+    raised: list[str] = Field(default_factory=list)
+    outcomes: list[Outcome] = Field(default_factory=list)
+
+    def count(self, result: str) -> int:
+        return sum(1 for outcome in self.outcomes if outcome.result == result)
+
+
+def load_recipes(workspace: Path) -> list[Recipe]:
+    path = recipes_path(workspace)
+    try:
+        return RecipesFile.model_validate_json(path.read_bytes()).recipes
+    except FileNotFoundError:
+        return []
+
+
+def reader_for(workspace: Path) -> Reader:
+    def read(rel: str) -> bytes | None:
+        try:
+            return (workspace / rel).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:  # a folder where a file should be, no permission: this recipe fails
+            raise DraftError(f"{rel}: cannot be read ({exc.strerror or exc})") from None
+    return read
+
+
+def evidence_of(recipe: Recipe) -> Evidence:
+    return Evidence(
+        sessions=recipe.sessions, phrasings=[(p.text, p.count) for p in recipe.phrasings[:10]],
+        action_signature=recipe.action_signature[:20],
+        cites=[Cite(session=i.session, path=i.path, line_start=i.line_start, line_end=i.line_end)
+               for i in recipe.instances[:20]],
+        first_seen=recipe.first_seen, last_seen=recipe.last_seen, tool_calls=recipe.tool_calls,
+        edit_rerun_cycles=recipe.edit_rerun_cycles, retries=recipe.retries, value=recipe.value)
+
+
+def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, mapping: Mapping,
+                   draft_fn: Drafter, drafter_name: str = "builtin",
+                   ) -> tuple[Proposal, dict[str, bytes], AuthorArtifact | None]:
+    """Draft and validate one mapped recipe; raises DraftError or DraftInvalid."""
+    read = reader_for(workspace.path)
+    draft = draft_fn(recipe, mapping, workspace, inventory, read)
+    artifact = None  # kitsoki's author artifact needs files_changed: a suggestion has none
+    if draft.suggestion_only:
+        if draft.files:
+            raise DraftInvalid("a suggestion for dev-story must not change files")
+        if len(draft.summary_markdown) < 40:
+            raise DraftInvalid("a suggestion needs a summary of at least 40 characters citing the evidence")
+    else:
+        artifact = AuthorArtifact(files_changed=sorted(draft.files), flows_green=False,
+                                  summary_markdown=draft.summary_markdown)
+        check_draft(workspace, draft.files, artifact.model_dump(mode="json"), draft.expect_routes)
+    changes = [file_change(rel, read(rel), data) for rel, data in sorted(draft.files.items())]
+    proposal = Proposal(
+        recipe_id=recipe.id, kind=draft.kind, target=draft.target, rung=draft.rung, priority=recipe.priority,
+        title=draft.title, mapping=mapping, files=changes, diff="".join(c.diff for c in changes),
+        evidence=evidence_of(recipe), summary_markdown=draft.summary_markdown, drafter=drafter_name,
+        suggestion_only=draft.suggestion_only, drafted_at=datetime.now(timezone.utc))
+    return proposal, dict(draft.files), artifact
+
+
+def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, threshold: float | None = None,
+                 drafter: Drafter | None = None, drafter_name: str | None = None,
+                 lock_timeout: float = STAGE_LOCK_TIMEOUT) -> ProposerReport:
+    """One proposer pass over `recipes` (default: the latest recipes.json). Raises WorkspaceError
+    when the live tree does not load (nothing can be mapped against it) and WorkspaceBusy when an
+    accept holds the workspace longer than `lock_timeout`.
+
+    Drafting happens before the workspace lock is taken (an agent drafter may take minutes and must
+    not block an accept); staging happens under it, and only for drafts whose targets still hold
+    the bytes they were drafted against and whose recipe was not decided in the meantime.
+    """
+    workspace = Path(workspace)
+    model = load_workspace(workspace)
+    inventory = build_inventory(model)
+    routers = Routers.build(inventory)
+    recipes = load_recipes(workspace) if recipes is None else recipes
+    threshold = model.config.mining.priority_threshold if threshold is None else threshold
+    draft_fn = drafter or builtin.draft
+    name = drafter_name or ("builtin" if drafter is None else "agent")
+    trace = Trace(trace_path(workspace))
+    report = ProposerReport(workspace=str(workspace), recipes=len(recipes))
+    states = history(trace)
+    ready: list[tuple[Outcome, Proposal, dict[str, bytes], AuthorArtifact | None, bool]] = []
+    withdrawals: list[tuple[Outcome, str]] = []
+
+    for recipe in recipes:
+        outcome = Outcome(recipe_id=recipe.id, title=recipe.title, kind=recipe.kind, result="")
+        report.outcomes.append(outcome)
+        state = states.get(recipe.id)
+        if state in ("accepted", "rejected"):
+            outcome.result, outcome.reason = "decided", f"already {state}; not raised again"
+            continue
+        stale = False
+        if state in OPEN:
+            staged = load_proposal(workspace, recipe.id)
+            stale = staged is not None and bool(stale_files(workspace, staged))
+            if staged is not None and (not stale or state == "refining"):
+                outcome.result, outcome.reason = "open", f"{state}, waiting for a verdict"
+                continue
+        if recipe.priority < threshold:
+            outcome.result = "below-threshold"
+            outcome.reason = f"priority {recipe.priority:g} < threshold {threshold:g}"
+            if stale:
+                withdrawals.append((outcome, "its targets changed and it is now below the threshold"))
+            continue
+        mapping = map_recipe(recipe, routers)
+        outcome.classification, outcome.score = mapping.classification, mapping.score
+        if mapping.classification == "ALREADY-MODELED":
+            outcome.result, outcome.reason = "already-modeled", mapping.reason
+            if stale:
+                withdrawals.append((outcome, f"its targets changed and it is now modeled: {mapping.reason}"))
+            continue
+        try:
+            proposal, files, artifact = build_proposal(model, inventory, recipe, mapping, draft_fn, name)
+        except Exception as exc:  # noqa: BLE001 - one recipe that does not draft never stops the pass
+            reason = str(exc) if isinstance(exc, (DraftError, DraftInvalid, ValueError)) \
+                else f"the drafter failed: {type(exc).__name__}: {exc}"
+            outcome.result, outcome.reason = "failed", reason
+            log.warning("recipe %s (%s) not proposed: %s", recipe.id, recipe.title, reason,
+                        exc_info=not isinstance(exc, (DraftError, DraftInvalid, ValueError)))
+            if stale:
+                withdrawals.append((outcome, f"its targets changed and it no longer drafts: {reason}"))
+            continue
+        ready.append((outcome, proposal, files, artifact, stale))
+
+    with workspace_lock(workspace, lock_timeout):
+        now = history(trace)
+        for outcome, why in withdrawals:
+            if now.get(outcome.recipe_id) == states.get(outcome.recipe_id):
+                _withdraw(trace, outcome.recipe_id, outcome, why)
+        for outcome, proposal, files, artifact, stale in ready:
+            if now.get(proposal.recipe_id) != states.get(proposal.recipe_id):
+                outcome.result, outcome.reason = "open", "a verdict landed while it was drafted"
+                continue
+            moved = [c.path for c in proposal.files if live_sha(workspace, c.path) != c.before_sha256]
+            if moved:
+                outcome.result = "failed"
+                outcome.reason = f"{', '.join(moved)} changed while it was drafted; the next pass drafts it again"
+                continue
+            write_stage(workspace, proposal, files, artifact)
+            trace.proposal_raised(recipe_id=proposal.recipe_id, kind=proposal.kind, target=proposal.target,
+                                  priority=proposal.priority, rung=proposal.rung, draft_path=proposal.draft_path)
+            outcome.result = "redrafted" if stale else "raised"
+            outcome.reason = proposal.title
+            report.raised.append(proposal.recipe_id)
+    return report
+
+
+def _withdraw(trace: Trace, recipe_id: str, outcome: Outcome, why: str) -> None:
+    trace.append(WITHDRAWN, {"recipe_id": recipe_id, "reason": why})
+    outcome.result, outcome.reason = "withdrawn", why

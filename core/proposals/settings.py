@@ -1,0 +1,92 @@
+"""Our own settings, in a `miner:` block of `.kitsoki.yaml` (kitsoki ignores keys it does not know):
+
+```yaml
+miner:
+  flow_gate:                # how an accept is gated (default: auto)
+    kind: auto              # auto | kitsoki | command | builtin
+    command: ["make", "test"]
+    flows: "stories/*/flows/*.yaml"
+    timeout: 5m             # Go duration
+  drafter:                  # optional agent drafter instead of the built-in one
+    command: ["claude", "-p", "--output-format", "json"]
+    mode: record            # record | replay | live
+    cassettes: .artifacts/mining/cassettes
+    timeout: 2m
+```
+A bad value is an error naming `miner.<key>` and the file, never a silent default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from core.apply.gates import GateSettings
+from core.kitsoki.config import CONFIG_FILE, KitsokiConfig
+from core.kitsoki.duration import DurationError, parse_go_duration
+
+
+class SettingsError(ValueError):
+    pass
+
+
+class DrafterSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] = Field(min_length=1)
+    mode: Literal["record", "replay", "live"] = "record"
+    cassettes: str = ".artifacts/mining/cassettes"
+    timeout_s: float = 120.0
+
+
+def _block(config: KitsokiConfig, key: str) -> dict[str, Any]:
+    miner = config.extra.get("miner")
+    if miner is None:
+        return {}
+    if not isinstance(miner, dict):
+        raise SettingsError(f"{_file(config)}: miner: expected a mapping")
+    block = miner.get(key) or {}
+    if not isinstance(block, dict):
+        raise SettingsError(f"{_file(config)}: miner.{key}: expected a mapping")
+    block = dict(block)
+    if "timeout" in block:
+        try:
+            block["timeout_s"] = parse_go_duration(str(block.pop("timeout")))
+        except DurationError as exc:
+            raise SettingsError(f"{_file(config)}: miner.{key}.timeout: {exc}") from None
+    return block
+
+
+def _file(config: KitsokiConfig) -> str:
+    return str(config.source_files[0]) if config.source_files else CONFIG_FILE
+
+
+def _validated(model: type[BaseModel], config: KitsokiConfig, key: str, raw: dict[str, Any]):
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"miner.{key}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise SettingsError(f"{_file(config)}: {problems}") from None
+
+
+def gate_settings(config: KitsokiConfig) -> GateSettings:
+    return _validated(GateSettings, config, "flow_gate", _block(config, "flow_gate"))
+
+
+def drafter_settings(config: KitsokiConfig) -> DrafterSettings | None:
+    raw = _block(config, "drafter")
+    return _validated(DrafterSettings, config, "drafter", raw) if raw else None
+
+
+def configured_drafter(workspace: Path, config: KitsokiConfig):
+    """The agent drafter the config asks for, or None for the built-in one."""
+    settings = drafter_settings(config)
+    if settings is None:
+        return None
+    from core.proposals.agent import AgentDrafter
+
+    cassettes = Path(settings.cassettes)
+    return AgentDrafter(settings.command, cassettes if cassettes.is_absolute() else Path(workspace) / cassettes,
+                        mode=settings.mode, timeout_s=settings.timeout_s)

@@ -1,0 +1,163 @@
+"""Fail-fast validation of a draft before anyone sees it.
+
+In order: every path stays inside the workspace (relative, no `..`, no symlink on the way, nothing
+under `.git/` or `.artifacts/`); the author artifact matches kitsoki's schema; the staged tree (the
+live tree overlaid with the draft, in a scratch copy) loads with the same loader the apply gate
+reloads with; and the draft does what it says (the phrasings it adds route to its intent). A draft
+that fails any of these is never surfaced.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+import jsonschema
+
+from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError
+from core.kitsoki.inventory import build_inventory
+from core.kitsoki.routing import Router
+from core.kitsoki.story import MATERIALIZED_DIR, Workspace, load_workspace, relative, story_app_files
+
+AUTHOR_ARTIFACT_SCHEMA: dict = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "$comment": "kitsoki's author artifact schema (stories/dev-story-mining/schemas/author_artifact.json, "
+                "constructorfabric/Kitsoki HEAD 1f4abf0e); not generated: kept as kitsoki has it.",
+    "title": "author_artifact",
+    "type": "object",
+    "required": ["files_changed", "flows_green", "summary_markdown"],
+    "properties": {
+        "files_changed": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "flows_green": {"type": "boolean"},
+        "flow_files": {"type": "array", "items": {"type": "string"}},
+        "summary_markdown": {"type": "string", "minLength": 40},
+    },
+    "additionalProperties": True,
+}
+"""Also committed as schemas/author_artifact.json; a test keeps the two equal."""
+
+MAX_DRAFT_FILE_BYTES = 1 << 20
+_FORBIDDEN_TOP = frozenset({".git", ".artifacts"})
+
+
+class DraftInvalid(ValueError):
+    """A draft that must not be surfaced; the message names what is wrong and where."""
+
+
+def check_path(workspace: Path, rel: str) -> Path:
+    """The absolute path of a draft file, or DraftInvalid when it would leave the workspace."""
+    if not rel or "\\" in rel or "\0" in rel:
+        raise DraftInvalid(f"{rel!r} is not a workspace-relative path")
+    posix = PurePosixPath(rel)
+    if posix.is_absolute() or os.path.isabs(rel):
+        raise DraftInvalid(f"{rel}: absolute paths are refused; drafts stay inside the workspace")
+    if ".." in posix.parts or "." in posix.parts or rel != posix.as_posix():
+        raise DraftInvalid(f"{rel}: '..' and '.' segments are refused; drafts stay inside the workspace")
+    if posix.parts[0] in _FORBIDDEN_TOP:
+        raise DraftInvalid(f"{rel}: drafts never write under {posix.parts[0]}/")
+    root = Path(workspace)
+    current = root
+    for part in posix.parts:
+        current = current / part
+        try:
+            info = current.lstat()
+        except FileNotFoundError:
+            break  # the rest is created by the draft
+        if stat.S_ISLNK(info.st_mode):
+            raise DraftInvalid(f"{rel}: {relative(root, current)} is a symlink; drafts never write through one")
+    resolved = (root / posix).resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise DraftInvalid(f"{rel}: resolves outside the workspace")
+    return root / posix
+
+
+def check_artifact(artifact: Mapping) -> None:
+    try:
+        jsonschema.validate(dict(artifact), AUTHOR_ARTIFACT_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+        raise DraftInvalid(f"author_artifact.json {where}: {exc.message}") from None
+
+
+def _copy_inputs(workspace: Workspace, scratch: Path) -> None:
+    """Copy what the loader reads (config files, every story folder's YAML) into scratch."""
+    root = workspace.path
+    for name in (CONFIG_FILE, LOCAL_CONFIG_FILE):
+        if (root / name).is_file():
+            shutil.copy2(root / name, scratch / name)
+    folders = {app.parent for app, _ in story_app_files(root, workspace.config)}
+    for folder in sorted(folders):
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "node_modules"]
+            for filename in filenames:
+                if filename.endswith((".yaml", ".yml")):
+                    source = Path(dirpath) / filename
+                    target = scratch / relative(root, source)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(source, target)
+
+
+def staged_load(workspace: Workspace, files: Mapping[str, bytes]) -> Workspace:
+    """Load the live tree overlaid with `files`; raise DraftInvalid with the loader's problems,
+    their file paths given relative to the workspace."""
+    with tempfile.TemporaryDirectory(prefix="kitsoki-miner-stage-") as tmp:
+        scratch = Path(tmp)
+        _copy_inputs(workspace, scratch)
+        for rel, data in files.items():
+            target = scratch / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        if not (scratch / CONFIG_FILE).exists():
+            (scratch / CONFIG_FILE).write_bytes(b"")
+        try:
+            staged = load_workspace(scratch)
+        except ConfigError as exc:
+            problems = "; ".join(
+                f"{relative(scratch, issue.file)}:{issue.line}:{issue.column}: "
+                f"{issue.key + ': ' if issue.key else ''}{issue.message}" for issue in exc.issues[:5])
+            raise DraftInvalid(f"the staged tree does not load: {problems}") from None
+        staged.path = workspace.path  # for the caller, the staged tree stands for the workspace
+        return staged
+
+
+def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapping,
+                expect_routes: list[tuple[str, str, str]]) -> None:
+    """Every check above, in order; raises DraftInvalid on the first failure."""
+    if not files:
+        raise DraftInvalid("the draft changes no file")
+    for rel, data in files.items():
+        check_path(workspace.path, rel)
+        if len(data) > MAX_DRAFT_FILE_BYTES:
+            raise DraftInvalid(f"{rel}: {len(data)} bytes; a draft file over 1 MiB is refused")
+        if not rel.endswith((".yaml", ".yml")):
+            raise DraftInvalid(f"{rel}: drafts only change YAML files")
+        if rel != CONFIG_FILE and not _in_a_story_dir(workspace, rel):
+            raise DraftInvalid(f"{rel}: is neither {CONFIG_FILE} nor a file of a story folder")
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise DraftInvalid(f"{rel}: the draft is not UTF-8") from None
+    check_artifact(artifact)
+    staged = staged_load(workspace, files)
+    if expect_routes:
+        inventory = build_inventory(staged)
+        for story, phrase, intent in expect_routes:
+            rows = [row for row in inventory.intents if row.story == story]
+            verdict = Router(rows, strict=False).route(phrase)
+            if verdict.intent != intent:
+                got = verdict.intent or (f"a tie ({', '.join(verdict.candidates)})" if verdict.candidates else "nothing")
+                raise DraftInvalid(f'after the draft, "{phrase}" would route to {got}, not {intent}')
+
+
+def _in_a_story_dir(workspace: Workspace, rel: str) -> bool:
+    if rel.startswith(MATERIALIZED_DIR + "/"):
+        return True
+    for entry in workspace.config.story_dirs:
+        folder = relative(workspace.path, Path(os.path.normpath(workspace.path / entry)))
+        if folder == "." or rel.startswith(folder.rstrip("/") + "/"):
+            return True
+    return False
