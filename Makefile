@@ -14,7 +14,7 @@ $(BIN)/kitsoki-miner: pyproject.toml
 venv: $(BIN)/kitsoki-miner
 
 demo: venv
-	$(BIN)/kitsoki-miner sessions
+	$(BIN)/kitsoki-miner demo
 
 test: venv
 	$(BIN)/python -m pytest -q
@@ -22,6 +22,7 @@ test: venv
 bench: venv
 	$(BIN)/python tests/bench/ingest.py
 	$(BIN)/python tests/bench/mining.py
+	$(BIN)/python tests/bench/apply.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

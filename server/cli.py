@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,6 +20,7 @@ from core.mining.service import record_pass, trace_path
 from core.trace import Trace, TraceBusyError
 from core.transcripts.discover import discover
 from core.transcripts.ingest import ScanReport, scan
+from server.cli_proposals import add_commands, run_command
 
 PROGRESS_BYTES = 32 * 1024 * 1024
 """Scans smaller than this finish before a progress bar would be worth drawing."""
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="mine only what is new since the last pass")
     mine.add_argument("--json", action="store_true", help="print JSON instead of a table")
     mine.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
+    add_commands(sub, _folder)
     return parser
 
 
@@ -208,12 +211,19 @@ def _print_recipes(report, recipes, console: Console) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(build_parser().parse_args(argv))
+    except BrokenPipeError:  # `kitsoki-miner demo | head`: the reader left, nothing is wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "sessions":
         return run_sessions(args)
     if args.command == "mine":
         return run_mine(args)
-    return 2
+    return run_command(args)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@
 
 The gate returns green (or red) instantly, so the figure is the applier's own work: the lock,
 the staleness check, the journal (written with fsync), the atomic writes (each fsynced with its
-directory), and on the revert path the restore. Two reloads are measured: none
-(`reload=lambda p: None`) and core.kitsoki.config.load_config, the real loader of `.kitsoki.yaml`.
+directory), and on the revert path the restore. Three reloads are measured: none
+(`reload=lambda p: None`), core.kitsoki.config.load_config (`.kitsoki.yaml` only) and
+core.kitsoki.story.load_workspace (config and stories: what an accept really reloads with).
 Target: keep median < 50 ms. Runs in a temp dir (on the same filesystem as $TMPDIR, whose fsync
 cost dominates); not part of the unit test run.
 """
@@ -27,6 +28,7 @@ sys.path.insert(0, str(HERE.parent.parent))
 
 from core.apply import GateResult, apply_delta  # noqa: E402
 from core.kitsoki.config import load_config  # noqa: E402
+from core.kitsoki.story import load_workspace  # noqa: E402
 
 TARGET_MS = 50.0
 GREEN = GateResult(green=True, gate="bench", summary="instant green")
@@ -60,7 +62,7 @@ def one_run(root: Path, targets: list[str], gate_result: GateResult, reload, n: 
 
 
 def measure(path: str, reload_name: str, runs: int, files: int) -> dict:
-    reload = load_config if reload_name == "load_config" else (lambda p: None)
+    reload = {"load_config": load_config, "load_workspace": load_workspace}.get(reload_name, lambda p: None)
     gate_result = GREEN if path == "keep" else RED
     with tempfile.TemporaryDirectory(prefix="kitsoki-miner-bench-") as tmp:
         root = Path(tmp).resolve()
@@ -82,7 +84,7 @@ def main() -> int:
     args = parser.parse_args()
 
     rows = [measure(path, reload, args.runs, args.files)
-            for path in ("keep", "revert") for reload in ("none", "load_config")]
+            for path in ("keep", "revert") for reload in ("none", "load_config", "load_workspace")]
     if args.json:
         print(json.dumps({"target_ms": TARGET_MS, "results": rows}, indent=2))
     else:

@@ -1,0 +1,197 @@
+"""`kitsoki-miner propose | proposals | accept | refine | reject | flows | demo`: the proposal half of
+the loop for a terminal, over the same core calls the language server makes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+from rich.console import Console
+from rich.markup import escape
+
+from core.apply import RevertFailed, recover
+from core.demo.walkthrough import DemoError, run_demo
+from core.flows import format_text, run_flows
+from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace, load_config
+from core.locks import WorkspaceBusy
+from core.mining.service import trace_path
+from core.proposals.decide import DecisionRefused, decide
+from core.proposals.inbox import inbox
+from core.proposals.proposer import run_proposer
+from core.proposals.settings import SettingsError, configured_drafter
+from core.trace import Trace, TraceBusyError
+
+
+def add_commands(sub, folder_type) -> None:
+    def workspace_arg(p):
+        p.add_argument("--repo", type=folder_type, help="workspace (default: the one holding the current folder)")
+        p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    propose = sub.add_parser("propose", help="turn the latest recipes into proposals (drafted, validated, staged)",
+                             description="Run the proposer on .artifacts/mining/recipes.json: map each recipe "
+                                         "against what the workspace already models, draft the change, validate "
+                                         "it and stage it under .artifacts/mining/<recipe_id>/. The live tree "
+                                         "is never touched.")
+    workspace_arg(propose)
+    proposals = sub.add_parser("proposals", help="list the proposals waiting for a verdict, with diff and evidence")
+    workspace_arg(proposals)
+    proposals.add_argument("--file", help="only proposals that change this workspace-relative file")
+    for verdict, text in (("accept", "apply a proposal; it is kept only if the flow gate stays green"),
+                          ("refine", "mark a proposal for editing and print the staged draft to edit"),
+                          ("reject", "reject a proposal; its recipe is not raised again")):
+        p = sub.add_parser(verdict, help=text, description=text[0].upper() + text[1:] + ".")
+        p.add_argument("id", help="the proposal's recipe id (or a unique prefix of it)")
+        workspace_arg(p)
+        if verdict == "accept":
+            p.add_argument("--unsaved", action="append", default=[],
+                           help="a workspace-relative file with unsaved editor changes (refused); repeatable")
+    flows = sub.add_parser("flows", help="run the workspace's flow fixtures with the built-in runner",
+                           description="Run kitsoki flow fixtures (each story's flows/*.yaml and ./flows/*.yaml) "
+                                       "with the built-in runner, a documented subset of `kitsoki test flows`. "
+                                       "Exit 0 when every flow passes, 1 when one fails, 2 when none matched.")
+    workspace_arg(flows)
+    flows.add_argument("--flows", dest="glob", help="fixture glob, relative to the workspace")
+    demo = sub.add_parser("demo", help="run the whole loop on the embedded demo workspace",
+                          description="Lay out the embedded release-desk workspace and its transcripts, mine "
+                                      "them, raise proposals and accept two through the flow gate: one that "
+                                      "stays (flows green) and one that is reverted (a flow goes red).")
+    demo.add_argument("--into", type=Path, help="an empty or new folder for the demo (default: a new temp folder)")
+
+
+def _workspace(args: argparse.Namespace) -> Path:
+    workspace = args.repo or find_workspace(Path.cwd())
+    if workspace is None or not (Path(workspace) / CONFIG_FILE).exists():
+        raise ConfigError([])  # handled by _fail with a clear message
+    return Path(workspace).absolute()
+
+
+def _json(out, payload) -> None:
+    out.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _fail(err, message: str, code: int = 2) -> int:
+    err.write(message.rstrip("\n") + "\n")  # plain: file:line:col stays on one line for editors
+    return code
+
+
+def _recover(workspace: Path, err) -> None:
+    """A leftover journal means an accept was interrupted: roll it back before anything else."""
+    try:
+        trace = Trace(trace_path(workspace))
+        for record in recover(workspace, trace):
+            err.write(f"recovered an interrupted accept of {record.get('recipe_id')}: restored "
+                      f"{', '.join(record.get('restored', [])) or 'nothing'}\n")
+    except WorkspaceBusy:
+        pass  # another process holds the workspace; it recovers, or we do next time
+    except TraceBusyError:
+        pass
+
+
+def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
+    if args.command == "demo":
+        return _demo(args, out, err)
+    try:
+        workspace = _workspace(args)
+    except ConfigError:
+        return _fail(err, f"no {CONFIG_FILE} here or above: pass --repo with a kitsoki workspace")
+    try:
+        if args.command == "flows":
+            return _flows(workspace, args, out)
+        _recover(workspace, err)
+        if args.command == "propose":
+            return _propose(workspace, args, out)
+        if args.command == "proposals":
+            return _proposals(workspace, args, out)
+        return _decide(workspace, args, out, err)
+    except (ConfigError, SettingsError) as exc:
+        return _fail(err, str(exc))
+    except WorkspaceBusy as exc:
+        return _fail(err, str(exc), 3)
+    except TraceBusyError as exc:
+        return _fail(err, f"{exc}", 3)
+
+
+def _propose(workspace: Path, args, out) -> int:
+    drafter = configured_drafter(workspace, load_config(workspace))
+    report = run_proposer(workspace, drafter=drafter)
+    if args.json:
+        _json(out, report.model_dump(mode="json"))
+        return 0
+    console = Console(file=out, width=None if out.isatty() else 160, highlight=False)
+    if not report.recipes:
+        console.print("No recipes yet: run `kitsoki-miner mine` first.")
+        return 0
+    for outcome in report.outcomes:
+        console.print(f"{outcome.result:<16} {outcome.kind:<8} {escape(outcome.title)}: {escape(outcome.reason)}")
+    console.print(f"{len(report.raised)} raised; `kitsoki-miner proposals` shows them.")
+    return 0
+
+
+def _proposals(workspace: Path, args, out) -> int:
+    cards = inbox(workspace, path=args.file)
+    if args.json:
+        _json(out, {"proposals": [card.model_dump(mode="json") for card in cards]})
+        return 0
+    if not cards:
+        out.write("No proposals waiting for a verdict.\n")
+        return 0
+    for card in cards:
+        out.write(f"{card.recipe_id}  [{card.status}] rung {card.rung} {card.kind}  priority {card.priority:g}\n")
+        out.write(f"  {card.title}\n  {card.mapping.classification}: {card.mapping.reason}\n")
+        if card.failure:
+            out.write(f"  last accept reverted: {card.failure}\n")
+        for text, count in card.evidence.phrasings[:3]:
+            out.write(f'  asked: "{text}" x{count}\n')
+        for cite in card.evidence.cites[:3]:
+            out.write(f"  cite: {cite.path}:{cite.line_start}-{cite.line_end}\n")
+        if card.diff:
+            out.write("".join(f"    {line}\n" for line in card.diff.rstrip("\n").splitlines()))
+        out.write("\n")
+    return 0
+
+
+def _decide(workspace: Path, args, out, err) -> int:
+    kwargs = {"unsaved": args.unsaved} if args.command == "accept" else {}
+    try:
+        decision = decide(workspace, args.id, args.command, **kwargs)
+    except DecisionRefused as exc:
+        if args.json:
+            _json(out, {"recipe_id": args.id, "verdict": args.command, "refused": exc.reason, "message": str(exc)})
+        return _fail(err, f"refused: {exc}", 1)
+    except RevertFailed as exc:
+        return _fail(err, f"the revert did not finish: {exc}; the journal is kept and the next start retries it", 4)
+    if args.json:
+        _json(out, decision.answer() | ({"draft_path": decision.draft_path} if decision.draft_path else {}))
+    elif decision.verdict == "accept":
+        if decision.flows_green:
+            out.write(f"kept: {', '.join(decision.files)} ({decision.gate.summary if decision.gate else 'green'})\n")
+        else:
+            out.write(f"reverted, every byte restored: {decision.failure}\n")
+            for failure in (decision.gate.failures if decision.gate else [])[:10]:
+                out.write(f"  {failure}\n")
+    elif decision.verdict == "refine":
+        out.write(f"edit the staged draft, then accept again: {decision.draft_path}\n")
+    else:
+        out.write(f"rejected {decision.recipe_id}; it will not be raised again\n")
+    return 0 if decision.verdict != "accept" or decision.flows_green else 1
+
+
+def _flows(workspace: Path, args, out) -> int:
+    report = run_flows(workspace, args.glob)
+    if args.json:
+        _json(out, report.model_dump(mode="json"))
+    else:
+        out.write(format_text(report))
+    if not report.Results:
+        return 2
+    return 0 if report.Failed == 0 else 1
+
+
+def _demo(args, out, err) -> int:
+    try:
+        run_demo(args.into, say=lambda text: out.write(text + "\n"))
+    except DemoError as exc:
+        return _fail(err, f"demo: {exc}")
+    return 0
