@@ -41,6 +41,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml import events as ev
 from ruamel.yaml import tokens as tk
+from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
 
@@ -55,6 +56,7 @@ class EditError(ValueError):
 
 _BOM = "\ufeff"
 _LINE_BREAK = re.compile(r"[\r\n]")
+_LOAD_ERRORS = (YAMLError, ValueError, TypeError, OverflowError, KeyError)
 _MAX_DEPTH = 200
 _DEFAULT_STEP = 2
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -66,9 +68,10 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 _R12 = VersionedResolver(version=(1, 2))
 _R11 = VersionedResolver(version=(1, 1))
-_YAML11_WORDS = frozenset(
-    "y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF".split()
-)
+_YAML11_WORDS = frozenset({
+    "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE",
+    "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF",
+})
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _FLOW_INDICATORS = frozenset(",[]{}")
 _BREAKS = frozenset("\r\n\x85\u2028\u2029")
@@ -278,7 +281,7 @@ def _same(a: Any, b: Any, memo: set | None = None) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, float):
-        return a == b or (a != a and b != b)
+        return a == b or (math.isnan(a) and math.isnan(b))
     if isinstance(a, (dict, list)):
         pair = (id(a), id(b))
         if pair in memo:
@@ -356,10 +359,6 @@ class _Node:
             and self.start == self.end
         )
 
-    @property
-    def block(self) -> bool:
-        return self.kind in ("map", "seq") and not self.flow
-
 
 class _Doc:
     """One parsed file: text without BOM, line ending, positional tree, safe-loaded data."""
@@ -377,7 +376,7 @@ class _Doc:
             events = list(YAML(typ="rt").parse(text))
         except RecursionError:
             raise EditError("<document>: nested too deeply") from None
-        except Exception as e:  # YAMLError, or a constructor's ValueError (bad timestamp...)
+        except _LOAD_ERRORS as e:  # a constructor's ValueError too (a bad timestamp, say)
             raise EditError(f"<document>: not valid YAML: {_one_line(e)}") from None
         self.colon_ends = sorted(t.end_mark.index for t in tokens if isinstance(t, tk.ValueToken))
         self.dash_ends = sorted(t.end_mark.index for t in tokens if isinstance(t, tk.BlockEntryToken))
@@ -448,7 +447,7 @@ class _Doc:
                 tag = _STR_TAG
         try:
             return self._constructor.construct_object(ScalarNode(tag, k.text), deep=True)
-        except Exception:
+        except _LOAD_ERRORS:
             return _NO_KEY
 
     def lookup(self, m: _Node, comp: str | int) -> _Node | None:
@@ -672,7 +671,7 @@ def _finish(doc: _Doc, edits: list[_Edit], expected: Any, path: Sequence[str | i
     body = _apply(doc.text, edits)
     try:
         got = _safe_load(body)
-    except Exception as e:
+    except _LOAD_ERRORS as e:
         raise EditError(f"{_fmt(path)}: the edited text would not parse ({_one_line(e)}); refused") from None
     if not _same(got, expected):
         raise EditError(f"{_fmt(path)}: the edited text would not load as the intended data; refused")
@@ -780,9 +779,7 @@ def _edits_replace(doc: _Doc, v: _Node, value: Any, path: Sequence[str | int]) -
         if in_map:
             own = doc.child_col(v)
             base = doc.key_col(parent)
-            if isinstance(value, list) and v.kind == "seq":
-                col = own
-            elif own is not None and own > base:
+            if (isinstance(value, list) and v.kind == "seq") or (own is not None and own > base):
                 col = own
             else:
                 col = base + doc.step(parent)
