@@ -289,6 +289,7 @@ def apply_delta(
     unsaved: Iterable[str] = (),
     lock_timeout: float = 0.0,
     hook: Callable[[str], None] | None = None,
+    on_outcome: Callable[[ApplyOutcome], None] | None = None,
 ) -> ApplyOutcome:
     """Apply `changes` (relative path → full new bytes) and keep them only if `gate` is green.
 
@@ -297,6 +298,8 @@ def apply_delta(
 
     Raises WorkspaceBusy (lock held elsewhere), ApplyRefused (nothing written), RevertFailed
     (a revert could not finish; journal kept). Everything else is an ApplyOutcome.
+    `on_outcome` runs with the lock still held, so recording the verdict cannot interleave with
+    a proposer staging in between.
     """
     workspace = Path(workspace).resolve(strict=True)
     if not isinstance(recipe_id, str) or not _RECIPE_ID.fullmatch(recipe_id):
@@ -330,17 +333,24 @@ def apply_delta(
                 if result.green:
                     hook("before_journal_delete")
                     delete_journal(journal_file)
-                    return ApplyOutcome(recipe_id=recipe_id, flows_green=True, reverted=False, failure=None,
-                                        gate=result, written=written)
+                    return _finished(on_outcome, ApplyOutcome(
+                        recipe_id=recipe_id, flows_green=True, reverted=False, failure=None, gate=result,
+                        written=written))
                 failure = f"{result.gate} gate red: {result.summary}"
         except BaseException as exc:
             failure = _revert(workspace, journal, journal_file, reload,
                               f"apply interrupted: {_reason(exc)}", hook)
             if not isinstance(exc, Exception):
                 raise
-            return ApplyOutcome(recipe_id=recipe_id, flows_green=False, reverted=True, failure=failure,
-                                gate=result, written=written)
+            return _finished(on_outcome, ApplyOutcome(recipe_id=recipe_id, flows_green=False, reverted=True,
+                                                      failure=failure, gate=result, written=written))
         failure = _revert(workspace, journal, journal_file, reload, failure, hook)
-        return ApplyOutcome(recipe_id=recipe_id, flows_green=False, reverted=True, failure=failure,
-                            gate=result, written=written)
+        return _finished(on_outcome, ApplyOutcome(recipe_id=recipe_id, flows_green=False, reverted=True,
+                                                  failure=failure, gate=result, written=written))
+
+
+def _finished(on_outcome: Callable[[ApplyOutcome], None] | None, outcome: ApplyOutcome) -> ApplyOutcome:
+    if on_outcome is not None:
+        on_outcome(outcome)
+    return outcome
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from core.apply import ApplyRefused, Gate, GateResult, apply_delta, choose_gate
 from core.kitsoki.story import load_workspace
+from core.locks import workspace_lock
 from core.mining.service import trace_path
 from core.proposals.inbox import find, history
 from core.proposals.model import AuthorArtifact, Proposal
@@ -28,6 +29,8 @@ from core.proposals.validate import DraftInvalid, check_draft
 from core.trace import Trace
 
 Verdict = Literal["accept", "refine", "reject"]
+VERDICT_LOCK_TIMEOUT = 30.0
+"""refine and reject wait this long for a proposer's staging to finish."""
 VERDICT_ALIASES = {"accept": "accept", "refine": "refine", "reject": "reject", "dismiss": "reject"}
 """kitsoki's UI says dismiss where the trace says reject (reference §6)."""
 
@@ -105,23 +108,29 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
             raise DecisionRefused("config", str(exc)) from None
         gate = choose_gate(workspace, settings, apps)
     expected = {change.path: change.before_sha256 for change in proposal.files}
+    decided: list[Decision] = []
+
+    def record(outcome) -> None:  # runs under the workspace lock: no proposer stages in between
+        decision = Decision(recipe_id=proposal.recipe_id, verdict="accept", flows_green=outcome.flows_green,
+                            reverted=outcome.reverted, failure=outcome.failure, files=outcome.written,
+                            gate=outcome.gate)
+        _record(workspace, decision)
+        folder = stage_dir(workspace, proposal.recipe_id)
+        if outcome.reverted:
+            proposal.status, proposal.failure = "held", outcome.failure
+            save_proposal(folder, proposal)
+        else:
+            artifact = _artifact(workspace, proposal)
+            artifact["flows_green"] = True
+            (folder / ARTIFACT_FILE).write_bytes(orjson.dumps(artifact, option=orjson.OPT_INDENT_2))
+        decided.append(decision)
+
     try:
-        outcome = apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate, reload=load_workspace,
-                              unsaved=unsaved, lock_timeout=lock_timeout, hook=hook)
+        apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate, reload=load_workspace,
+                    unsaved=unsaved, lock_timeout=lock_timeout, hook=hook, on_outcome=record)
     except ApplyRefused as exc:
         raise DecisionRefused(exc.reason, exc.message) from None
-    decision = Decision(recipe_id=proposal.recipe_id, verdict="accept", flows_green=outcome.flows_green,
-                        reverted=outcome.reverted, failure=outcome.failure, files=outcome.written, gate=outcome.gate)
-    _record(workspace, decision)
-    folder = stage_dir(workspace, proposal.recipe_id)
-    if outcome.reverted:
-        proposal.status, proposal.failure = "held", outcome.failure
-        save_proposal(folder, proposal)
-    else:
-        artifact = _artifact(workspace, proposal)
-        artifact["flows_green"] = True
-        (folder / ARTIFACT_FILE).write_bytes(orjson.dumps(artifact, option=orjson.OPT_INDENT_2))
-    return decision
+    return decided[0]
 
 
 def _artifact(workspace: Path, proposal: Proposal) -> dict[str, Any]:
@@ -132,26 +141,28 @@ def _artifact(workspace: Path, proposal: Proposal) -> dict[str, Any]:
                               summary_markdown=proposal.summary_markdown).model_dump(mode="json")
 
 
-def refine(workspace: Path, recipe_id: str) -> Decision:
+def refine(workspace: Path, recipe_id: str, *, lock_timeout: float = VERDICT_LOCK_TIMEOUT) -> Decision:
     """Record the verdict and hand back the staged draft to edit; a later accept re-validates it."""
     workspace = Path(workspace)
-    proposal = _open(workspace, recipe_id)
-    folder = stage_dir(workspace, proposal.recipe_id)
-    first = folder / proposal.files[0].path if proposal.files else folder / "proposal.json"
-    decision = Decision(recipe_id=proposal.recipe_id, verdict="refine", draft_path=str(first),
-                        files=[c.path for c in proposal.files])
-    _record(workspace, decision)
-    proposal.status = "refining"
-    save_proposal(folder, proposal)
+    with workspace_lock(workspace, lock_timeout):  # never between a proposer's check and its raise
+        proposal = _open(workspace, recipe_id)
+        folder = stage_dir(workspace, proposal.recipe_id)
+        first = folder / proposal.files[0].path if proposal.files else folder / "proposal.json"
+        decision = Decision(recipe_id=proposal.recipe_id, verdict="refine", draft_path=str(first),
+                            files=[c.path for c in proposal.files])
+        _record(workspace, decision)
+        proposal.status = "refining"
+        save_proposal(folder, proposal)
     return decision
 
 
-def reject(workspace: Path, recipe_id: str) -> Decision:
+def reject(workspace: Path, recipe_id: str, *, lock_timeout: float = VERDICT_LOCK_TIMEOUT) -> Decision:
     """Record the verdict; the recipe is never raised again."""
     workspace = Path(workspace)
-    proposal = _open(workspace, recipe_id)
-    decision = Decision(recipe_id=proposal.recipe_id, verdict="reject", files=[c.path for c in proposal.files])
-    _record(workspace, decision)
+    with workspace_lock(workspace, lock_timeout):
+        proposal = _open(workspace, recipe_id)
+        decision = Decision(recipe_id=proposal.recipe_id, verdict="reject", files=[c.path for c in proposal.files])
+        _record(workspace, decision)
     return decision
 
 
