@@ -6,7 +6,9 @@ A record repeated in a resumed or forked session (same uuid) belongs to the earl
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import datetime, timezone
@@ -143,13 +145,24 @@ def parallel_map(
                 progress(done, total)
         return
     # Largest first, so one huge file does not start last and leave the other core idle.
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_process_context())
+    try:
         futures = {pool.submit(fn, *jobs[i]): sizes[i] for i in order}
         for future in as_completed(futures):
             yield future.result()
             done += futures[future]
             if progress:
                 progress(done, total)
+    finally:
+        # A consumer that stops early (a cancelled pass) does not wait for the jobs not yet started.
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _process_context():
+    """fork is fastest, but forking a process with other threads running (the language server:
+    its event loop, watchers, workers) can leave the child stuck on a lock one of them held; there
+    the workers come from a fork server instead."""
+    return multiprocessing.get_context("fork" if threading.active_count() == 1 else "forkserver")
 
 
 def _run(units: list[SessionFiles], fn, *, redact: bool, workers: int | None, progress: Progress | None) -> Iterator:
