@@ -87,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--json", action="store_true", help="print JSON instead of a table")
     mine.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
     add_commands(sub, _folder)
+    serve = sub.add_parser("serve", help="run the language server (stdio by default)",
+                           description="Run the kitsoki-miner language server for an editor: stdio by default, "
+                                       "or TCP with --tcp HOST:PORT.")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    serve.add_argument("--log", type=Path, help="write the server's log to this file")
     return parser
 
 
@@ -223,7 +228,25 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_sessions(args)
     if args.command == "mine":
         return run_mine(args)
+    if args.command == "serve":
+        return run_serve(args)
     return run_command(args)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    import faulthandler
+    import signal
+
+    from server.lsp import serve
+
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` dumps every thread's stack to stderr
+    if args.log:
+        logging.basicConfig(filename=args.log, level=logging.INFO,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    serve(args.tcp)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,18 +1,19 @@
-"""The committed JSON Schemas are exactly what the models generate (run `python -m core.schemas`)."""
+"""The committed JSON Schemas are exactly what the models generate (run `python -m server.schemas`)."""
 
 import json
 
 import orjson
 import pytest
 
-from core.schemas import MODELS, SCHEMA_DIR, render
+from core.schemas import SCHEMA_DIR, render
+from server.schemas import MODELS
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_committed_schema_matches_the_model(name):
     path = SCHEMA_DIR / name
-    assert path.exists(), f"{path} is missing: run `python -m core.schemas`"
-    assert path.read_text() == render(MODELS[name]), f"{name} drifted: run `python -m core.schemas`"
+    assert path.exists(), f"{path} is missing: run `python -m server.schemas`"
+    assert path.read_text() == render(MODELS[name]), f"{name} drifted: run `python -m server.schemas`"
 
 
 def test_cli_json_validates_against_its_schema(tmp_path):

@@ -62,6 +62,8 @@ class MinerService:
         home: Path | None = None,
         env: Mapping[str, str] | None = None,
         on_pass: Callable[[PassReport, list[Recipe]], None] | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+        on_start: Callable[[], None] | None = None,
         workers: int | None = None,
     ) -> None:
         self.workspace = Path(workspace)
@@ -75,6 +77,9 @@ class MinerService:
         self.mined_through = dict(mined_through or {})
         self.home, self.env = home, env
         self.on_pass = on_pass
+        self.on_progress = on_progress
+        """(bytes done, bytes total) while a pass reads; called on the pass's thread."""
+        self.on_start = on_start
         self.workers = workers
         self.trace = Trace(trace_path(self.workspace))
         self.paused = False
@@ -221,11 +226,13 @@ class MinerService:
                 self._cancel.clear()
             report = recipes = error = None
             try:
+                if self.on_start is not None:
+                    self.on_start()
                 report, recipes = run_pass(
                     self.workspace, repo=self.repo, dirs=self.dirs, first_pass_sample=self.first_pass_sample,
                     priority_threshold=self.priority_threshold, mined_through=self.mined_through,
                     cancel=self._cancel, home=self.home, env=self.env, workers=self.workers,
-                    memory=self._memory, changed_paths=changed,
+                    memory=self._memory, changed_paths=changed, progress=self.on_progress,
                 )
                 self._record(report)
             except PassCancelled:

@@ -1,0 +1,303 @@
+"""One served workspace: the miner, the proposer after every pass, the inbox kept warm, verdicts.
+
+This is what the language server hosts per workspace folder, with no protocol in it: the server
+subscribes to `SidecarEvents` and turns them into notifications, and turns requests into calls
+here. It owns no domain rules either; it sequences core calls:
+
+- on start: roll back an interrupted accept (`recover`), read the inbox, start the miner when
+  `mining.enabled` (or when the caller says so), watch `.kitsoki.yaml`, the stories and the flows;
+- after each pass: run the proposer on the pass's recipes, then refresh the inbox;
+- when a kitsoki file changes: refresh the inbox (targets may now be stale) and, when a proposal
+  went stale, run the proposer so it is re-drafted against the new bytes or withdrawn;
+- a verdict goes through core.proposals.decide (accept through the apply gate).
+
+The inbox is cached (cards by file) and rebuilt only on those events, so editors can ask for
+lenses on every keystroke.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from core.apply import recover
+from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError, KitsokiConfig, load_config
+from core.kitsoki.story import MATERIALIZED_DIR
+from core.locks import WorkspaceBusy
+from core.mining.passes import PassReport
+from core.mining.recipes import Recipe
+from core.mining.service import MinerService, MinerStatus, trace_path
+from core.proposals.decide import Decision, decide
+from core.proposals.inbox import inbox
+from core.proposals.model import Proposal
+from core.proposals.proposer import ProposerReport, run_proposer
+from core.proposals.settings import configured_drafter
+from core.trace import Trace, TraceBusyError
+
+log = logging.getLogger("kitsoki_miner.sidecar")
+
+Control = Literal["pause", "resume", "now", "scope"]
+
+
+@dataclass
+class SidecarEvents:
+    """Callbacks, called on worker threads; each is optional."""
+
+    pass_started: Callable[[Path], None] | None = None
+    pass_progress: Callable[[Path, int, int], None] | None = None
+    pass_ran: Callable[[Path, PassReport, ProposerReport | None], None] | None = None
+    proposals_changed: Callable[[Path, list[Proposal], set[str]], None] | None = None
+    """(workspace, every open card, the workspace-relative files whose cards changed)."""
+    decided: Callable[[Path, Decision], None] | None = None
+    raised: Callable[[Path, list[Proposal]], None] | None = None
+    """Proposals raised (or re-drafted) by a proposer run: the question cards to ask."""
+
+
+class MineStatus(BaseModel):
+    workspace: str
+    enabled: bool
+    paused: bool
+    running: bool
+    last_pass: PassReport | None = None
+    last_error: str | None = None
+    transcript_dirs: list[str] = []
+    mined_through: int = 0
+    pending: int = 0
+    proposer_error: str | None = None
+
+
+@dataclass
+class _Cards:
+    all: list[Proposal] = field(default_factory=list)
+    by_id: dict[str, Proposal] = field(default_factory=dict)
+    by_path: dict[str, list[Proposal]] = field(default_factory=dict)
+
+
+class WorkspaceSidecar:
+    def __init__(self, workspace: Path, *, events: SidecarEvents | None = None, mining: bool | None = None,
+                 transcript_dirs: Iterable[Path] = (), watch: bool = True, home: Path | None = None,
+                 env: dict[str, str] | None = None, workers: int | None = None) -> None:
+        self.workspace = Path(workspace).absolute()
+        self.events = events or SidecarEvents()
+        self.mining_override = mining
+        self.extra_dirs = [Path(d) for d in transcript_dirs]
+        self.watch = watch
+        self.home, self.env, self.workers = home, env, workers
+        self.config: KitsokiConfig | None = None
+        self.config_error: str | None = None
+        self.proposer_error: str | None = None
+        self.miner: MinerService | None = None
+        self._cards = _Cards()
+        self._cards_lock = threading.Lock()
+        self._propose_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        try:
+            recovered = recover(self.workspace, Trace(trace_path(self.workspace)))
+            for record in recovered:
+                log.warning("rolled back an interrupted accept of %s: %s", record.get("recipe_id"), record)
+        except (WorkspaceBusy, TraceBusyError) as exc:
+            log.warning("could not check for interrupted accepts: %s", exc)
+        self._load_config()
+        self.refresh()
+        mining = self.config.mining if self.config else None
+        enabled = self.mining_override if self.mining_override is not None else bool(mining and mining.enabled)
+        if mining is not None:
+            dirs = [Path(d).expanduser() for d in mining.transcript_dirs]
+            dirs = [d if d.is_absolute() else self.workspace / d for d in dirs] + self.extra_dirs
+            self.miner = MinerService(
+                self.workspace, enabled=enabled, cadence_seconds=mining.cadence_seconds,
+                first_pass_sample=mining.first_pass_sample, priority_threshold=mining.priority_threshold,
+                transcript_dirs=dirs, mined_through=mining.mined_through, home=self.home, env=self.env,
+                on_pass=self._after_pass, on_progress=self._progress, on_start=self._started, workers=self.workers)
+            self.miner.start(watch=self.watch and enabled, run_first_pass=enabled)
+        if self.watch:
+            self._watcher = threading.Thread(target=self._watch_kitsoki, name="kitsoki-watch", daemon=True)
+            self._watcher.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self.miner is not None:
+            self.miner.stop(timeout)
+        if self._watcher is not None:
+            self._watcher.join(timeout)
+
+    def _load_config(self) -> None:
+        try:
+            self.config = load_config(self.workspace)
+            self.config_error = None
+        except ConfigError as exc:
+            self.config, self.config_error = None, str(exc)
+
+    # -- status and control ------------------------------------------------------------------------
+
+    def status(self) -> MineStatus:
+        pending = len(self._cards.all)
+        if self.miner is None:
+            return MineStatus(workspace=str(self.workspace), enabled=False, paused=False, running=False,
+                              last_error=self.config_error, pending=pending, proposer_error=self.proposer_error)
+        miner: MinerStatus = self.miner.status()
+        return MineStatus(workspace=str(self.workspace), pending=pending, proposer_error=self.proposer_error,
+                          **miner.model_dump(exclude={"slug"}))
+
+    def control(self, action: Control, dirs: list[Path] | None = None) -> MineStatus:
+        if self.miner is None:
+            raise ValueError(f"mining is not available in {self.workspace}: "
+                             f"{self.config_error or 'no mining: block could be read'}")
+        if action == "pause":
+            self.miner.pause()
+        elif action == "resume":
+            self.miner.enabled = True
+            self.miner.resume()
+        elif action == "now":
+            self.miner.enabled = True
+            self.miner.run_now(timeout=0)  # a person asked: no cadence wait, and do not block the caller
+        elif action == "scope":
+            if not dirs:
+                raise ValueError("scope needs at least one transcript folder (dirs)")
+            missing = [str(d) for d in dirs if not Path(d).is_dir()]
+            if missing:
+                raise ValueError(f"not a folder: {', '.join(missing)}")
+            self.miner.set_scope([Path(d) for d in dirs])
+        return self.status()
+
+    # -- the inbox -----------------------------------------------------------------------------------
+
+    def cards(self, path: str | None = None) -> list[Proposal]:
+        cards = self._cards
+        return list(cards.all) if path is None else list(cards.by_path.get(path, ()))
+
+    def card(self, recipe_id: str) -> Proposal | None:
+        cards = self._cards
+        found = cards.by_id.get(recipe_id)
+        if found is None and len(recipe_id) >= 4:
+            matches = [p for rid, p in cards.by_id.items() if rid.startswith(recipe_id)]
+            found = matches[0] if len(matches) == 1 else None
+        return found
+
+    def paths(self) -> list[str]:
+        return list(self._cards.by_path)
+
+    def refresh(self) -> set[str]:
+        """Re-read the inbox; notify the files whose cards changed. Returns those files."""
+        with self._cards_lock:
+            fresh = inbox(self.workspace)
+            old = self._cards
+            by_path: dict[str, list[Proposal]] = defaultdict(list)
+            for card in fresh:
+                for change in card.files:
+                    by_path[change.path].append(card)
+            new = _Cards(all=fresh, by_id={c.recipe_id: c for c in fresh}, by_path=dict(by_path))
+
+            def signature(cards: list[Proposal]) -> list[tuple]:
+                return [(c.recipe_id, c.status, c.failure, tuple(f.after_sha256 for f in c.files)) for c in cards]
+
+            changed = {path for path in set(old.by_path) | set(new.by_path)
+                       if signature(old.by_path.get(path, [])) != signature(new.by_path.get(path, []))}
+            if signature(old.all) != signature(new.all):
+                changed.add("")  # something changed, even if no file did (a suggestion card)
+            self._cards = new
+        if changed and self.events.proposals_changed is not None:
+            self.events.proposals_changed(self.workspace, fresh, changed - {""})
+        return changed - {""}
+
+    def propose(self, recipes: list[Recipe] | None = None) -> ProposerReport | None:
+        """Run the proposer (one at a time); refresh and announce what it raised."""
+        with self._propose_lock:
+            try:
+                drafter = configured_drafter(self.workspace, self.config) if self.config else None
+                report = run_proposer(self.workspace, recipes, drafter=drafter)
+                self.proposer_error = None
+            except Exception as exc:  # noqa: BLE001 - a workspace that does not load is a status, not a crash
+                self.proposer_error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+                log.warning("proposer did not run: %s", self.proposer_error)
+                self.refresh()
+                return None
+        self.refresh()
+        raised = [c for rid in report.raised if (c := self.card(rid)) is not None]
+        if raised and self.events.raised is not None:
+            self.events.raised(self.workspace, raised)
+        return report
+
+    def decide(self, recipe_id: str, verdict: str, *, unsaved: Iterable[str] = (),
+               hook: Callable[[str], None] | None = None) -> Decision:
+        kwargs = {"unsaved": list(unsaved), "hook": hook} if verdict == "accept" else {}
+        try:
+            decision = decide(self.workspace, recipe_id, verdict, **kwargs)
+        finally:
+            self.refresh()
+        if self.events.decided is not None:
+            self.events.decided(self.workspace, decision)
+        return decision
+
+    # -- event plumbing --------------------------------------------------------------------------------
+
+    def _started(self) -> None:
+        if self.events.pass_started is not None:
+            self.events.pass_started(self.workspace)
+
+    def _progress(self, done: int, total: int) -> None:
+        if self.events.pass_progress is not None:
+            self.events.pass_progress(self.workspace, done, total)
+
+    def _after_pass(self, report: PassReport, recipes: list[Recipe]) -> None:
+        proposer = self.propose(recipes)
+        if self.events.pass_ran is not None:
+            self.events.pass_ran(self.workspace, report, proposer)
+
+    def kitsoki_files_changed(self, paths: Iterable[str] = ()) -> None:
+        """A kitsoki file changed (the watcher, or an editor's didSave): re-check the inbox, and
+        re-draft what went stale."""
+        if any(Path(p).name in (CONFIG_FILE, LOCAL_CONFIG_FILE) for p in paths):
+            self._load_config()
+        self.refresh()
+        if any(card.status == "stale" for card in self._cards.all):
+            self.propose()
+
+    def _watched(self) -> tuple[list[Path], list[Path]]:
+        """(folders watched recursively, folders watched at the top only): the story folders, the
+        materialized roots and ./flows; the workspace itself only for its config files."""
+        folders = [self.workspace / d for d in (self.config.story_dirs if self.config else ["./stories"])]
+        folders += [self.workspace / MATERIALIZED_DIR, self.workspace / "flows"]
+        deep = sorted({Path(f).resolve() for f in folders if Path(f).is_dir()})
+        return deep, [self.workspace]
+
+    def _watch_kitsoki(self) -> None:
+        deep, shallow = self._watched()
+        threads = [threading.Thread(target=self._watch_loop, args=(paths, recursive), daemon=True,
+                                    name=f"kitsoki-watch-{'deep' if recursive else 'top'}")
+                   for paths, recursive in ((deep, True), (shallow, False)) if paths]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _watch_loop(self, paths: list[Path], recursive: bool) -> None:
+        from watchfiles import watch
+
+        def relevant(_change, path: str) -> bool:
+            return ".artifacts" not in Path(path).parts and path.endswith((".yaml", ".yml"))
+
+        try:
+            for changes in watch(*paths, stop_event=self._stop, watch_filter=relevant, debounce=400, step=100,
+                                 rust_timeout=500, yield_on_timeout=False, recursive=recursive):
+                if self._stop.is_set():
+                    return
+                if changes:
+                    try:
+                        self.kitsoki_files_changed([path for _change, path in changes])
+                    except Exception:  # noqa: BLE001 - the watcher must outlive one bad refresh
+                        log.exception("refresh after a kitsoki file change failed")
+        except Exception:  # noqa: BLE001
+            log.exception("kitsoki file watcher stopped")

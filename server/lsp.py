@@ -1,0 +1,691 @@
+"""The language server: `kitsoki-miner serve`. It translates protocol <-> core and owns no domain logic.
+
+One `WorkspaceSidecar` (core/sidecar.py) per workspace folder that has a `.kitsoki.yaml`. Requests
+about proposals are answered from the sidecar's warm inbox on the event loop; anything slow (a
+verdict through the apply gate, a proposer run) runs on the server's own worker threads, never on
+the loop and never on pygls' thread pool (the stdin reader shares that one). Notifications from
+worker threads are handed to the loop with call_soon_threadsafe. Handler exceptions become
+JSON-RPC errors and a log message; the server keeps running.
+
+The `*_impl(ls, params)` functions hold each handler's logic and are unit-tested without a client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pydantic import BaseModel, ValidationError
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
+from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
+from pygls.uris import from_fs_path, to_fs_path
+
+from core.kitsoki.config import CONFIG_FILE
+from core.locks import WorkspaceBusy
+from core.mining.passes import PassReport
+from core.proposals.decide import Decision, DecisionRefused
+from core.proposals.model import Proposal
+from core.proposals.proposer import ProposerReport
+from core.proposals.staging import stage_dir
+from core.sidecar import SidecarEvents, WorkspaceSidecar
+from server import protocol as P
+
+log = logging.getLogger("kitsoki_miner.server")
+
+VERSION = "0.1.0"
+SOURCE = "kitsoki-miner"
+PROGRESS_EVERY_S = 0.1
+
+
+def _plain_params_converter():
+    """Custom `kitsoki/*` params stay plain JSON (validated in the handler), not namedtuples."""
+    converter = default_converter()
+
+    def plain(obj, cls):
+        return cls(**obj)
+
+    converter.register_structure_hook(JsonRPCRequestMessage, plain)
+    converter.register_structure_hook(JsonRPCNotification, plain)
+    return converter
+
+
+class KitsokiServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(SOURCE, VERSION, converter_factory=_plain_params_converter, max_workers=4)
+        self.sidecars: dict[Path, WorkspaceSidecar] = {}
+        self.work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kitsoki-work")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.init_options: dict[str, Any] = {}
+        self.published: set[str] = set()
+        self._pass_tokens: dict[Path, tuple[str, float]] = {}
+
+    def report_server_error(self, error: Exception, source) -> None:
+        # Quietly: a log message, not a pop-up, for errors outside a request.
+        self.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
+                                                       message=f"{SOURCE}: {type(error).__name__}: {error}"))
+
+    # -- threads -> loop -----------------------------------------------------------------------------
+
+    def soon(self, fn: Callable, *args: Any) -> None:
+        """Run fn on the event loop (from any thread)."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        if _running_loop() is loop:
+            fn(*args)
+        else:
+            loop.call_soon_threadsafe(fn, *args)
+
+    def notify(self, method: str, payload: BaseModel) -> None:
+        self.soon(self.protocol.notify, method, payload.model_dump(mode="json"))
+
+    async def off_loop(self, fn: Callable, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.work, fn, *args)
+
+    # -- workspaces -----------------------------------------------------------------------------------
+
+    def sidecar_for(self, uri: str | None) -> WorkspaceSidecar | None:
+        if not self.sidecars:
+            return None
+        if uri is None:
+            return next(iter(self.sidecars.values())) if len(self.sidecars) == 1 else None
+        path = Path(to_fs_path(uri) if "://" in uri else uri).absolute()
+        best = None
+        for root, sidecar in self.sidecars.items():
+            if path == root or root in path.parents:
+                if best is None or len(str(root)) > len(str(best.workspace)):
+                    best = sidecar
+        return best
+
+    def sidecars_for(self, uri: str | None) -> list[WorkspaceSidecar]:
+        if uri is None:
+            return list(self.sidecars.values())
+        found = self.sidecar_for(uri)
+        if found is None:
+            raise JsonRpcInvalidParams(f"{uri} is in no served kitsoki workspace "
+                                       f"(served: {', '.join(str(p) for p in self.sidecars) or 'none'})")
+        return [found]
+
+    def find_card(self, recipe_id: str) -> tuple[WorkspaceSidecar, Proposal]:
+        for sidecar in self.sidecars.values():
+            card = sidecar.card(recipe_id)
+            if card is not None:
+                return sidecar, card
+        raise JsonRpcInvalidParams(f"no open proposal {recipe_id!r}; kitsoki/proposals lists the open ones")
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def validated(model: type[BaseModel], params: Any, method: str) -> Any:
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise JsonRpcInvalidParams(f"{method}: params must be a JSON object, got {type(params).__name__}")
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        raise JsonRpcInvalidParams(P.problems(exc, method)) from None
+
+
+# -- cards ----------------------------------------------------------------------------------------------
+
+
+def uri_of(workspace: Path, rel: str) -> str:
+    return from_fs_path(str(workspace / rel)) or (workspace / rel).as_uri()
+
+
+def card_of(workspace: Path, proposal: Proposal) -> P.Card:
+    files = [P.FileCard(uri=uri_of(workspace, change.path), path=change.path,
+                        line=max(min(change.changed_lines or [1]) - 1, 0),
+                        changed_lines=[line - 1 for line in change.changed_lines], added=change.added,
+                        created=change.before_sha256 is None)
+             for change in proposal.files]
+    return P.Card(id=proposal.recipe_id, workspace=from_fs_path(str(workspace)) or str(workspace),
+                  title=proposal.title, kind=proposal.kind, rung=proposal.rung, target=proposal.target,
+                  priority=proposal.priority, status=proposal.status,
+                  classification=proposal.mapping.classification, score=proposal.mapping.score,
+                  reason=proposal.mapping.reason, failure=proposal.failure, suggestion_only=proposal.suggestion_only,
+                  files=files, question_id=proposal.recipe_id)
+
+
+def detail_of(workspace: Path, proposal: Proposal) -> P.ProposalDetail:
+    card = card_of(workspace, proposal)
+    evidence = proposal.evidence
+    return P.ProposalDetail(
+        **card.model_dump(), diff=proposal.diff, summary_markdown=proposal.summary_markdown,
+        evidence=P.Evidence(sessions=evidence.sessions, phrasings=evidence.phrasings,
+                            action_signature=evidence.action_signature,
+                            cites=[c.model_dump(mode="json") for c in evidence.cites], value=evidence.value),
+        draft_uris=[uri_of(stage_dir(workspace, proposal.recipe_id), c.path) for c in proposal.files])
+
+
+def question_of(proposal: Proposal) -> P.QuestionNotification:
+    where = ", ".join(c.path for c in proposal.files) or "dev-story (a suggestion)"
+    return P.QuestionNotification(question_id=proposal.recipe_id, questions=[P.Question(
+        question=proposal.title,
+        options=[P.QuestionOption(label="accept", description=f"apply to {where}; kept only if the flows stay green"),
+                 P.QuestionOption(label="refine", description="open the staged draft to edit before accepting"),
+                 P.QuestionOption(label="dismiss", description="reject; this recipe is not raised again")])])
+
+
+def _range(line: int) -> types.Range:
+    return types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line + 1, character=0))
+
+
+def lenses_impl(ls: KitsokiServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    sidecar = ls.sidecar_for(params.text_document.uri)
+    if sidecar is None:
+        return []
+    rel = _rel(sidecar, params.text_document.uri)
+    cards = sidecar.cards(rel)
+    if not cards:
+        return []
+    lenses = [types.CodeLens(range=_range(0), command=types.Command(
+        title=f"kitsoki-miner: {len(cards)} proposal{'s' if len(cards) != 1 else ''} for this file",
+        command=P.CMD_SHOW, arguments=[{"uri": params.text_document.uri}]))]
+    for card in cards:
+        change = next(c for c in card.files if c.path == rel)
+        line = max(min(change.changed_lines or [1]) - 1, 0)
+        arg = [{"id": card.recipe_id}]
+        if card.status == "stale":
+            lenses.append(types.CodeLens(range=_range(line), command=types.Command(
+                title=f"Stale: {card.title} (the file changed; re-drafting)", command=P.CMD_PROPOSE, arguments=arg)))
+            continue
+        accept = "Accept again" if card.status == "held" else "Accept"
+        lenses += [
+            types.CodeLens(range=_range(line), command=types.Command(
+                title=f"{accept}: {card.title} (runs flows)", command=P.CMD_ACCEPT, arguments=arg)),
+            types.CodeLens(range=_range(line), command=types.Command(title="Refine", command=P.CMD_REFINE,
+                                                                     arguments=arg)),
+            types.CodeLens(range=_range(line), command=types.Command(title="Reject", command=P.CMD_REJECT,
+                                                                     arguments=arg)),
+            types.CodeLens(range=_range(line), command=types.Command(title="Diff", command=P.CMD_DIFF,
+                                                                     arguments=[{"id": card.recipe_id,
+                                                                                 "uri": params.text_document.uri}])),
+        ]
+    return lenses
+
+
+def _rel(sidecar: WorkspaceSidecar, uri: str) -> str:
+    path = Path(to_fs_path(uri) if "://" in uri else uri).absolute()
+    try:
+        return path.relative_to(sidecar.workspace).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def diagnostics_for(sidecar: WorkspaceSidecar, rel: str) -> list[types.Diagnostic]:
+    out = []
+    for card in sidecar.cards(rel):
+        change = next(c for c in card.files if c.path == rel)
+        lines = sorted({max(line - 1, 0) for line in change.changed_lines}) or [0]
+        what = ("stale: the file changed since it was drafted" if card.status == "stale" else
+                f"held: the last accept was reverted ({card.failure})" if card.status == "held" else
+                "accept, refine or reject")
+        message = (f"kitsoki-miner proposal: {card.title} [{card.mapping.classification}, rung {card.rung}, "
+                   f"priority {card.priority:g}] — {what}")
+        start = lines[0]
+        end = lines[-1]
+        out.append(types.Diagnostic(
+            range=types.Range(start=types.Position(line=start, character=0),
+                              end=types.Position(line=end + 1, character=0)),
+            message=message, severity=types.DiagnosticSeverity.Information, source=SOURCE, code=card.kind,
+            data={"id": card.recipe_id}))
+    return out
+
+
+def hover_impl(ls: KitsokiServer, params: types.HoverParams) -> types.Hover | None:
+    sidecar = ls.sidecar_for(params.text_document.uri)
+    if sidecar is None:
+        return None
+    rel = _rel(sidecar, params.text_document.uri)
+    line = params.position.line
+    parts = []
+    for card in sidecar.cards(rel):
+        change = next(c for c in card.files if c.path == rel)
+        lines = {max(n - 1, 0) for n in change.changed_lines}
+        if line in lines or line == min(lines or {0}):
+            parts.append(_hover_text(card))
+    if not parts:
+        return None
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)))
+
+
+def _hover_text(card: Proposal) -> str:
+    ev = card.evidence
+    lines = [card.summary_markdown, "",
+             f"*{card.mapping.classification}* (score {card.mapping.score:g}): {card.mapping.reason}"]
+    if ev.phrasings:
+        lines += ["", "Asked as: " + "; ".join(f'"{t}" ×{n}' for t, n in ev.phrasings[:5])]
+    if ev.cites:
+        lines += ["", "Cites: " + ", ".join(f"`{Path(c.path).name}:{c.line_start}`" for c in ev.cites[:5])]
+    if card.failure:
+        lines += ["", f"Last accept reverted: {card.failure}"]
+    return "\n".join(lines)
+
+
+def code_actions_impl(ls: KitsokiServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    sidecar = ls.sidecar_for(params.text_document.uri)
+    if sidecar is None:
+        return []
+    rel = _rel(sidecar, params.text_document.uri)
+    wanted = range(params.range.start.line, params.range.end.line + 1)
+    actions = []
+    for card in sidecar.cards(rel):
+        if card.status == "stale" or card.suggestion_only:
+            continue
+        change = next(c for c in card.files if c.path == rel)
+        lines = {max(n - 1, 0) for n in change.changed_lines}
+        if not lines & set(wanted):
+            continue
+        arg = [{"id": card.recipe_id}]
+        actions.append(types.CodeAction(title=f"Accept proposal (runs flows): {card.title}",
+                                        kind=types.CodeActionKind.QuickFix,
+                                        command=types.Command(title="Accept proposal (runs flows)",
+                                                              command=P.CMD_ACCEPT, arguments=arg)))
+        actions.append(types.CodeAction(title=f"Reject proposal: {card.title}", kind=types.CodeActionKind.QuickFix,
+                                        command=types.Command(title="Reject proposal", command=P.CMD_REJECT,
+                                                              arguments=arg)))
+    return actions
+
+
+# -- custom requests -----------------------------------------------------------------------------------
+
+
+def mine_status_impl(ls: KitsokiServer, params: Any) -> dict:
+    p = validated(P.MineStatusParams, params, P.MINE_STATUS)
+    return P.MineStatusResult(workspaces=[s.status() for s in ls.sidecars_for(p.uri)]).model_dump(mode="json")
+
+
+def mine_control_impl(ls: KitsokiServer, params: Any) -> dict:
+    p = validated(P.MineControlParams, params, P.MINE_CONTROL)
+    out = []
+    for sidecar in ls.sidecars_for(p.uri):
+        try:
+            out.append(sidecar.control(p.action, [Path(d) for d in p.dirs] if p.dirs else None))
+        except ValueError as exc:
+            raise JsonRpcInvalidParams(f"{P.MINE_CONTROL}: {exc}") from None
+    return P.MineStatusResult(workspaces=out).model_dump(mode="json")
+
+
+def proposals_impl(ls: KitsokiServer, params: Any) -> dict:
+    p = validated(P.ProposalsParams, params, P.PROPOSALS)
+    cards = []
+    for sidecar in ls.sidecars_for(p.uri):
+        rel = None
+        if p.uri is not None and Path(to_fs_path(p.uri) if "://" in p.uri else p.uri).absolute() != sidecar.workspace:
+            rel = _rel(sidecar, p.uri)
+        cards += [card_of(sidecar.workspace, c) for c in sidecar.cards(rel)]
+    return P.ProposalsResult(proposals=cards).model_dump(mode="json")
+
+
+def proposal_impl(ls: KitsokiServer, params: Any) -> dict:
+    p = validated(P.ProposalParams, params, P.PROPOSAL)
+    sidecar, card = ls.find_card(p.id)
+    return detail_of(sidecar.workspace, card).model_dump(mode="json")
+
+
+def proposal_content_impl(ls: KitsokiServer, params: Any) -> dict:
+    p = validated(P.ProposalContentParams, params, P.PROPOSAL_CONTENT)
+    sidecar, card = ls.find_card(p.id)
+    rel = _rel(sidecar, p.uri)
+    if rel not in {c.path for c in card.files}:
+        raise JsonRpcInvalidParams(f"{P.PROPOSAL_CONTENT}: proposal {p.id} does not change {rel}")
+    try:
+        text = (stage_dir(sidecar.workspace, card.recipe_id) / rel).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise JsonRpcInternalError(f"the staged draft of {p.id} is missing: {exc}") from None
+    return P.ProposalContentResult(text=text).model_dump(mode="json")
+
+
+def answer_of(params: P.AnswerQuestionParams, card: Proposal) -> str:
+    """The verdict in kitsoki's answers map: keyed by the question text (the card's title); a
+    single answer under any key is taken too, as people do not retype titles."""
+    answers = params.answers
+    value = answers.get(card.title, next(iter(answers.values())) if len(answers) == 1 else None)
+    if isinstance(value, list):
+        value = value[0] if len(value) == 1 else None
+    if value not in P.ANSWERS and value != "reject":
+        raise JsonRpcInvalidParams(f'{P.ANSWER_QUESTION}: answers["{card.title}"] must be one of accept, refine, '
+                                   f"reject or dismiss, got {value!r}")
+    return value
+
+
+# -- verdicts ------------------------------------------------------------------------------------------
+
+
+def unsaved_targets(ls: KitsokiServer, sidecar: WorkspaceSidecar, card: Proposal) -> list[str]:
+    """Targets open in the editor whose text differs from the bytes on disk."""
+    out = []
+    for change in card.files:
+        uri = uri_of(sidecar.workspace, change.path)
+        document = ls.workspace.text_documents.get(uri)
+        if document is None:
+            continue
+        try:
+            on_disk = (sidecar.workspace / change.path).read_text(encoding="utf-8")
+        except OSError:
+            on_disk = None
+        if document.source != on_disk:
+            out.append(change.path)
+    return out
+
+
+def _stages() -> dict[str, tuple[int, str]]:
+    return {"locked": (10, "locked the workspace"), "journal_written": (20, "journal written"),
+            "before_reload": (40, "reloading the workspace"), "before_gate": (55, "running the flow gate"),
+            "after_gate": (90, "flow gate done")}
+
+
+async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.DecisionResult:
+    sidecar, card = ls.find_card(recipe_id)
+    unsaved = unsaved_targets(ls, sidecar, card) if verdict == "accept" else []
+    token = None
+    if verdict == "accept":
+        token = await _begin_progress(ls, f"Accepting: {card.title}", cancellable=False)
+
+    def hook(name: str) -> None:
+        stage = _stages().get(name)
+        if token is not None and stage is not None:
+            ls.soon(ls.work_done_progress.report, token,
+                    types.WorkDoneProgressReport(message=stage[1], percentage=stage[0]))
+
+    try:
+        decision: Decision = await ls.off_loop(lambda: sidecar.decide(card.recipe_id, verdict, unsaved=unsaved,
+                                                                      hook=hook))
+    except DecisionRefused as exc:
+        _end_progress(ls, token, f"refused: {exc}")
+        raise JsonRpcInvalidParams(f"refused: {exc}") from None
+    except WorkspaceBusy as exc:
+        _end_progress(ls, token, str(exc))
+        raise JsonRpcInternalError(str(exc)) from None
+    result = _decision_result(sidecar, decision)
+    if token is not None:
+        _end_progress(ls, token, "kept: flows green" if decision.flows_green else f"reverted: {decision.failure}")
+    if decision.verdict == "refine" and decision.draft_path:
+        await _show(ls, from_fs_path(decision.draft_path))
+    return result
+
+
+def _decision_result(sidecar: WorkspaceSidecar, decision: Decision) -> P.DecisionResult:
+    return P.DecisionResult(recipe_id=decision.recipe_id, verdict=decision.verdict, flows_green=decision.flows_green,
+                            reverted=decision.reverted, failure=decision.failure,
+                            draft_uri=from_fs_path(decision.draft_path) if decision.draft_path else None,
+                            files=[uri_of(sidecar.workspace, f) for f in decision.files])
+
+
+async def _show(ls: KitsokiServer, uri: str | None) -> None:
+    caps = ls.client_capabilities.window
+    if uri is None or caps is None or caps.show_document is None or not caps.show_document.support:
+        return
+    try:
+        await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
+    except Exception as exc:  # noqa: BLE001 - opening the draft is a courtesy
+        log.warning("showDocument failed: %s", exc)
+
+
+async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
+                          on_cancel: Callable[[], None] | None = None) -> str | None:
+    caps = ls.client_capabilities.window
+    if caps is None or not caps.work_done_progress:
+        return None
+    token = str(uuid.uuid4())
+    try:
+        await ls.work_done_progress.create_async(token)
+    except Exception as exc:  # noqa: BLE001 - progress is optional
+        log.warning("window/workDoneProgress/create failed: %s", exc)
+        return None
+    ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=cancellable))
+    if on_cancel is not None:
+        future = ls.work_done_progress.tokens.get(token)
+        if future is not None:
+            future.add_done_callback(lambda f: on_cancel() if f.cancelled() else None)
+    return token
+
+
+def _end_progress(ls: KitsokiServer, token: str | None, message: str) -> None:
+    if token is not None:
+        ls.soon(ls.work_done_progress.end, token, types.WorkDoneProgressEnd(message=message[:200]))
+
+
+def _id_arg(args: tuple, command: str) -> str:
+    if not args:
+        raise JsonRpcInvalidParams(f"{command}: needs the proposal id as its argument ({{\"id\": ...}} or a string)")
+    first = args[0]
+    if isinstance(first, str) and first:
+        return first
+    if isinstance(first, dict) and isinstance(first.get("id"), str) and first["id"]:
+        return first["id"]
+    raise JsonRpcInvalidParams(f"{command}: the argument must be a proposal id or {{\"id\": \"<id>\"}}, got {first!r}")
+
+
+# -- events from the sidecars ----------------------------------------------------------------------
+
+
+def make_events(ls: KitsokiServer) -> SidecarEvents:
+    def started(workspace: Path) -> None:
+        sidecar = ls.sidecars.get(workspace)
+
+        async def begin() -> None:
+            token = await _begin_progress(ls, f"Mining transcripts for {workspace.name}", cancellable=True,
+                                          on_cancel=(lambda: sidecar.miner.cancel()) if sidecar and sidecar.miner
+                                          else None)
+            if token is not None:
+                ls._pass_tokens[workspace] = (token, 0.0)
+
+        if ls.loop is not None:
+            try:  # wait briefly for the client to accept the token; a slow client only loses the bar
+                asyncio.run_coroutine_threadsafe(begin(), ls.loop).result(5)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("no progress for this pass: %s", exc)
+
+    def progress(workspace: Path, done: int, total: int) -> None:
+        entry = ls._pass_tokens.get(workspace)
+        if entry is None or total <= 0:
+            return
+        token, last = entry
+        now = time.monotonic()
+        if now - last < PROGRESS_EVERY_S and done < total:
+            return
+        ls._pass_tokens[workspace] = (token, now)
+        ls.soon(ls.work_done_progress.report, token,
+                types.WorkDoneProgressReport(message=f"{done * 100 // total}% of transcripts read",
+                                             percentage=min(100, done * 100 // total)))
+
+    def ran(workspace: Path, report: PassReport, proposer: ProposerReport | None) -> None:
+        entry = ls._pass_tokens.pop(workspace, None)
+        if entry is not None:
+            _end_progress(ls, entry[0], f"{report.sessions} sessions, {report.recipes} recipes")
+        sidecar = ls.sidecars.get(workspace)
+        ls.notify(P.PASS_RAN, P.PassRanNotification(
+            workspace=from_fs_path(str(workspace)) or str(workspace), report=report,
+            raised=proposer.raised if proposer else [], proposer_error=sidecar.proposer_error if sidecar else None))
+
+    def changed(workspace: Path, cards: list[Proposal], paths: set[str]) -> None:
+        sidecar = ls.sidecars.get(workspace)
+        if sidecar is None:
+            return
+        uris = sorted(uri_of(workspace, rel) for rel in paths)
+        for rel in paths:
+            ls.soon(ls.text_document_publish_diagnostics,
+                    types.PublishDiagnosticsParams(uri=uri_of(workspace, rel), diagnostics=diagnostics_for(sidecar, rel)))
+        ls.notify(P.PROPOSALS_CHANGED, P.ProposalsChangedNotification(
+            workspace=from_fs_path(str(workspace)) or str(workspace), uris=uris, pending=len(cards)))
+        caps = ls.client_capabilities.workspace
+        if caps is not None and caps.code_lens is not None and caps.code_lens.refresh_support:
+            ls.soon(lambda: ls.workspace_code_lens_refresh(None))
+
+    def decided(workspace: Path, decision: Decision) -> None:
+        sidecar = ls.sidecars.get(workspace)
+        ls.notify(P.PROPOSAL_DECIDED, P.ProposalDecidedNotification(
+            **_decision_result(sidecar, decision).model_dump(), workspace=from_fs_path(str(workspace)) or "",
+            gate_summary=decision.gate.summary if decision.gate else None,
+            gate_failures=decision.gate.failures[:20] if decision.gate else []))
+
+    def raised(workspace: Path, cards: list[Proposal]) -> None:
+        for card in cards:
+            ls.notify(P.QUESTION, question_of(card))
+
+    return SidecarEvents(pass_started=started, pass_progress=progress, pass_ran=ran, proposals_changed=changed,
+                         decided=decided, raised=raised)
+
+
+# -- the server -------------------------------------------------------------------------------------------
+
+
+def build_server() -> KitsokiServer:
+    server = KitsokiServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: KitsokiServer, params: types.InitializeParams) -> None:
+        ls.init_options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: KitsokiServer, params: types.InitializedParams) -> None:
+        ls.loop = asyncio.get_running_loop()
+        await ls.off_loop(start_sidecars, ls)
+        for sidecar in ls.sidecars.values():
+            # Publish what is already pending (from a previous session's trace and stage).
+            ls.soon(lambda s=sidecar: [ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri_of(s.workspace, rel), diagnostics=diagnostics_for(s, rel))) for rel in s.paths()])
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: KitsokiServer, params: None) -> None:
+        await ls.off_loop(stop_sidecars, ls)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    def code_lens(ls: KitsokiServer, params: types.CodeLensParams):
+        return lenses_impl(ls, params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: KitsokiServer, params: types.HoverParams):
+        return hover_impl(ls, params)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION,
+                    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix]))
+    def code_action(ls: KitsokiServer, params: types.CodeActionParams):
+        return code_actions_impl(ls, params)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: KitsokiServer, params: types.DidSaveTextDocumentParams) -> None:
+        sidecar = ls.sidecar_for(params.text_document.uri)
+        if sidecar is not None:
+            await ls.off_loop(sidecar.kitsoki_files_changed, [to_fs_path(params.text_document.uri)])
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: KitsokiServer, params: types.DidOpenTextDocumentParams) -> None:
+        sidecar = ls.sidecar_for(params.text_document.uri)
+        if sidecar is not None:
+            rel = _rel(sidecar, params.text_document.uri)
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=params.text_document.uri, diagnostics=diagnostics_for(sidecar, rel)))
+
+    @server.feature(P.MINE_STATUS)
+    def mine_status(ls: KitsokiServer, params: Any):
+        return mine_status_impl(ls, params)
+
+    @server.feature(P.MINE_CONTROL)
+    def mine_control(ls: KitsokiServer, params: Any):
+        return mine_control_impl(ls, params)
+
+    @server.feature(P.PROPOSALS)
+    def proposals(ls: KitsokiServer, params: Any):
+        return proposals_impl(ls, params)
+
+    @server.feature(P.PROPOSAL)
+    def proposal(ls: KitsokiServer, params: Any):
+        return proposal_impl(ls, params)
+
+    @server.feature(P.PROPOSAL_CONTENT)
+    def proposal_content(ls: KitsokiServer, params: Any):
+        return proposal_content_impl(ls, params)
+
+    @server.feature(P.ANSWER_QUESTION)
+    async def answer_question(ls: KitsokiServer, params: Any):
+        p = validated(P.AnswerQuestionParams, params, P.ANSWER_QUESTION)
+        _, card = ls.find_card(p.question_id)
+        result = await decide_impl(ls, card.recipe_id, answer_of(p, card))
+        return result.model_dump(mode="json")
+
+    for name, verdict in ((P.CMD_ACCEPT, "accept"), (P.CMD_REFINE, "refine"), (P.CMD_REJECT, "reject")):
+        def make(verdict: str, name: str):
+            async def command(ls: KitsokiServer, *args):
+                return (await decide_impl(ls, _id_arg(args, name), verdict)).model_dump(mode="json")
+            return command
+        server.command(name)(make(verdict, name))
+
+    @server.command(P.CMD_DIFF)
+    def diff(ls: KitsokiServer, *args):
+        sidecar, card = ls.find_card(_id_arg(args, P.CMD_DIFF))
+        return {"id": card.recipe_id, "diff": card.diff}
+
+    @server.command(P.CMD_SHOW)
+    def show_proposals(ls: KitsokiServer, *args):
+        uri = args[0].get("uri") if args and isinstance(args[0], dict) else None
+        return proposals_impl(ls, {"uri": uri} if uri else {})
+
+    for name, action in ((P.CMD_MINE_NOW, "now"), (P.CMD_PAUSE, "pause"), (P.CMD_RESUME, "resume")):
+        def make_control(action: str):
+            def command(ls: KitsokiServer, *args):
+                uri = args[0].get("uri") if args and isinstance(args[0], dict) else None
+                return mine_control_impl(ls, {"action": action, **({"uri": uri} if uri else {})})
+            return command
+        server.command(name)(make_control(action))
+
+    @server.command(P.CMD_PROPOSE)
+    async def propose(ls: KitsokiServer, *args):
+        reports = []
+        for sidecar in ls.sidecars.values():
+            report = await ls.off_loop(sidecar.propose)
+            reports.append(report.model_dump(mode="json") if report else {"error": sidecar.proposer_error})
+        return {"reports": reports}
+
+    return server
+
+
+def start_sidecars(ls: KitsokiServer) -> None:
+    folders = ls.workspace.folders.values() if ls.workspace.folders else []
+    roots = [Path(to_fs_path(f.uri)) for f in folders]
+    if not roots and ls.workspace.root_path:
+        roots = [Path(ls.workspace.root_path)]
+    options = ls.init_options
+    mining = options.get("mining") if isinstance(options.get("mining"), bool) else None
+    dirs = [Path(d) for d in options.get("transcriptDirs", []) if isinstance(d, str)]
+    for root in roots:
+        if not (root / CONFIG_FILE).is_file():
+            continue
+        sidecar = WorkspaceSidecar(root.absolute(), events=make_events(ls), mining=mining, transcript_dirs=dirs,
+                                   watch=options.get("watch", True) is not False)
+        ls.sidecars[sidecar.workspace] = sidecar
+        sidecar.start()
+        ls.soon(ls.window_log_message, types.LogMessageParams(
+            type=types.MessageType.Info, message=f"{SOURCE}: serving {root} ({len(sidecar.cards())} pending)"))
+
+
+def stop_sidecars(ls: KitsokiServer) -> None:
+    for sidecar in ls.sidecars.values():
+        sidecar.stop()
+    ls.work.shutdown(wait=False, cancel_futures=True)
+
+
+def serve(tcp: str | None = None) -> None:
+    server = build_server()
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()

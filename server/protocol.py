@@ -1,0 +1,235 @@
+"""The sidecar's own protocol: `kitsoki/*` requests, notifications and command arguments.
+
+Params arrive as plain JSON and are validated here (pydantic, unknown keys refused), so a bad
+request gets JSON-RPC InvalidParams with a message a person can act on. The whole protocol is
+generated into schemas/protocol.schema.json; the editor clients and the tests use exactly it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from core.mining.passes import PassReport
+from core.sidecar import MineStatus
+
+# -- methods ----------------------------------------------------------------------------------------
+
+MINE_STATUS = "kitsoki/mineStatus"
+MINE_CONTROL = "kitsoki/mineControl"
+PROPOSALS = "kitsoki/proposals"
+PROPOSAL = "kitsoki/proposal"
+PROPOSAL_CONTENT = "kitsoki/proposalContent"
+ANSWER_QUESTION = "kitsoki/answerQuestion"
+PASS_RAN = "kitsoki/passRan"
+PROPOSALS_CHANGED = "kitsoki/proposalsChanged"
+PROPOSAL_DECIDED = "kitsoki/proposalDecided"
+QUESTION = "kitsoki/question"
+
+# workspace/executeCommand
+CMD_ACCEPT = "kitsoki.accept"
+CMD_REFINE = "kitsoki.refine"
+CMD_REJECT = "kitsoki.reject"
+CMD_DIFF = "kitsoki.diff"
+CMD_MINE_NOW = "kitsoki.mineNow"
+CMD_PAUSE = "kitsoki.pause"
+CMD_RESUME = "kitsoki.resume"
+CMD_PROPOSE = "kitsoki.propose"
+CMD_SHOW = "kitsoki.showProposals"
+COMMANDS = (CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW)
+
+QUESTION_HEADER = "Capture as structure?"
+"""kitsoki's TUI card header for a mining proposal (internal/tui/mine_command.go)."""
+ANSWERS = ("accept", "refine", "dismiss")
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- requests ---------------------------------------------------------------------------------------
+
+
+class MineStatusParams(_Params):
+    uri: str | None = None
+    """A workspace folder or a file inside one; all served workspaces when absent."""
+
+
+class MineStatusResult(BaseModel):
+    workspaces: list[MineStatus]
+
+
+class MineControlParams(_Params):
+    action: Literal["pause", "resume", "now", "scope"]
+    dirs: list[str] | None = None
+    """scope: the transcript folders to mine (absolute paths)."""
+    uri: str | None = None
+
+
+class ProposalsParams(_Params):
+    uri: str | None = None
+    """Only proposals that change this file (or, for a folder, that workspace)."""
+
+
+class FileCard(BaseModel):
+    uri: str
+    path: str
+    """Workspace-relative."""
+    line: int
+    """0-based line of the first change in the live file (where the lens goes)."""
+    changed_lines: list[int]
+    """0-based lines the change touches."""
+    added: list[str]
+    created: bool = False
+
+
+class Card(BaseModel):
+    """A proposal as an editor shows it."""
+
+    id: str
+    workspace: str
+    title: str
+    kind: str
+    rung: int
+    target: str
+    priority: float
+    status: str
+    classification: str
+    score: float
+    reason: str
+    failure: str | None = None
+    suggestion_only: bool = False
+    files: list[FileCard] = Field(default_factory=list)
+    question_id: str
+
+
+class ProposalsResult(BaseModel):
+    proposals: list[Card]
+
+
+class ProposalParams(_Params):
+    id: str = Field(min_length=1)
+
+
+class Evidence(BaseModel):
+    sessions: int
+    phrasings: list[tuple[str, int]]
+    action_signature: list[str]
+    cites: list[dict[str, Any]]
+    value: str | None = None
+
+
+class ProposalDetail(Card):
+    diff: str
+    summary_markdown: str
+    evidence: Evidence
+    draft_uris: list[str]
+    """The staged draft files (what refine opens)."""
+
+
+class ProposalContentParams(_Params):
+    id: str = Field(min_length=1)
+    uri: str = Field(min_length=1)
+    """The live file; the result is the staged draft of that file."""
+
+
+class ProposalContentResult(BaseModel):
+    text: str
+
+
+class AnswerQuestionParams(_Params):
+    """kitsoki's answer_question shape: {question_id, answers: {"<question>": "<label>"}}."""
+
+    question_id: str = Field(min_length=1)
+    answers: dict[str, str | list[str]] = Field(min_length=1)
+
+
+class DecisionResult(BaseModel):
+    recipe_id: str
+    verdict: Literal["accept", "refine", "reject"]
+    flows_green: bool
+    reverted: bool
+    failure: str | None
+    draft_uri: str | None = None
+    files: list[str] = Field(default_factory=list)
+    """URIs of the files the verdict touched (accept) or proposes to change."""
+
+
+# -- notifications ---------------------------------------------------------------------------------
+
+
+class PassRanNotification(BaseModel):
+    workspace: str
+    report: PassReport
+    raised: list[str] = Field(default_factory=list)
+    proposer_error: str | None = None
+
+
+class ProposalsChangedNotification(BaseModel):
+    workspace: str
+    uris: list[str]
+    """Files whose proposals changed."""
+    pending: int
+
+
+class ProposalDecidedNotification(DecisionResult):
+    workspace: str
+    title: str = ""
+    gate_summary: str | None = None
+    gate_failures: list[str] = Field(default_factory=list)
+
+
+class QuestionOption(BaseModel):
+    label: str
+    description: str = ""
+
+
+class Question(BaseModel):
+    question: str
+    header: str = QUESTION_HEADER
+    options: list[QuestionOption]
+    multiSelect: bool = False
+
+
+class QuestionNotification(BaseModel):
+    """An operator-question card (kitsoki's AskUserQuestion shape)."""
+
+    question_id: str
+    questions: list[Question]
+
+
+# -- command arguments ---------------------------------------------------------------------------
+
+
+class IdArgs(_Params):
+    id: str = Field(min_length=1)
+
+
+class Protocol(BaseModel):
+    """Every message shape, for the generated schema."""
+
+    mine_status_params: MineStatusParams
+    mine_status_result: MineStatusResult
+    mine_control_params: MineControlParams
+    proposals_params: ProposalsParams
+    proposals_result: ProposalsResult
+    proposal_params: ProposalParams
+    proposal_result: ProposalDetail
+    proposal_content_params: ProposalContentParams
+    proposal_content_result: ProposalContentResult
+    answer_question_params: AnswerQuestionParams
+    decision_result: DecisionResult
+    pass_ran: PassRanNotification
+    proposals_changed: ProposalsChangedNotification
+    proposal_decided: ProposalDecidedNotification
+    question: QuestionNotification
+
+
+def problems(exc: ValidationError, method: str) -> str:
+    """A one-line, actionable InvalidParams message."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "params"
+        parts.append(f"{where}: {error['msg']}")
+    return f"{method}: " + "; ".join(parts)
