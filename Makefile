@@ -23,6 +23,7 @@ bench: venv
 	$(BIN)/python tests/bench/ingest.py
 	$(BIN)/python tests/bench/mining.py
 	$(BIN)/python tests/bench/apply.py
+	$(BIN)/python tests/bench/server.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -95,6 +95,8 @@ class WorkspaceSidecar:
         self.proposer_error: str | None = None
         self.miner: MinerService | None = None
         self._cards = _Cards()
+        self.generation = 0
+        """Counts inbox refreshes that changed something: answers built from the cards keep until it moves."""
         self._cards_lock = threading.Lock()
         self._propose_lock = threading.Lock()
         self._stop = threading.Event()
@@ -208,6 +210,8 @@ class WorkspaceSidecar:
             if signature(old.all) != signature(new.all):
                 changed.add("")  # something changed, even if no file did (a suggestion card)
             self._cards = new
+            if changed:
+                self.generation += 1
         if changed and self.events.proposals_changed is not None:
             self.events.proposals_changed(self.workspace, fresh, changed - {""})
         return changed - {""}

@@ -8,19 +8,16 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-import orjson
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
-from rich.table import Table
+from typing import TYPE_CHECKING
 
-from core.demo import demo_transcripts
-from core.kitsoki.config import CONFIG_FILE, ConfigError, MiningConfig, find_workspace, load_config
-from core.mining.passes import MineResult, run_pass
-from core.mining.service import record_pass, trace_path
-from core.trace import Trace, TraceBusyError
-from core.transcripts.discover import discover
-from core.transcripts.ingest import ScanReport, scan
-from server.cli_proposals import add_commands, run_command
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from core.transcripts.ingest import ScanReport
+
+# The domain is imported inside each command: `kitsoki-miner serve` must answer an editor's
+# `initialize` without first loading what only the other commands use.
 
 PROGRESS_BYTES = 32 * 1024 * 1024
 """Scans smaller than this finish before a progress bar would be worth drawing."""
@@ -39,6 +36,42 @@ def _folder(text: str) -> Path:
     if not path.exists():
         raise argparse.ArgumentTypeError(f"no such file or folder: {text}")
     return path
+
+
+def add_commands(sub, folder_type) -> None:
+    def workspace_arg(p):
+        p.add_argument("--repo", type=folder_type, help="workspace (default: the one holding the current folder)")
+        p.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    propose = sub.add_parser("propose", help="turn the latest recipes into proposals (drafted, validated, staged)",
+                             description="Run the proposer on .artifacts/mining/recipes.json: map each recipe "
+                                         "against what the workspace already models, draft the change, validate "
+                                         "it and stage it under .artifacts/mining/<recipe_id>/. The live tree "
+                                         "is never touched.")
+    workspace_arg(propose)
+    proposals = sub.add_parser("proposals", help="list the proposals waiting for a verdict, with diff and evidence")
+    workspace_arg(proposals)
+    proposals.add_argument("--file", help="only proposals that change this workspace-relative file")
+    for verdict, text in (("accept", "apply a proposal; it is kept only if the flow gate stays green"),
+                          ("refine", "mark a proposal for editing and print the staged draft to edit"),
+                          ("reject", "reject a proposal; its recipe is not raised again")):
+        p = sub.add_parser(verdict, help=text, description=text[0].upper() + text[1:] + ".")
+        p.add_argument("id", help="the proposal's recipe id (or a unique prefix of it)")
+        workspace_arg(p)
+        if verdict == "accept":
+            p.add_argument("--unsaved", action="append", default=[],
+                           help="a workspace-relative file with unsaved editor changes (refused); repeatable")
+    flows = sub.add_parser("flows", help="run the workspace's flow fixtures with the built-in runner",
+                           description="Run kitsoki flow fixtures (each story's flows/*.yaml and ./flows/*.yaml) "
+                                       "with the built-in runner, a documented subset of `kitsoki test flows`. "
+                                       "Exit 0 when every flow passes, 1 when one fails, 2 when none matched.")
+    workspace_arg(flows)
+    flows.add_argument("--flows", dest="glob", help="fixture glob, relative to the workspace")
+    demo = sub.add_parser("demo", help="run the whole loop on the embedded demo workspace",
+                          description="Lay out the embedded release-desk workspace and its transcripts, mine "
+                                      "them, raise proposals and accept two through the flow gate: one that "
+                                      "stays (flows green) and one that is reverted (a flow goes red).")
+    demo.add_argument("--into", type=Path, help="an empty or new folder for the demo (default: a new temp folder)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
+    import orjson
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    from core.demo import demo_transcripts
+    from core.transcripts.discover import discover
+    from core.transcripts.ingest import scan
+
     console = Console(file=err)
     units = discover(args.repo, args.dirs, fmt=args.format)
     source = None
@@ -125,6 +166,8 @@ def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> in
 
 
 def _print_table(report: ScanReport, console: Console) -> None:
+    from rich.table import Table
+
     if not report.sessions:
         console.print("No transcript sessions found.")
         return
@@ -162,6 +205,15 @@ def _short_path(path: str | None) -> str:
 
 
 def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
+    import orjson
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    from core.kitsoki.config import CONFIG_FILE, ConfigError, MiningConfig, find_workspace, load_config
+    from core.mining.passes import MineResult, run_pass
+    from core.mining.service import record_pass, trace_path
+    from core.trace import Trace, TraceBusyError
+
     console = Console(file=err)
     workspace = args.repo or find_workspace(Path.cwd()) or Path.cwd()
     try:
@@ -195,6 +247,8 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
 
 
 def _print_recipes(report, recipes, console: Console) -> None:
+    from rich.table import Table
+
     console.print(f"{report.trigger} pass: {report.sessions} sessions read ({report.bytes_read} bytes), "
                   f"{report.recipes} recipes -> {report.recipes_path}")
     if not recipes:
@@ -230,6 +284,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_mine(args)
     if args.command == "serve":
         return run_serve(args)
+    from server.cli_proposals import run_command
+
     return run_command(args)
 
 

@@ -24,42 +24,6 @@ from core.proposals.settings import SettingsError, configured_drafter
 from core.trace import Trace, TraceBusyError
 
 
-def add_commands(sub, folder_type) -> None:
-    def workspace_arg(p):
-        p.add_argument("--repo", type=folder_type, help="workspace (default: the one holding the current folder)")
-        p.add_argument("--json", action="store_true", help="print JSON instead of text")
-
-    propose = sub.add_parser("propose", help="turn the latest recipes into proposals (drafted, validated, staged)",
-                             description="Run the proposer on .artifacts/mining/recipes.json: map each recipe "
-                                         "against what the workspace already models, draft the change, validate "
-                                         "it and stage it under .artifacts/mining/<recipe_id>/. The live tree "
-                                         "is never touched.")
-    workspace_arg(propose)
-    proposals = sub.add_parser("proposals", help="list the proposals waiting for a verdict, with diff and evidence")
-    workspace_arg(proposals)
-    proposals.add_argument("--file", help="only proposals that change this workspace-relative file")
-    for verdict, text in (("accept", "apply a proposal; it is kept only if the flow gate stays green"),
-                          ("refine", "mark a proposal for editing and print the staged draft to edit"),
-                          ("reject", "reject a proposal; its recipe is not raised again")):
-        p = sub.add_parser(verdict, help=text, description=text[0].upper() + text[1:] + ".")
-        p.add_argument("id", help="the proposal's recipe id (or a unique prefix of it)")
-        workspace_arg(p)
-        if verdict == "accept":
-            p.add_argument("--unsaved", action="append", default=[],
-                           help="a workspace-relative file with unsaved editor changes (refused); repeatable")
-    flows = sub.add_parser("flows", help="run the workspace's flow fixtures with the built-in runner",
-                           description="Run kitsoki flow fixtures (each story's flows/*.yaml and ./flows/*.yaml) "
-                                       "with the built-in runner, a documented subset of `kitsoki test flows`. "
-                                       "Exit 0 when every flow passes, 1 when one fails, 2 when none matched.")
-    workspace_arg(flows)
-    flows.add_argument("--flows", dest="glob", help="fixture glob, relative to the workspace")
-    demo = sub.add_parser("demo", help="run the whole loop on the embedded demo workspace",
-                          description="Lay out the embedded release-desk workspace and its transcripts, mine "
-                                      "them, raise proposals and accept two through the flow gate: one that "
-                                      "stays (flows green) and one that is reverted (a flow goes red).")
-    demo.add_argument("--into", type=Path, help="an empty or new folder for the demo (default: a new temp folder)")
-
-
 def _workspace(args: argparse.Namespace) -> Path:
     workspace = args.repo or find_workspace(Path.cwd())
     if workspace is None or not (Path(workspace) / CONFIG_FILE).exists():

@@ -13,31 +13,52 @@ The `*_impl(ls, params)` functions hold each handler's logic and are unit-tested
 from __future__ import annotations
 
 import asyncio
+import importlib
+import inspect
 import logging
 import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import orjson
 from lsprotocol import types
-from pydantic import BaseModel, ValidationError
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import default_converter
+from pygls.protocol import LanguageServerProtocol, default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.uris import from_fs_path, to_fs_path
 
-from core.kitsoki.config import CONFIG_FILE
-from core.locks import WorkspaceBusy
-from core.mining.passes import PassReport
-from core.proposals.decide import Decision, DecisionRefused
-from core.proposals.model import Proposal
-from core.proposals.proposer import ProposerReport
-from core.proposals.staging import stage_dir
-from core.sidecar import SidecarEvents, WorkspaceSidecar
-from server import protocol as P
+from server import methods as M
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from core.mining.passes import PassReport
+    from core.proposals.decide import Decision
+    from core.proposals.model import Proposal
+    from core.proposals.proposer import ProposerReport
+    from core.sidecar import SidecarEvents, WorkspaceSidecar
+
+
+class _Lazy:
+    """A module imported on first use: the server answers `initialize` before the domain (about
+    0.4 s of imports) is loaded, which happens off the event loop right after."""
+
+    def __init__(self, name: str) -> None:
+        self._name, self._module = name, None
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._module is None:
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
+
+
+P = _Lazy("server.protocol")
+_core = {name: _Lazy(name) for name in ("core.sidecar", "core.proposals.decide", "core.proposals.staging",
+                                         "core.locks")}
 
 log = logging.getLogger("kitsoki_miner.server")
 
@@ -58,15 +79,67 @@ def _plain_params_converter():
     return converter
 
 
+class KitsokiProtocol(LanguageServerProtocol):
+    """Results and notifications we build as plain JSON data go out as they are: cattrs walking
+    a 500-card answer element by element costs more than everything else in the request."""
+
+    @staticmethod
+    def _plain(data: Any) -> dict | None:
+        result = getattr(data, "result", None)
+        if isinstance(result, PlainJSON) and getattr(data, "error", None) is None:
+            return {"jsonrpc": data.jsonrpc, "id": data.id, "result": result.value}
+        params = getattr(data, "params", None)
+        if isinstance(params, PlainJSON):
+            return {"jsonrpc": data.jsonrpc, "method": data.method, "params": params.value}
+        return None
+
+    def _serialize_message(self, data: Any) -> Any:
+        plain = self._plain(data)
+        return plain if plain is not None else super()._serialize_message(data)
+
+    def _send_data(self, data: Any) -> None:
+        plain = self._plain(data)
+        if plain is None or self.writer is None:
+            return super()._send_data(data)
+        body = orjson.dumps(plain)  # several times faster than json for the big answers
+        result = self.writer.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        if inspect.isawaitable(result):
+            asyncio.ensure_future(result)
+
+
+class PlainJSON:
+    """Wraps data that is already JSON (dicts, lists, strings, numbers) for KitsokiProtocol."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 class KitsokiServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(SOURCE, VERSION, converter_factory=_plain_params_converter, max_workers=4)
+        super().__init__(SOURCE, VERSION, converter_factory=_plain_params_converter, max_workers=4,
+                         protocol_cls=KitsokiProtocol)
         self.sidecars: dict[Path, WorkspaceSidecar] = {}
         self.work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kitsoki-work")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.init_options: dict[str, Any] = {}
         self.published: set[str] = set()
         self._pass_tokens: dict[Path, tuple[str, float]] = {}
+        self._answers: dict[tuple, tuple[object, Any]] = {}
+
+    def cached(self, sidecar: WorkspaceSidecar, key: tuple, compute: Callable[[], Any]) -> Any:
+        """An answer computed from the sidecar's inbox, reused until the inbox is refreshed (so a
+        client asking for lenses on every keystroke costs a dictionary lookup)."""
+        generation = sidecar.generation
+        hit = self._answers.get(key)
+        if hit is not None and hit[0] == generation:
+            return hit[1]
+        value = compute()
+        if len(self._answers) > 1024:
+            self._answers.clear()
+        self._answers[key] = (generation, value)
+        return value
 
     def report_server_error(self, error: Exception, source) -> None:
         # Quietly: a log message, not a pop-up, for errors outside a request.
@@ -86,7 +159,7 @@ class KitsokiServer(LanguageServer):
             loop.call_soon_threadsafe(fn, *args)
 
     def notify(self, method: str, payload: BaseModel) -> None:
-        self.soon(self.protocol.notify, method, payload.model_dump(mode="json"))
+        self.soon(self.protocol.notify, method, PlainJSON(payload.model_dump(mode="json")))
 
     async def off_loop(self, fn: Callable, *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self.work, fn, *args)
@@ -131,6 +204,8 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def validated(model: type[BaseModel], params: Any, method: str) -> Any:
+    from pydantic import ValidationError
+
     if params is None:
         params = {}
     if not isinstance(params, dict):
@@ -170,7 +245,7 @@ def detail_of(workspace: Path, proposal: Proposal) -> P.ProposalDetail:
         evidence=P.Evidence(sessions=evidence.sessions, phrasings=evidence.phrasings,
                             action_signature=evidence.action_signature,
                             cites=[c.model_dump(mode="json") for c in evidence.cites], value=evidence.value),
-        draft_uris=[uri_of(stage_dir(workspace, proposal.recipe_id), c.path) for c in proposal.files])
+        draft_uris=[uri_of(_core['core.proposals.staging'].stage_dir(workspace, proposal.recipe_id), c.path) for c in proposal.files])
 
 
 def question_of(proposal: Proposal) -> P.QuestionNotification:
@@ -196,24 +271,24 @@ def lenses_impl(ls: KitsokiServer, params: types.CodeLensParams) -> list[types.C
         return []
     lenses = [types.CodeLens(range=_range(0), command=types.Command(
         title=f"kitsoki-miner: {len(cards)} proposal{'s' if len(cards) != 1 else ''} for this file",
-        command=P.CMD_SHOW, arguments=[{"uri": params.text_document.uri}]))]
+        command=M.CMD_SHOW, arguments=[{"uri": params.text_document.uri}]))]
     for card in cards:
         change = next(c for c in card.files if c.path == rel)
         line = max(min(change.changed_lines or [1]) - 1, 0)
         arg = [{"id": card.recipe_id}]
         if card.status == "stale":
             lenses.append(types.CodeLens(range=_range(line), command=types.Command(
-                title=f"Stale: {card.title} (the file changed; re-drafting)", command=P.CMD_PROPOSE, arguments=arg)))
+                title=f"Stale: {card.title} (the file changed; re-drafting)", command=M.CMD_PROPOSE, arguments=arg)))
             continue
         accept = "Accept again" if card.status == "held" else "Accept"
         lenses += [
             types.CodeLens(range=_range(line), command=types.Command(
-                title=f"{accept}: {card.title} (runs flows)", command=P.CMD_ACCEPT, arguments=arg)),
-            types.CodeLens(range=_range(line), command=types.Command(title="Refine", command=P.CMD_REFINE,
+                title=f"{accept}: {card.title} (runs flows)", command=M.CMD_ACCEPT, arguments=arg)),
+            types.CodeLens(range=_range(line), command=types.Command(title="Refine", command=M.CMD_REFINE,
                                                                      arguments=arg)),
-            types.CodeLens(range=_range(line), command=types.Command(title="Reject", command=P.CMD_REJECT,
+            types.CodeLens(range=_range(line), command=types.Command(title="Reject", command=M.CMD_REJECT,
                                                                      arguments=arg)),
-            types.CodeLens(range=_range(line), command=types.Command(title="Diff", command=P.CMD_DIFF,
+            types.CodeLens(range=_range(line), command=types.Command(title="Diff", command=M.CMD_DIFF,
                                                                      arguments=[{"id": card.recipe_id,
                                                                                  "uri": params.text_document.uri}])),
         ]
@@ -296,9 +371,9 @@ def code_actions_impl(ls: KitsokiServer, params: types.CodeActionParams) -> list
         actions.append(types.CodeAction(title=f"Accept proposal (runs flows): {card.title}",
                                         kind=types.CodeActionKind.QuickFix,
                                         command=types.Command(title="Accept proposal (runs flows)",
-                                                              command=P.CMD_ACCEPT, arguments=arg)))
+                                                              command=M.CMD_ACCEPT, arguments=arg)))
         actions.append(types.CodeAction(title=f"Reject proposal: {card.title}", kind=types.CodeActionKind.QuickFix,
-                                        command=types.Command(title="Reject proposal", command=P.CMD_REJECT,
+                                        command=types.Command(title="Reject proposal", command=M.CMD_REJECT,
                                                               arguments=arg)))
     return actions
 
@@ -307,46 +382,47 @@ def code_actions_impl(ls: KitsokiServer, params: types.CodeActionParams) -> list
 
 
 def mine_status_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.MineStatusParams, params, P.MINE_STATUS)
+    p = validated(P.MineStatusParams, params, M.MINE_STATUS)
     return P.MineStatusResult(workspaces=[s.status() for s in ls.sidecars_for(p.uri)]).model_dump(mode="json")
 
 
 def mine_control_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.MineControlParams, params, P.MINE_CONTROL)
+    p = validated(P.MineControlParams, params, M.MINE_CONTROL)
     out = []
     for sidecar in ls.sidecars_for(p.uri):
         try:
             out.append(sidecar.control(p.action, [Path(d) for d in p.dirs] if p.dirs else None))
         except ValueError as exc:
-            raise JsonRpcInvalidParams(f"{P.MINE_CONTROL}: {exc}") from None
+            raise JsonRpcInvalidParams(f"{M.MINE_CONTROL}: {exc}") from None
     return P.MineStatusResult(workspaces=out).model_dump(mode="json")
 
 
 def proposals_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.ProposalsParams, params, P.PROPOSALS)
-    cards = []
+    p = validated(P.ProposalsParams, params, M.PROPOSALS)
+    cards: list[dict] = []
     for sidecar in ls.sidecars_for(p.uri):
         rel = None
         if p.uri is not None and Path(to_fs_path(p.uri) if "://" in p.uri else p.uri).absolute() != sidecar.workspace:
             rel = _rel(sidecar, p.uri)
-        cards += [card_of(sidecar.workspace, c) for c in sidecar.cards(rel)]
-    return P.ProposalsResult(proposals=cards).model_dump(mode="json")
+        cards += ls.cached(sidecar, ("cards", rel), lambda s=sidecar, r=rel: [
+            card_of(s.workspace, c).model_dump(mode="json") for c in s.cards(r)])
+    return {"proposals": cards}
 
 
 def proposal_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.ProposalParams, params, P.PROPOSAL)
+    p = validated(P.ProposalParams, params, M.PROPOSAL)
     sidecar, card = ls.find_card(p.id)
     return detail_of(sidecar.workspace, card).model_dump(mode="json")
 
 
 def proposal_content_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.ProposalContentParams, params, P.PROPOSAL_CONTENT)
+    p = validated(P.ProposalContentParams, params, M.PROPOSAL_CONTENT)
     sidecar, card = ls.find_card(p.id)
     rel = _rel(sidecar, p.uri)
     if rel not in {c.path for c in card.files}:
-        raise JsonRpcInvalidParams(f"{P.PROPOSAL_CONTENT}: proposal {p.id} does not change {rel}")
+        raise JsonRpcInvalidParams(f"{M.PROPOSAL_CONTENT}: proposal {p.id} does not change {rel}")
     try:
-        text = (stage_dir(sidecar.workspace, card.recipe_id) / rel).read_text(encoding="utf-8")
+        text = (_core['core.proposals.staging'].stage_dir(sidecar.workspace, card.recipe_id) / rel).read_text(encoding="utf-8")
     except OSError as exc:
         raise JsonRpcInternalError(f"the staged draft of {p.id} is missing: {exc}") from None
     return P.ProposalContentResult(text=text).model_dump(mode="json")
@@ -359,8 +435,8 @@ def answer_of(params: P.AnswerQuestionParams, card: Proposal) -> str:
     value = answers.get(card.title, next(iter(answers.values())) if len(answers) == 1 else None)
     if isinstance(value, list):
         value = value[0] if len(value) == 1 else None
-    if value not in P.ANSWERS and value != "reject":
-        raise JsonRpcInvalidParams(f'{P.ANSWER_QUESTION}: answers["{card.title}"] must be one of accept, refine, '
+    if value not in M.ANSWERS and value != "reject":
+        raise JsonRpcInvalidParams(f'{M.ANSWER_QUESTION}: answers["{card.title}"] must be one of accept, refine, '
                                    f"reject or dismiss, got {value!r}")
     return value
 
@@ -407,10 +483,10 @@ async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.Deci
     try:
         decision: Decision = await ls.off_loop(lambda: sidecar.decide(card.recipe_id, verdict, unsaved=unsaved,
                                                                       hook=hook))
-    except DecisionRefused as exc:
+    except _core['core.proposals.decide'].DecisionRefused as exc:
         _end_progress(ls, token, f"refused: {exc}")
         raise JsonRpcInvalidParams(f"refused: {exc}") from None
-    except WorkspaceBusy as exc:
+    except _core['core.locks'].WorkspaceBusy as exc:
         _end_progress(ls, token, str(exc))
         raise JsonRpcInternalError(str(exc)) from None
     result = _decision_result(sidecar, decision)
@@ -511,7 +587,7 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
         if entry is not None:
             _end_progress(ls, entry[0], f"{report.sessions} sessions, {report.recipes} recipes")
         sidecar = ls.sidecars.get(workspace)
-        ls.notify(P.PASS_RAN, P.PassRanNotification(
+        ls.notify(M.PASS_RAN, P.PassRanNotification(
             workspace=from_fs_path(str(workspace)) or str(workspace), report=report,
             raised=proposer.raised if proposer else [], proposer_error=sidecar.proposer_error if sidecar else None))
 
@@ -523,7 +599,7 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
         for rel in paths:
             ls.soon(ls.text_document_publish_diagnostics,
                     types.PublishDiagnosticsParams(uri=uri_of(workspace, rel), diagnostics=diagnostics_for(sidecar, rel)))
-        ls.notify(P.PROPOSALS_CHANGED, P.ProposalsChangedNotification(
+        ls.notify(M.PROPOSALS_CHANGED, P.ProposalsChangedNotification(
             workspace=from_fs_path(str(workspace)) or str(workspace), uris=uris, pending=len(cards)))
         caps = ls.client_capabilities.workspace
         if caps is not None and caps.code_lens is not None and caps.code_lens.refresh_support:
@@ -531,16 +607,16 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
 
     def decided(workspace: Path, decision: Decision) -> None:
         sidecar = ls.sidecars.get(workspace)
-        ls.notify(P.PROPOSAL_DECIDED, P.ProposalDecidedNotification(
+        ls.notify(M.PROPOSAL_DECIDED, P.ProposalDecidedNotification(
             **_decision_result(sidecar, decision).model_dump(), workspace=from_fs_path(str(workspace)) or "",
             gate_summary=decision.gate.summary if decision.gate else None,
             gate_failures=decision.gate.failures[:20] if decision.gate else []))
 
     def raised(workspace: Path, cards: list[Proposal]) -> None:
         for card in cards:
-            ls.notify(P.QUESTION, question_of(card))
+            ls.notify(M.QUESTION, question_of(card))
 
-    return SidecarEvents(pass_started=started, pass_progress=progress, pass_ran=ran, proposals_changed=changed,
+    return _core['core.sidecar'].SidecarEvents(pass_started=started, pass_progress=progress, pass_ran=ran, proposals_changed=changed,
                          decided=decided, raised=raised)
 
 
@@ -569,7 +645,11 @@ def build_server() -> KitsokiServer:
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     def code_lens(ls: KitsokiServer, params: types.CodeLensParams):
-        return lenses_impl(ls, params)
+        sidecar = ls.sidecar_for(params.text_document.uri)
+        if sidecar is None:
+            return []
+        return PlainJSON(ls.cached(sidecar, ("lens", params.text_document.uri),
+                                   lambda: ls.protocol._converter.unstructure(lenses_impl(ls, params))))
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: KitsokiServer, params: types.HoverParams):
@@ -594,51 +674,51 @@ def build_server() -> KitsokiServer:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
                 uri=params.text_document.uri, diagnostics=diagnostics_for(sidecar, rel)))
 
-    @server.feature(P.MINE_STATUS)
+    @server.feature(M.MINE_STATUS)
     def mine_status(ls: KitsokiServer, params: Any):
-        return mine_status_impl(ls, params)
+        return PlainJSON(mine_status_impl(ls, params))
 
-    @server.feature(P.MINE_CONTROL)
+    @server.feature(M.MINE_CONTROL)
     def mine_control(ls: KitsokiServer, params: Any):
-        return mine_control_impl(ls, params)
+        return PlainJSON(mine_control_impl(ls, params))
 
-    @server.feature(P.PROPOSALS)
+    @server.feature(M.PROPOSALS)
     def proposals(ls: KitsokiServer, params: Any):
-        return proposals_impl(ls, params)
+        return PlainJSON(proposals_impl(ls, params))
 
-    @server.feature(P.PROPOSAL)
+    @server.feature(M.PROPOSAL)
     def proposal(ls: KitsokiServer, params: Any):
-        return proposal_impl(ls, params)
+        return PlainJSON(proposal_impl(ls, params))
 
-    @server.feature(P.PROPOSAL_CONTENT)
+    @server.feature(M.PROPOSAL_CONTENT)
     def proposal_content(ls: KitsokiServer, params: Any):
-        return proposal_content_impl(ls, params)
+        return PlainJSON(proposal_content_impl(ls, params))
 
-    @server.feature(P.ANSWER_QUESTION)
+    @server.feature(M.ANSWER_QUESTION)
     async def answer_question(ls: KitsokiServer, params: Any):
-        p = validated(P.AnswerQuestionParams, params, P.ANSWER_QUESTION)
+        p = validated(P.AnswerQuestionParams, params, M.ANSWER_QUESTION)
         _, card = ls.find_card(p.question_id)
         result = await decide_impl(ls, card.recipe_id, answer_of(p, card))
         return result.model_dump(mode="json")
 
-    for name, verdict in ((P.CMD_ACCEPT, "accept"), (P.CMD_REFINE, "refine"), (P.CMD_REJECT, "reject")):
+    for name, verdict in ((M.CMD_ACCEPT, "accept"), (M.CMD_REFINE, "refine"), (M.CMD_REJECT, "reject")):
         def make(verdict: str, name: str):
             async def command(ls: KitsokiServer, *args):
                 return (await decide_impl(ls, _id_arg(args, name), verdict)).model_dump(mode="json")
             return command
         server.command(name)(make(verdict, name))
 
-    @server.command(P.CMD_DIFF)
+    @server.command(M.CMD_DIFF)
     def diff(ls: KitsokiServer, *args):
-        sidecar, card = ls.find_card(_id_arg(args, P.CMD_DIFF))
+        sidecar, card = ls.find_card(_id_arg(args, M.CMD_DIFF))
         return {"id": card.recipe_id, "diff": card.diff}
 
-    @server.command(P.CMD_SHOW)
+    @server.command(M.CMD_SHOW)
     def show_proposals(ls: KitsokiServer, *args):
         uri = args[0].get("uri") if args and isinstance(args[0], dict) else None
         return proposals_impl(ls, {"uri": uri} if uri else {})
 
-    for name, action in ((P.CMD_MINE_NOW, "now"), (P.CMD_PAUSE, "pause"), (P.CMD_RESUME, "resume")):
+    for name, action in ((M.CMD_MINE_NOW, "now"), (M.CMD_PAUSE, "pause"), (M.CMD_RESUME, "resume")):
         def make_control(action: str):
             def command(ls: KitsokiServer, *args):
                 uri = args[0].get("uri") if args and isinstance(args[0], dict) else None
@@ -646,7 +726,7 @@ def build_server() -> KitsokiServer:
             return command
         server.command(name)(make_control(action))
 
-    @server.command(P.CMD_PROPOSE)
+    @server.command(M.CMD_PROPOSE)
     async def propose(ls: KitsokiServer, *args):
         reports = []
         for sidecar in ls.sidecars.values():
@@ -666,9 +746,9 @@ def start_sidecars(ls: KitsokiServer) -> None:
     mining = options.get("mining") if isinstance(options.get("mining"), bool) else None
     dirs = [Path(d) for d in options.get("transcriptDirs", []) if isinstance(d, str)]
     for root in roots:
-        if not (root / CONFIG_FILE).is_file():
+        if not (root / ".kitsoki.yaml").is_file():
             continue
-        sidecar = WorkspaceSidecar(root.absolute(), events=make_events(ls), mining=mining, transcript_dirs=dirs,
+        sidecar = _core['core.sidecar'].WorkspaceSidecar(root.absolute(), events=make_events(ls), mining=mining, transcript_dirs=dirs,
                                    watch=options.get("watch", True) is not False)
         ls.sidecars[sidecar.workspace] = sidecar
         sidecar.start()

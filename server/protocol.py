@@ -14,34 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.mining.passes import PassReport
 from core.sidecar import MineStatus
 
-# -- methods ----------------------------------------------------------------------------------------
-
-MINE_STATUS = "kitsoki/mineStatus"
-MINE_CONTROL = "kitsoki/mineControl"
-PROPOSALS = "kitsoki/proposals"
-PROPOSAL = "kitsoki/proposal"
-PROPOSAL_CONTENT = "kitsoki/proposalContent"
-ANSWER_QUESTION = "kitsoki/answerQuestion"
-PASS_RAN = "kitsoki/passRan"
-PROPOSALS_CHANGED = "kitsoki/proposalsChanged"
-PROPOSAL_DECIDED = "kitsoki/proposalDecided"
-QUESTION = "kitsoki/question"
-
-# workspace/executeCommand
-CMD_ACCEPT = "kitsoki.accept"
-CMD_REFINE = "kitsoki.refine"
-CMD_REJECT = "kitsoki.reject"
-CMD_DIFF = "kitsoki.diff"
-CMD_MINE_NOW = "kitsoki.mineNow"
-CMD_PAUSE = "kitsoki.pause"
-CMD_RESUME = "kitsoki.resume"
-CMD_PROPOSE = "kitsoki.propose"
-CMD_SHOW = "kitsoki.showProposals"
-COMMANDS = (CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW)
-
-QUESTION_HEADER = "Capture as structure?"
-"""kitsoki's TUI card header for a mining proposal (internal/tui/mine_command.go)."""
-ANSWERS = ("accept", "refine", "dismiss")
+from server.methods import *  # noqa: F403 - the names are part of the protocol module
+from server.methods import QUESTION_HEADER
 
 
 class _Params(BaseModel):
