@@ -1,0 +1,109 @@
+"""The server's `*_impl` handlers without a client (ruff-lsp style): a real sidecar on a proposed
+demo workspace, a KitsokiServer that is never started, lsprotocol params in, answers out."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from core.demo.walkthrough import lay_out
+from core.mining.passes import run_pass
+from core.proposals.proposer import run_proposer
+from core.sidecar import SidecarEvents, WorkspaceSidecar
+from server.lsp import (
+    KitsokiServer,
+    answer_of,
+    code_actions_impl,
+    diagnostics_for,
+    hover_impl,
+    lenses_impl,
+    mine_control_impl,
+    mine_status_impl,
+    proposal_impl,
+    proposals_impl,
+)
+from server.protocol import AnswerQuestionParams
+
+
+@pytest.fixture
+def served(tmp_path):
+    _, ws, transcripts = lay_out(tmp_path / "demo")
+    _, recipes = run_pass(ws, repo=ws, dirs=[transcripts], trigger="seed", workers=1)
+    run_proposer(ws, recipes)
+    changes = []
+    sidecar = WorkspaceSidecar(ws, watch=False, mining=False,
+                               events=SidecarEvents(proposals_changed=lambda w, cards, paths: changes.append(paths)))
+    sidecar.start()
+    server = KitsokiServer()
+    server.sidecars[sidecar.workspace] = sidecar
+    yield server, sidecar, ws, changes
+    sidecar.stop()
+
+
+def doc(path) -> types.TextDocumentIdentifier:
+    return types.TextDocumentIdentifier(uri=path.as_uri())
+
+
+def test_lenses_sit_on_the_first_changed_line_with_a_summary_on_top(served):
+    server, sidecar, ws, _ = served
+    lenses = lenses_impl(server, types.CodeLensParams(text_document=doc(ws / ".kitsoki.yaml")))
+    assert lenses[0].range.start.line == 0 and lenses[0].command.title == "kitsoki-miner: 2 proposals for this file"
+    text = (ws / ".kitsoki.yaml").read_text().splitlines()
+    per_proposal = [lens for lens in lenses[1:] if lens.command.command == "kitsoki.accept"]
+    assert len(per_proposal) == 2
+    for lens in per_proposal:
+        assert "# we release from main" in text[lens.range.start.line]
+    assert lenses_impl(server, types.CodeLensParams(text_document=doc(ws / "README.md"))) == []
+
+
+def test_diagnostics_hover_and_actions_cover_the_changed_lines(served):
+    server, sidecar, ws, _ = served
+    [diagnostic] = diagnostics_for(sidecar, "stories/release-desk/app.yaml")
+    assert diagnostic.code == "intent" and diagnostic.severity == types.DiagnosticSeverity.Information
+    line = diagnostic.range.start.line
+    hover = hover_impl(server, types.HoverParams(text_document=doc(ws / "stories/release-desk/app.yaml"),
+                                                 position=types.Position(line=line, character=0)))
+    assert "take the build live" in hover.contents.value
+    actions = code_actions_impl(server, types.CodeActionParams(
+        text_document=doc(ws / "stories/release-desk/app.yaml"),
+        range=types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)),
+        context=types.CodeActionContext(diagnostics=[])))
+    assert [a.command.command for a in actions] == ["kitsoki.accept", "kitsoki.reject"]
+
+
+def test_requests_validate_their_params(served):
+    server, sidecar, ws, _ = served
+    assert mine_status_impl(server, {})["workspaces"][0]["pending"] == 3
+    assert len(proposals_impl(server, {"uri": (ws / ".kitsoki.yaml").as_uri()})["proposals"]) == 2
+    with pytest.raises(JsonRpcInvalidParams, match="action"):
+        mine_control_impl(server, {"action": "later"})
+    with pytest.raises(JsonRpcInvalidParams, match="mining is not available|not a folder"):
+        mine_control_impl(server, {"action": "scope", "dirs": [str(ws / "nope")]})
+    with pytest.raises(JsonRpcInvalidParams, match="params must be a JSON object"):
+        proposals_impl(server, [1, 2])
+    with pytest.raises(JsonRpcInvalidParams, match="in no served kitsoki workspace"):
+        proposals_impl(server, {"uri": "file:///elsewhere/x.yaml"})
+    with pytest.raises(JsonRpcInvalidParams, match="no open proposal"):
+        proposal_impl(server, {"id": "missing"})
+
+
+def test_answers_take_kitsokis_shape_and_dismiss(served):
+    server, sidecar, ws, _ = served
+    card = sidecar.cards()[0]
+    assert answer_of(AnswerQuestionParams(question_id=card.recipe_id, answers={card.title: "dismiss"}), card) == "dismiss"
+    assert answer_of(AnswerQuestionParams(question_id=card.recipe_id, answers={"anything": ["accept"]}), card) == "accept"
+    with pytest.raises(JsonRpcInvalidParams, match="must be one of accept, refine, reject or dismiss"):
+        answer_of(AnswerQuestionParams(question_id=card.recipe_id, answers={card.title: "maybe"}), card)
+
+
+def test_a_changed_target_marks_its_proposal_stale_and_redrafts_it(served):
+    server, sidecar, ws, changes = served
+    config = ws / ".kitsoki.yaml"
+    config.write_text(config.read_text() + "# edited by hand\n")
+    sidecar.kitsoki_files_changed([str(config)])
+    assert {".kitsoki.yaml"} <= set().union(*changes)
+    cards = {c.kind: c for c in sidecar.cards(".kitsoki.yaml")}
+    assert {c.status for c in cards.values()} == {"pending"}, "re-drafted against the new bytes"
+    assert all("# edited by hand" in (ws / ".artifacts/mining" / c.recipe_id / ".kitsoki.yaml").read_text()
+               for c in cards.values())
