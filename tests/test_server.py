@@ -225,3 +225,22 @@ async def test_status_is_answered_while_a_slow_pass_runs(client: LanguageClient,
         await asyncio.sleep(0.02)
     assert seen_running, "the status was answered while the pass ran"
     assert slowest < 2.0, f"a status request took {slowest:.2f} s during a pass"
+
+
+async def test_an_accept_over_unsaved_editor_changes_is_refused(client: LanguageClient):
+    ws: Path = client.ws
+    await wait_for(lambda: client.kitsoki.get("kitsoki/passRan"), what="kitsoki/passRan")
+    config = ws / ".kitsoki.yaml"
+    before = config.read_bytes()
+    world = next(c for c in (await request(client, "kitsoki/proposals", {}))["proposals"] if c["kind"] == "world")
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=config.as_uri(), language_id="yaml", version=1, text=before.decode() + "# typed, not saved\n")))
+    with pytest.raises(JsonRpcException, match="unsaved edits"):
+        await command(client, "kitsoki.accept", {"id": world["id"]})
+    assert config.read_bytes() == before
+    # Saved (the editor's text is now what is on disk): the accept goes through.
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=config.as_uri(), version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=before.decode())]))
+    result = await command(client, "kitsoki.accept", {"id": world["id"]})
+    assert result["flows_green"] is True
