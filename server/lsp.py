@@ -663,8 +663,10 @@ def build_server() -> KitsokiServer:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def did_save(ls: KitsokiServer, params: types.DidSaveTextDocumentParams) -> None:
         sidecar = ls.sidecar_for(params.text_document.uri)
-        if sidecar is not None:
-            await ls.off_loop(sidecar.kitsoki_files_changed, [to_fs_path(params.text_document.uri)])
+        path = to_fs_path(params.text_document.uri)
+        # A staged draft being refined lives under .artifacts/: saving it changes no live target.
+        if sidecar is not None and path and ".artifacts" not in Path(path).parts:
+            await ls.off_loop(sidecar.kitsoki_files_changed, [path])
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: KitsokiServer, params: types.DidOpenTextDocumentParams) -> None:

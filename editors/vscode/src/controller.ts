@@ -1,0 +1,530 @@
+/**
+ * The VS Code side: status bar, commands, quick picks, the proposal diff, decorations, messages.
+ * It talks to the server only through `Rpc` (the language client), so tests drive it with a fake.
+ * Every verdict goes to the server (`workspace/executeCommand` or `kitsoki/answerQuestion`): the
+ * editor never applies a proposal as a text edit.
+ */
+
+import * as vscode from 'vscode';
+
+import { CLIENT_COMMANDS } from './clientCommands';
+import { decorationsFor } from './decorations';
+import {
+  actionItems,
+  answersOf,
+  cardItem,
+  decisionMessage,
+  errorText,
+  type Message,
+  optionItems,
+  questionItem,
+} from './messages';
+import * as P from './protocol';
+import { parseProposalUri, PROPOSAL_SCHEME, proposalUriParts, sameFile } from './proposalUri';
+import { ClientState } from './state';
+import { statusView } from './status';
+
+export const EXECUTE_COMMAND = 'workspace/executeCommand';
+
+/** The part of vscode-languageclient's LanguageClient this uses. */
+export interface Rpc {
+  sendRequest<R>(method: string, params: unknown): Promise<R>;
+  onNotification(method: string, handler: (params: any) => void): { dispose(): void };
+}
+
+type Next = (command: string, args: any[]) => vscode.ProviderResult<any>;
+
+type Verdict = typeof P.CMD_ACCEPT | typeof P.CMD_REFINE | typeof P.CMD_REJECT;
+
+function idOf(arg: unknown): string | undefined {
+  if (typeof arg === 'string' && arg) {
+    return arg;
+  }
+  if (typeof arg === 'object' && arg !== null && typeof (arg as { id?: unknown }).id === 'string') {
+    return (arg as { id: string }).id || undefined;
+  }
+  return undefined;
+}
+
+function uriOf(arg: unknown): string | undefined {
+  if (typeof arg === 'object' && arg !== null && typeof (arg as { uri?: unknown }).uri === 'string') {
+    return (arg as { uri: string }).uri;
+  }
+  return undefined;
+}
+
+export class Controller implements vscode.Disposable {
+  readonly state = new ClientState();
+  readonly status: vscode.StatusBarItem;
+  readonly lineDecoration: vscode.TextEditorDecorationType;
+  readonly noteDecoration: vscode.TextEditorDecorationType;
+  private rpc: Rpc | undefined;
+  private readonly contentChanged = new vscode.EventEmitter<vscode.Uri>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private refreshing: Promise<void> | undefined;
+  private refreshAgain = false;
+  private asking = false;
+
+  /** vscode-languageclient's middleware: the lenses' server commands land here first. */
+  readonly middleware = {
+    executeCommand: (command: string, args: any[], next: Next): vscode.ProviderResult<any> =>
+      this.executeCommand(command, args, next),
+  };
+
+  constructor(readonly output: vscode.OutputChannel) {
+    this.status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+    this.status.name = 'kitsoki-miner proposals';
+    this.lineDecoration = vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      backgroundColor: new vscode.ThemeColor('diffEditor.insertedLineBackground'),
+      overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.addedForeground'),
+      overviewRulerLane: vscode.OverviewRulerLane.Left,
+    });
+    this.noteDecoration = vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      after: {
+        color: new vscode.ThemeColor('editorCodeLens.foreground'),
+        fontStyle: 'italic',
+        margin: '0 0 0 2em',
+      },
+    });
+    const commands: [string, (...args: any[]) => unknown][] = [
+      [CLIENT_COMMANDS.showProposals, (arg?: unknown) => this.showProposals(uriOf(arg))],
+      [CLIENT_COMMANDS.answerQuestion, (arg?: unknown) => this.answerQuestion(idOf(arg))],
+      [CLIENT_COMMANDS.accept, (arg?: unknown) => this.verdict(P.CMD_ACCEPT, arg)],
+      [CLIENT_COMMANDS.refine, (arg?: unknown) => this.verdict(P.CMD_REFINE, arg)],
+      [CLIENT_COMMANDS.reject, (arg?: unknown) => this.verdict(P.CMD_REJECT, arg)],
+      [CLIENT_COMMANDS.showDiff, (arg?: unknown) => this.showDiff(arg)],
+      [CLIENT_COMMANDS.mineNow, () => this.mineControl('now')],
+      [CLIENT_COMMANDS.pause, () => this.mineControl('pause')],
+      [CLIENT_COMMANDS.resume, () => this.mineControl('resume')],
+    ];
+    this.disposables.push(
+      this.status,
+      this.lineDecoration,
+      this.noteDecoration,
+      this.contentChanged,
+      vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, {
+        onDidChange: this.contentChanged.event,
+        provideTextDocumentContent: (uri) => this.proposalContent(uri),
+      }),
+      vscode.window.onDidChangeVisibleTextEditors(() => this.renderDecorations()),
+      ...commands.map(([name, run]) => vscode.commands.registerCommand(name, run)),
+    );
+    this.renderStatus();
+    this.status.show();
+  }
+
+  /** Listen to the server's notifications (before the client starts: they are queued). */
+  attach(rpc: Rpc): void {
+    this.rpc = rpc;
+    this.disposables.push(
+      rpc.onNotification(P.PASS_RAN, (note: P.PassRanNotification) => this.onPassRan(note)),
+      rpc.onNotification(P.PROPOSALS_CHANGED, (note: P.ProposalsChangedNotification) =>
+        this.onProposalsChanged(note),
+      ),
+      rpc.onNotification(P.PROPOSAL_DECIDED, (note: P.ProposalDecidedNotification) => this.onDecided(note)),
+      rpc.onNotification(P.QUESTION, (note: P.QuestionNotification) => this.onQuestion(note)),
+    );
+  }
+
+  dispose(): void {
+    for (const disposable of this.disposables.splice(0)) {
+      disposable.dispose();
+    }
+  }
+
+  // -- talking to the server ----------------------------------------------------------------------
+
+  private request<M extends P.RequestMethod>(method: M, params: P.RequestMap[M]['params']): Promise<P.RequestMap[M]['result']> {
+    if (this.rpc === undefined) {
+      return Promise.reject(new Error('the kitsoki-miner server is not running'));
+    }
+    return this.rpc.sendRequest<P.RequestMap[M]['result']>(method, params);
+  }
+
+  /** A server command; a refusal or failure is shown as it came, and yields undefined. */
+  async serverCommand<C extends P.ServerCommand>(
+    command: C,
+    args: P.CommandMap[C]['args'],
+  ): Promise<P.CommandMap[C]['result'] | undefined> {
+    if (this.rpc === undefined) {
+      void vscode.window.showErrorMessage('kitsoki-miner: the server is not running');
+      return undefined;
+    }
+    try {
+      return await this.rpc.sendRequest<P.CommandMap[C]['result']>(EXECUTE_COMMAND, { command, arguments: args });
+    } catch (error) {
+      this.output.appendLine(`${command} failed: ${errorText(error)}`);
+      void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
+      return undefined;
+    }
+  }
+
+  private executeCommand(command: string, args: any[], next: Next): vscode.ProviderResult<any> {
+    switch (command) {
+      case P.CMD_DIFF:
+        return this.showDiff(args[0]);
+      case P.CMD_SHOW:
+        return this.showProposals(uriOf(args[0]));
+      case P.CMD_ACCEPT:
+      case P.CMD_REFINE:
+      case P.CMD_REJECT:
+        return this.verdict(command, args[0]);
+      default:
+        if ((P.COMMANDS as readonly string[]).includes(command)) {
+          return this.serverCommand(command as P.ServerCommand, args as never);
+        }
+        return next(command, args);
+    }
+  }
+
+  // -- notifications ------------------------------------------------------------------------------
+
+  private onPassRan(note: P.PassRanNotification): void {
+    const report = note.report;
+    this.output.appendLine(
+      `mining pass (${report.trigger}) for ${note.workspace}: ${report.sessions} sessions, ` +
+        `${report.recipes} recipes, ${(note.raised ?? []).length} proposals raised`,
+    );
+    if (note.proposer_error) {
+      void vscode.window.showWarningMessage(`kitsoki-miner: the proposer failed: ${note.proposer_error}`);
+    }
+  }
+
+  private onProposalsChanged(note: P.ProposalsChangedNotification): void {
+    this.state.proposalsChanged(note.workspace, note.pending);
+    this.renderStatus();
+    for (const document of vscode.workspace.textDocuments) {
+      const ref = parseProposalUri(document.uri);
+      if (ref !== undefined && note.uris.some((uri) => sameFile(uri, ref.fileUri))) {
+        this.contentChanged.fire(document.uri);
+      }
+    }
+    void this.refresh();
+  }
+
+  private onDecided(note: P.ProposalDecidedNotification): void {
+    const title = this.state.titleOf(note.recipe_id);
+    this.state.decided(note);
+    this.renderStatus();
+    this.renderDecorations();
+    void this.say(decisionMessage(note, title));
+  }
+
+  private onQuestion(note: P.QuestionNotification): void {
+    this.state.question(note);
+    this.renderStatus();
+    if (this.asking) {
+      return;
+    }
+    this.asking = true;
+    const first = note.questions[0];
+    const text = `kitsoki-miner: ${first?.header ?? P.QUESTION_HEADER} "${first?.question ?? note.question_id}"`;
+    void Promise.resolve(vscode.window.showInformationMessage(text, 'Answer…', 'Later')).then(
+      (pick) => {
+        this.asking = false;
+        if (pick === 'Answer…') {
+          return this.answerQuestion(note.question_id);
+        }
+        return undefined;
+      },
+      () => {
+        this.asking = false;
+      },
+    );
+  }
+
+  private async say(message: Message): Promise<void> {
+    for (const line of message.details) {
+      this.output.appendLine(`  ${line}`);
+    }
+    this.output.appendLine(message.text);
+    if (message.level === 'info') {
+      await vscode.window.showInformationMessage(message.text);
+      return;
+    }
+    const show = message.level === 'warning' ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
+    const pick = await show(message.text, ...(message.details.length ? ['Show flow failures'] : []));
+    if (pick === 'Show flow failures') {
+      this.output.show(true);
+    }
+  }
+
+  // -- state -> screen ----------------------------------------------------------------------------
+
+  /** Ask for every open card again (serialised: a burst of changes gives at most two requests). */
+  refresh(): Promise<void> {
+    if (this.refreshing !== undefined) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    const run = async () => {
+      do {
+        this.refreshAgain = false;
+        const seq = this.state.mark();
+        try {
+          const result = await this.request(P.PROPOSALS, {});
+          this.state.setCards(result.proposals, seq);
+        } catch (error) {
+          this.output.appendLine(`${P.PROPOSALS} failed: ${errorText(error)}`);
+        }
+      } while (this.refreshAgain);
+      this.refreshing = undefined;
+      this.renderStatus();
+      this.renderDecorations();
+    };
+    this.refreshing = run();
+    return this.refreshing;
+  }
+
+  renderStatus(): void {
+    const view = statusView(this.state.pendingTotal(), this.state.questions().length);
+    this.status.text = view.text;
+    this.status.tooltip = view.tooltip;
+    this.status.command = view.command;
+    this.status.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+  }
+
+  renderDecorations(): void {
+    for (const editor of vscode.window.visibleTextEditors) {
+      const document = editor.document;
+      if (document.uri.scheme !== 'file') {
+        continue;
+      }
+      const found = decorationsFor(this.state.cards, document.uri.toString());
+      const inside = (line: number) => line >= 0 && line < document.lineCount;
+      editor.setDecorations(
+        this.lineDecoration,
+        found.lines.filter(inside).map((line) => new vscode.Range(line, 0, line, 0)),
+      );
+      editor.setDecorations(
+        this.noteDecoration,
+        found.notes
+          .filter((note) => inside(note.line))
+          .map((note) => ({
+            range: document.lineAt(note.line).range,
+            hoverMessage: new vscode.MarkdownString(note.hover),
+            renderOptions: { after: { contentText: note.text } },
+          })),
+      );
+    }
+  }
+
+  // -- the proposal diff --------------------------------------------------------------------------
+
+  private async proposalContent(uri: vscode.Uri): Promise<string> {
+    const ref = parseProposalUri(uri);
+    if (ref === undefined || ref.empty) {
+      return '';
+    }
+    try {
+      return (await this.request(P.PROPOSAL_CONTENT, { id: ref.id, uri: ref.fileUri })).text;
+    } catch (error) {
+      return `# kitsoki-miner: ${errorText(error)}\n`;
+    }
+  }
+
+  async showDiff(arg?: unknown): Promise<void> {
+    const card = await this.cardFor(idOf(arg), 'Show the diff of which proposal?', (c) => (c.files ?? []).length > 0);
+    if (card === undefined) {
+      return;
+    }
+    const files = card.files ?? [];
+    const wanted = uriOf(arg);
+    let file = wanted !== undefined ? files.find((f) => sameFile(f.uri, wanted)) : files.length === 1 ? files[0] : undefined;
+    if (file === undefined && files.length > 0) {
+      const pick = await vscode.window.showQuickPick(
+        files.map((f) => ({ label: f.path, file: f })),
+        { title: card.title, placeHolder: 'Which file?' },
+      );
+      file = pick?.file;
+    }
+    if (file === undefined) {
+      if (files.length === 0) {
+        void vscode.window.showInformationMessage(`kitsoki-miner: "${card.title}" changes no file (a suggestion).`);
+      }
+      return;
+    }
+    const right = vscode.Uri.from(proposalUriParts(file.uri, card.id));
+    const left = file.created ? vscode.Uri.from(proposalUriParts(file.uri, card.id, true)) : vscode.Uri.parse(file.uri);
+    await vscode.commands.executeCommand('vscode.diff', left, right, `${file.path} ↔ proposal: ${card.title}`, {
+      preview: true,
+    });
+  }
+
+  // -- verdicts and quick picks -------------------------------------------------------------------
+
+  private async cards(): Promise<P.Card[]> {
+    if (this.state.cards.length === 0) {
+      await this.refresh();
+    }
+    return this.state.cards;
+  }
+
+  /** The card with this id, or the one a person picks (optionally among those that pass `filter`). */
+  private async cardFor(id: string | undefined, placeHolder: string, filter?: (card: P.Card) => boolean): Promise<P.Card | undefined> {
+    if (id !== undefined) {
+      let card = this.state.card(id);
+      if (card === undefined) {
+        await this.refresh();
+        card = this.state.card(id);
+      }
+      if (card === undefined) {
+        void vscode.window.showErrorMessage(`kitsoki-miner: no open proposal ${id}`);
+      }
+      return card;
+    }
+    const cards = (await this.cards()).filter(filter ?? (() => true));
+    if (cards.length === 0) {
+      void vscode.window.showInformationMessage('kitsoki-miner: no open proposals.');
+      return undefined;
+    }
+    const pick = await vscode.window.showQuickPick(cards.map(cardItem), {
+      title: 'kitsoki-miner proposals',
+      placeHolder,
+      matchOnDetail: true,
+    });
+    return pick === undefined ? undefined : this.state.card(pick.id);
+  }
+
+  async verdict(command: Verdict, arg?: unknown): Promise<P.DecisionResult | undefined> {
+    let id = idOf(arg);
+    if (id === undefined) {
+      const open = (c: P.Card) => command === P.CMD_REJECT || (c.status !== 'stale' && !c.suggestion_only);
+      const card = await this.cardFor(undefined, `${command.slice('kitsoki.'.length)} which proposal?`, open);
+      id = card?.id;
+    }
+    if (id === undefined) {
+      return undefined;
+    }
+    const result = await this.serverCommand(command, [{ id }]);
+    if (result !== undefined) {
+      this.state.answered(id);
+      this.renderStatus();
+      await this.openDraft(result);
+    }
+    return result;
+  }
+
+  private async openDraft(result: P.DecisionResult): Promise<void> {
+    if (result.verdict === 'refine' && result.draft_uri) {
+      await vscode.window.showTextDocument(vscode.Uri.parse(result.draft_uri), { preview: false });
+    }
+  }
+
+  async showProposals(uri?: string): Promise<void> {
+    let cards = await this.cards();
+    if (uri !== undefined) {
+      cards = cards.filter((c) => (c.files ?? []).some((f) => sameFile(f.uri, uri)));
+    }
+    if (cards.length === 0) {
+      void vscode.window.showInformationMessage('kitsoki-miner: no open proposals.');
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(cards.map(cardItem), {
+      title: 'kitsoki-miner proposals',
+      placeHolder: 'Pick a proposal',
+      matchOnDetail: true,
+    });
+    const card = pick && this.state.card(pick.id);
+    if (!card) {
+      return;
+    }
+    const action = await vscode.window.showQuickPick(actionItems(card), { title: card.title, placeHolder: 'What now?' });
+    switch (action?.action) {
+      case 'accept':
+        await this.verdict(P.CMD_ACCEPT, card.id);
+        break;
+      case 'refine':
+        await this.verdict(P.CMD_REFINE, card.id);
+        break;
+      case 'reject':
+        await this.verdict(P.CMD_REJECT, card.id);
+        break;
+      case 'diff':
+        await this.showDiff(card.id);
+        break;
+      case 'open': {
+        const file = (card.files ?? [])[0];
+        if (file !== undefined) {
+          const position = new vscode.Position(file.line, 0);
+          await vscode.window.showTextDocument(vscode.Uri.parse(file.uri), {
+            selection: new vscode.Range(position, position),
+          });
+        }
+        break;
+      }
+      case undefined:
+        break;
+    }
+  }
+
+  async answerQuestion(questionId?: string): Promise<P.DecisionResult | undefined> {
+    const waiting = this.state.questions();
+    let note = questionId !== undefined ? waiting.find((q) => q.question_id === questionId) : undefined;
+    if (note === undefined) {
+      if (waiting.length === 0) {
+        void vscode.window.showInformationMessage('kitsoki-miner: no question is waiting.');
+        return undefined;
+      }
+      const pick =
+        waiting.length === 1
+          ? questionItem(waiting[0]!)
+          : await vscode.window.showQuickPick(waiting.map(questionItem), {
+              title: 'kitsoki-miner questions',
+              placeHolder: 'Which one?',
+            });
+      note = pick && waiting.find((q) => q.question_id === pick.id);
+      if (note === undefined) {
+        return undefined;
+      }
+    }
+    const picks: (string | string[])[] = [];
+    for (const question of note.questions) {
+      const items = optionItems(question);
+      const options = {
+        title: `${question.header ?? P.QUESTION_HEADER} ${question.question}`,
+        placeHolder: question.question,
+        ignoreFocusOut: true,
+      };
+      if (question.multiSelect) {
+        const chosen = await vscode.window.showQuickPick(items, { ...options, canPickMany: true });
+        if (chosen === undefined) {
+          return undefined;
+        }
+        picks.push(chosen.map((item) => item.label));
+      } else {
+        const chosen = await vscode.window.showQuickPick(items, options);
+        if (chosen === undefined) {
+          return undefined;
+        }
+        picks.push(chosen.label);
+      }
+    }
+    let result: P.DecisionResult;
+    try {
+      result = await this.request(P.ANSWER_QUESTION, { question_id: note.question_id, answers: answersOf(note, picks) });
+    } catch (error) {
+      this.output.appendLine(`${P.ANSWER_QUESTION} failed: ${errorText(error)}`);
+      void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
+      return undefined;
+    }
+    this.state.answered(note.question_id);
+    this.renderStatus();
+    await this.openDraft(result);
+    return result;
+  }
+
+  async mineControl(action: 'now' | 'pause' | 'resume'): Promise<P.MineStatusResult | undefined> {
+    try {
+      const result = await this.request(P.MINE_CONTROL, { action });
+      const said = { now: 'a mining pass was asked for', pause: 'mining paused', resume: 'mining resumed' }[action];
+      void vscode.window.showInformationMessage(`kitsoki-miner: ${said} (${result.workspaces.length} workspace(s)).`);
+      return result;
+    } catch (error) {
+      void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
+      return undefined;
+    }
+  }
+}

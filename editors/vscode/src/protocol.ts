@@ -1,0 +1,264 @@
+/**
+ * The sidecar's own protocol, mirrored from server/protocol.py: `kitsoki/*` methods and
+ * notifications, `workspace/executeCommand` names, and every payload shape.
+ *
+ * test/protocol.test.ts compares this file with schemas/protocol.schema.json (every interface,
+ * field, optionality and type) and with the constants of server/protocol.py, so the two cannot
+ * drift. Field names are the server's (snake_case) on purpose: they are the wire format.
+ * A field the schema does not require is optional here.
+ */
+
+// -- methods --------------------------------------------------------------------------------------
+
+export const MINE_STATUS = 'kitsoki/mineStatus';
+export const MINE_CONTROL = 'kitsoki/mineControl';
+export const PROPOSALS = 'kitsoki/proposals';
+export const PROPOSAL = 'kitsoki/proposal';
+export const PROPOSAL_CONTENT = 'kitsoki/proposalContent';
+export const ANSWER_QUESTION = 'kitsoki/answerQuestion';
+export const PASS_RAN = 'kitsoki/passRan';
+export const PROPOSALS_CHANGED = 'kitsoki/proposalsChanged';
+export const PROPOSAL_DECIDED = 'kitsoki/proposalDecided';
+export const QUESTION = 'kitsoki/question';
+
+// -- workspace/executeCommand ---------------------------------------------------------------------
+
+export const CMD_ACCEPT = 'kitsoki.accept';
+export const CMD_REFINE = 'kitsoki.refine';
+export const CMD_REJECT = 'kitsoki.reject';
+export const CMD_DIFF = 'kitsoki.diff';
+export const CMD_MINE_NOW = 'kitsoki.mineNow';
+export const CMD_PAUSE = 'kitsoki.pause';
+export const CMD_RESUME = 'kitsoki.resume';
+export const CMD_PROPOSE = 'kitsoki.propose';
+export const CMD_SHOW = 'kitsoki.showProposals';
+export const COMMANDS = [
+  CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW,
+] as const;
+export type ServerCommand = (typeof COMMANDS)[number];
+
+/** kitsoki's TUI card header for a mining proposal. */
+export const QUESTION_HEADER = 'Capture as structure?';
+export const ANSWERS = ['accept', 'refine', 'dismiss'] as const;
+export type Answer = (typeof ANSWERS)[number];
+
+// -- shapes (the $defs of schemas/protocol.schema.json) -------------------------------------------
+
+export interface MineStatusParams {
+  /** A workspace folder or a file inside one; all served workspaces when absent. */
+  uri?: string | null;
+}
+
+export interface PassReport {
+  trigger: 'seed' | 'live';
+  slug: string;
+  sessions: number;
+  recipes: number;
+  job_id: string;
+  files_seen?: number;
+  files_read?: number;
+  bytes_read?: number;
+  mined_through?: number;
+  recipes_path?: string;
+}
+
+export interface MineStatus {
+  workspace: string;
+  enabled: boolean;
+  paused: boolean;
+  running: boolean;
+  last_pass?: PassReport | null;
+  last_error?: string | null;
+  transcript_dirs?: string[];
+  mined_through?: number;
+  pending?: number;
+  proposer_error?: string | null;
+}
+
+export interface MineStatusResult {
+  workspaces: MineStatus[];
+}
+
+export interface MineControlParams {
+  action: 'pause' | 'resume' | 'now' | 'scope';
+  /** scope: the transcript folders to mine (absolute paths). */
+  dirs?: string[] | null;
+  uri?: string | null;
+}
+
+export interface ProposalsParams {
+  /** Only proposals that change this file (or, for a folder, that workspace). */
+  uri?: string | null;
+}
+
+export interface FileCard {
+  uri: string;
+  /** Workspace-relative. */
+  path: string;
+  /** 0-based line of the first change in the live file (where the lens goes). */
+  line: number;
+  /** 0-based lines the change touches. */
+  changed_lines: number[];
+  added: string[];
+  created?: boolean;
+}
+
+/** A proposal as an editor shows it. */
+export interface Card {
+  id: string;
+  workspace: string;
+  title: string;
+  kind: string;
+  rung: number;
+  target: string;
+  priority: number;
+  status: string;
+  classification: string;
+  score: number;
+  reason: string;
+  failure?: string | null;
+  suggestion_only?: boolean;
+  files?: FileCard[];
+  question_id: string;
+}
+
+export interface ProposalsResult {
+  proposals: Card[];
+}
+
+export interface ProposalParams {
+  id: string;
+}
+
+export interface Evidence {
+  sessions: number;
+  phrasings: [string, number][];
+  action_signature: string[];
+  cites: Record<string, unknown>[];
+  value?: string | null;
+}
+
+export interface ProposalDetail extends Card {
+  diff: string;
+  summary_markdown: string;
+  evidence: Evidence;
+  /** The staged draft files (what refine opens). */
+  draft_uris: string[];
+}
+
+export interface ProposalContentParams {
+  id: string;
+  /** The live file; the result is the staged draft of that file. */
+  uri: string;
+}
+
+export interface ProposalContentResult {
+  text: string;
+}
+
+/** kitsoki's answer_question shape: {question_id, answers: {"<question>": "<label>"}}. */
+export interface AnswerQuestionParams {
+  question_id: string;
+  answers: Record<string, string | string[]>;
+}
+
+export interface DecisionResult {
+  recipe_id: string;
+  verdict: 'accept' | 'refine' | 'reject';
+  flows_green: boolean;
+  reverted: boolean;
+  failure: string | null;
+  draft_uri?: string | null;
+  /** URIs of the files the verdict touched (accept) or proposes to change. */
+  files?: string[];
+}
+
+export interface PassRanNotification {
+  workspace: string;
+  report: PassReport;
+  raised?: string[];
+  proposer_error?: string | null;
+}
+
+export interface ProposalsChangedNotification {
+  workspace: string;
+  /** Files whose proposals changed. */
+  uris: string[];
+  pending: number;
+}
+
+export interface ProposalDecidedNotification extends DecisionResult {
+  workspace: string;
+  title?: string;
+  gate_summary?: string | null;
+  gate_failures?: string[];
+}
+
+export interface QuestionOption {
+  label: string;
+  description?: string;
+}
+
+export interface Question {
+  question: string;
+  header?: string;
+  options: QuestionOption[];
+  multiSelect?: boolean;
+}
+
+/** An operator-question card (kitsoki's AskUserQuestion shape). */
+export interface QuestionNotification {
+  question_id: string;
+  questions: Question[];
+}
+
+// -- command arguments (server/protocol.py IdArgs, and what server/lsp.py's lenses pass) -----------
+
+/** kitsoki.accept | refine | reject | propose: `[{id}]` or `[id]`. */
+export interface IdArgs {
+  id: string;
+}
+
+/** kitsoki.diff as the Diff lens sends it. */
+export interface DiffArgs {
+  id: string;
+  uri?: string;
+}
+
+/** kitsoki.showProposals | mineNow | pause | resume: an optional file or workspace. */
+export interface UriArgs {
+  uri?: string;
+}
+
+// -- which shape goes with which method ----------------------------------------------------------
+
+export interface RequestMap {
+  [MINE_STATUS]: { params: MineStatusParams; result: MineStatusResult };
+  [MINE_CONTROL]: { params: MineControlParams; result: MineStatusResult };
+  [PROPOSALS]: { params: ProposalsParams; result: ProposalsResult };
+  [PROPOSAL]: { params: ProposalParams; result: ProposalDetail };
+  [PROPOSAL_CONTENT]: { params: ProposalContentParams; result: ProposalContentResult };
+  [ANSWER_QUESTION]: { params: AnswerQuestionParams; result: DecisionResult };
+}
+
+export interface NotificationMap {
+  [PASS_RAN]: PassRanNotification;
+  [PROPOSALS_CHANGED]: ProposalsChangedNotification;
+  [PROPOSAL_DECIDED]: ProposalDecidedNotification;
+  [QUESTION]: QuestionNotification;
+}
+
+export interface CommandMap {
+  [CMD_ACCEPT]: { args: [IdArgs | string]; result: DecisionResult };
+  [CMD_REFINE]: { args: [IdArgs | string]; result: DecisionResult };
+  [CMD_REJECT]: { args: [IdArgs | string]; result: DecisionResult };
+  [CMD_DIFF]: { args: [DiffArgs | string]; result: { id: string; diff: string } };
+  [CMD_MINE_NOW]: { args: [UriArgs] | []; result: MineStatusResult };
+  [CMD_PAUSE]: { args: [UriArgs] | []; result: MineStatusResult };
+  [CMD_RESUME]: { args: [UriArgs] | []; result: MineStatusResult };
+  [CMD_PROPOSE]: { args: unknown[]; result: { reports: Record<string, unknown>[] } };
+  [CMD_SHOW]: { args: [UriArgs] | []; result: ProposalsResult };
+}
+
+export type RequestMethod = keyof RequestMap;
+export type NotificationMethod = keyof NotificationMap;

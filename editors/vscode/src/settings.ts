@@ -1,0 +1,53 @@
+/** The server's command line and the files it serves. Pure. */
+
+export interface Executable {
+  command: string;
+  args: string[];
+}
+
+export const DEFAULT_SERVER_COMMAND = ['kitsoki-miner', 'serve'];
+
+/**
+ * `kitsoki.serverCommand` (an array, program first) with `${workspaceFolder}` replaced (by the
+ * first workspace folder that has a `.kitsoki.yaml`).
+ * Anything else is refused with a message that says what to write.
+ */
+export function serverCommand(setting: unknown, workspaceFolder?: string): Executable {
+  const value = setting === undefined || setting === null ? DEFAULT_SERVER_COMMAND : setting;
+  if (!Array.isArray(value) || value.length === 0 || !value.every((part) => typeof part === 'string')) {
+    throw new Error(
+      `kitsoki.serverCommand must be an array of strings, program first, e.g. ["kitsoki-miner", "serve"]; ` +
+        `got ${JSON.stringify(value)}`,
+    );
+  }
+  const parts = (value as string[]).map((part) => {
+    if (!part.includes('${workspaceFolder}')) {
+      return part;
+    }
+    if (workspaceFolder === undefined) {
+      throw new Error(`kitsoki.serverCommand uses \${workspaceFolder} but no folder is open`);
+    }
+    return part.split('${workspaceFolder}').join(workspaceFolder);
+  });
+  const [command, ...args] = parts;
+  if (!command) {
+    throw new Error('kitsoki.serverCommand: the program (the first element) is empty');
+  }
+  return { command, args };
+}
+
+export interface FileFilter {
+  scheme: 'file';
+  language: 'yaml';
+  pattern: string;
+}
+
+/**
+ * `.kitsoki.yaml`, and story and flow files under `stories/` and `.kitsoki/stories/`. YAML stays
+ * YAML: no language is contributed, so other YAML extensions keep serving these files.
+ */
+export const DOCUMENT_SELECTOR: FileFilter[] = [
+  { scheme: 'file', language: 'yaml', pattern: '**/.kitsoki.yaml' },
+  { scheme: 'file', language: 'yaml', pattern: '**/stories/**/*.{yaml,yml}' },
+  { scheme: 'file', language: 'yaml', pattern: '**/.kitsoki/stories/**/*.{yaml,yml}' },
+];

@@ -1,0 +1,178 @@
+/** The pure modules: URIs, status, state, decorations, messages, settings. */
+
+import * as assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { addedText, decorationsFor } from '../src/decorations';
+import { actionItems, answersOf, cardItem, decisionMessage, errorText } from '../src/messages';
+import {
+  fileUriOf,
+  parseProposalUri,
+  pathOf,
+  PROPOSAL_SCHEME,
+  proposalUriParts,
+  sameFile,
+} from '../src/proposalUri';
+import { DEFAULT_SERVER_COMMAND, DOCUMENT_SELECTOR, serverCommand } from '../src/settings';
+import { ClientState } from '../src/state';
+import { statusView } from '../src/status';
+import { APP_URI, CONFIG_URI, decided, demoCards, question } from './support/cards';
+
+describe('proposal URIs', () => {
+  test('carry the live path and the id, and parse back', () => {
+    const parts = proposalUriParts('file:///tmp/a%20b/.kitsoki.yaml', 'abc123');
+    assert.deepEqual(parts, { scheme: PROPOSAL_SCHEME, path: '/tmp/a b/.kitsoki.yaml', query: 'id=abc123' });
+    assert.deepEqual(parseProposalUri(parts), { id: 'abc123', fileUri: 'file:///tmp/a%20b/.kitsoki.yaml', empty: false });
+    const empty = proposalUriParts('file:///ws/new.yaml', 'x', true);
+    assert.equal(parseProposalUri(empty)?.empty, true);
+  });
+  test('refuse what is not theirs', () => {
+    assert.equal(parseProposalUri({ scheme: 'file', path: '/ws/a', query: 'id=1' }), undefined);
+    assert.equal(parseProposalUri({ scheme: PROPOSAL_SCHEME, path: '/ws/a', query: '' }), undefined);
+    assert.throws(() => proposalUriParts('untitled:Untitled-1', 'x'), /not a file URI/);
+    assert.throws(() => proposalUriParts(CONFIG_URI, ''), /needs the proposal id/);
+  });
+  test('compare files across encodings', () => {
+    assert.equal(pathOf('file:///tmp/a%20b/x.yaml'), '/tmp/a b/x.yaml');
+    assert.equal(fileUriOf('/tmp/a b/x.yaml'), 'file:///tmp/a%20b/x.yaml');
+    assert.ok(sameFile('file:///tmp/a%20b/x.yaml', 'file:///tmp/a b/x.yaml'));
+    assert.ok(!sameFile(CONFIG_URI, APP_URI));
+    assert.ok(!sameFile('not a uri', CONFIG_URI));
+  });
+});
+
+describe('status', () => {
+  test('counts, and warns while a question waits', () => {
+    assert.deepEqual(statusView(3, 0), {
+      text: 'proposals: 3', tooltip: 'kitsoki-miner: 3 proposals open. Click to list them.', warning: false,
+      command: 'kitsoki.client.showProposals',
+    });
+    const waiting = statusView(1, 2);
+    assert.equal(waiting.text, '$(question) proposals: 1');
+    assert.equal(waiting.warning, true);
+    assert.equal(waiting.command, 'kitsoki.client.answerQuestion');
+    assert.match(waiting.tooltip, /2 questions waiting/);
+  });
+});
+
+describe('client state', () => {
+  test('pending follows notifications, then the card list', () => {
+    const state = new ClientState();
+    state.proposalsChanged('file:///ws', 3);
+    state.proposalsChanged('file:///other', 2);
+    assert.equal(state.pendingTotal(), 5);
+    state.setCards(demoCards(), state.mark());
+    assert.equal(state.pendingTotal(), 3, 'a workspace with no cards left counts 0');
+  });
+  test('questions wait until answered, decided, or gone from a later list', () => {
+    const state = new ClientState();
+    const seq = state.mark();
+    state.question(question('w1', 'world'));
+    state.question(question('b1', 'binding'));
+    state.question(question('zz', 'withdrawn'));
+    state.setCards(demoCards(), seq);
+    assert.equal(state.questions().length, 3, 'a list asked for before the questions came prunes nothing');
+    state.setCards(demoCards(), state.mark());
+    assert.deepEqual(state.questions().map((q) => q.question_id), ['w1', 'b1']);
+    state.answered('w1');
+    state.decided(decided('b1', 'refine'));
+    assert.deepEqual(state.questions(), []);
+  });
+  test('a kept or rejected card leaves at once; a held or refining one stays', () => {
+    const state = new ClientState();
+    state.setCards(demoCards(), state.mark());
+    state.decided(decided('i1', 'accept', { reverted: true }));
+    state.decided(decided('b1', 'refine'));
+    assert.deepEqual(state.cards.map((c) => c.id), ['i1', 'w1', 'b1']);
+    state.decided(decided('w1', 'accept'));
+    state.decided(decided('b1', 'reject'));
+    assert.deepEqual(state.cards.map((c) => c.id), ['i1']);
+    assert.equal(state.titleOf('i1'), "Add 1 synonym to release-desk's deploy");
+    assert.equal(state.titleOf('gone'), 'gone');
+  });
+});
+
+describe('decorations', () => {
+  test('changed lines get the background; the first one shows the added lines', () => {
+    const found = decorationsFor(demoCards(), 'file:///ws/.kitsoki.yaml');
+    assert.deepEqual(found.lines, [22]);
+    assert.equal(found.notes.length, 1);
+    assert.equal(found.notes[0]!.text, '  + test_cmd: pytest   │   + bindings: ⏎ ticket: host.gh.ticket');
+    assert.deepEqual(found.notes[0]!.ids, ['w1', 'b1']);
+    assert.match(found.notes[0]!.hover, /```yaml\n {6}test_cmd: pytest\n```/);
+    assert.deepEqual(decorationsFor(demoCards(), 'file:///ws/elsewhere.yaml'), { lines: [], notes: [] });
+  });
+  test('stale cards, suggestions and created files draw nothing; held ones say so', () => {
+    const cards = demoCards();
+    cards[1]!.status = 'stale';
+    cards[2]!.suggestion_only = true;
+    assert.deepEqual(decorationsFor(cards, CONFIG_URI), { lines: [], notes: [] });
+    cards[0]!.status = 'held';
+    cards[0]!.failure = '1 of 3 flows failed';
+    const held = decorationsFor(cards, APP_URI).notes[0]!;
+    assert.match(held.text, /^ {2}held: \+ synonyms:/);
+    assert.match(held.hover, /Last accept reverted: 1 of 3 flows failed/);
+    cards[0]!.files![0]!.created = true;
+    assert.deepEqual(decorationsFor(cards, APP_URI).lines, []);
+  });
+  test('long notes are clipped', () => {
+    assert.equal(addedText(['', '  ']), '(removes lines)');
+    const cards = demoCards();
+    cards[1]!.files![0]!.added = ['x'.repeat(500)];
+    assert.ok(decorationsFor(cards, CONFIG_URI).notes[0]!.text.length <= 160);
+  });
+});
+
+describe('messages', () => {
+  test('a kept accept, a revert with its failing flows, a refine, a reject', () => {
+    assert.deepEqual(decisionMessage(decided('w1', 'accept', { title: 'T' }), 'x'), {
+      level: 'info', text: 'kitsoki-miner: kept "T": flows green.', details: [],
+    });
+    const failures = ['FAIL a.yaml', '✗ turn 2: expected deploy', 'x', 'y'];
+    const reverted = decisionMessage(decided('i1', 'accept', {
+      reverted: true, failure: '1 of 3 flows failed', gate_summary: 'Summary: 2/3 flows pass', gate_failures: failures,
+    }), 'Synonym');
+    assert.equal(reverted.level, 'warning');
+    assert.match(reverted.text, /reverted "Synonym": 1 of 3 flows failed\. Every byte was restored/);
+    assert.match(reverted.text, /Failing: FAIL a\.yaml; ✗ turn 2: expected deploy; x \(\+1 more\)$/);
+    assert.deepEqual(reverted.details, ['Summary: 2/3 flows pass', ...failures]);
+    assert.match(decisionMessage(decided('b1', 'refine'), 'B').text, /refining "B"/);
+    assert.match(decisionMessage(decided('b1', 'reject'), 'B').text, /rejected "B"/);
+  });
+  test('quick-pick items', () => {
+    const [intent] = demoCards();
+    assert.deepEqual(cardItem(intent!), {
+      label: "Add 1 synonym to release-desk's deploy", description: 'intent · pending · priority 4.2',
+      detail: 'stories/release-desk/app.yaml', id: 'i1',
+    });
+    assert.deepEqual(actionItems(intent!).map((a) => a.action), ['accept', 'refine', 'reject', 'diff', 'open']);
+    intent!.status = 'stale';
+    assert.deepEqual(actionItems(intent!).map((a) => a.action), ['reject', 'diff', 'open']);
+    const note = question('w1', 'Set it');
+    assert.deepEqual(answersOf(note, ['accept']), { 'Set it': 'accept' });
+    assert.equal(errorText(new Error('boom')), 'boom');
+    assert.equal(errorText({ message: 'rpc' }), 'rpc');
+  });
+});
+
+describe('settings', () => {
+  test('the server command: default, ${workspaceFolder}, refusals', () => {
+    assert.deepEqual(serverCommand(undefined), { command: 'kitsoki-miner', args: ['serve'] });
+    assert.deepEqual(DEFAULT_SERVER_COMMAND, ['kitsoki-miner', 'serve']);
+    assert.deepEqual(serverCommand(['${workspaceFolder}/.venv/bin/kitsoki-miner', 'serve'], '/ws'),
+      { command: '/ws/.venv/bin/kitsoki-miner', args: ['serve'] });
+    assert.throws(() => serverCommand('kitsoki-miner serve'), /must be an array of strings/);
+    assert.throws(() => serverCommand([]), /must be an array of strings/);
+    assert.throws(() => serverCommand(['${workspaceFolder}/x']), /no folder is open/);
+    assert.throws(() => serverCommand(['']), /is empty/);
+  });
+  test('the document selector: YAML files, never a language of our own', () => {
+    for (const filter of DOCUMENT_SELECTOR) {
+      assert.equal(filter.scheme, 'file');
+      assert.equal(filter.language, 'yaml');
+    }
+    assert.deepEqual(DOCUMENT_SELECTOR.map((f) => f.pattern), [
+      '**/.kitsoki.yaml', '**/stories/**/*.{yaml,yml}', '**/.kitsoki/stories/**/*.{yaml,yml}',
+    ]);
+  });
+});
