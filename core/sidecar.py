@@ -34,7 +34,7 @@ from core.locks import WorkspaceBusy
 from core.mining.passes import PassReport
 from core.mining.recipes import Recipe
 from core.mining.service import MinerService, MinerStatus, trace_path
-from core.proposals.decide import Decision, decide
+from core.proposals.decide import VERDICT_LOCK_TIMEOUT, Decision, decide
 from core.proposals.inbox import inbox
 from core.proposals.model import Proposal
 from core.proposals.proposer import ProposerReport, run_proposer
@@ -236,7 +236,10 @@ class WorkspaceSidecar:
 
     def decide(self, recipe_id: str, verdict: str, *, unsaved: Iterable[str] = (),
                hook: Callable[[str], None] | None = None) -> Decision:
-        kwargs = {"unsaved": list(unsaved), "hook": hook} if verdict == "accept" else {}
+        # A proposer run of this very sidecar may be staging (it holds the workspace lock for
+        # moments): wait for it rather than answer "busy" for ourselves.
+        kwargs = ({"unsaved": list(unsaved), "hook": hook, "lock_timeout": VERDICT_LOCK_TIMEOUT}
+                  if verdict == "accept" else {})
         try:
             decision = decide(self.workspace, recipe_id, verdict, **kwargs)
         finally:

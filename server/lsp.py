@@ -441,6 +441,86 @@ def answer_of(params: P.AnswerQuestionParams, card: Proposal) -> str:
     return value
 
 
+def evolve_impl(ls: KitsokiServer, params: Any) -> Any:
+    """Learnings through core/learnings: the same calls as `kitsoki-miner evolve`."""
+    from core.learnings.evolve import EvolveConfig, InputError, analyze, confirm, list_records, prune
+
+    p = validated(P.EvolveParams, params, M.EVOLVE)
+    if p.uri is None and len(ls.sidecars) != 1:
+        raise JsonRpcInvalidParams(f"{M.EVOLVE}: pass uri to say which workspace ({len(ls.sidecars)} are served)")
+    [sidecar] = ls.sidecars_for(p.uri)
+    config = EvolveConfig(workspace=sidecar.workspace, transcript_dirs=[Path(d) for d in p.transcriptDirs],
+                          sessions_jsonl=Path(p.sessionsJsonl) if p.sessionsJsonl else None, host_class=p.hostClass)
+    try:
+        if p.action == "analyze":
+            analysis = analyze(config)
+            if analysis.question is not None:
+                card = {**analysis.question.model_dump(mode="json"), "kind": "learnings"}
+                ls.soon(ls.protocol.notify, M.QUESTION, PlainJSON(card))
+            return analysis.model_dump(mode="json")
+        if p.action == "list":
+            return {"records": list_records(config, include_expired=p.all)}
+        if p.action == "confirm":
+            return confirm(config, p.select).model_dump(mode="json")
+        return prune(config, dry_run=not p.apply).model_dump(mode="json")
+    except InputError as exc:
+        raise JsonRpcInvalidParams(f"{M.EVOLVE} {p.action}: {exc}") from None
+
+
+def learnings_answer(ls: KitsokiServer, params: Any) -> dict | None:
+    """An answer to a learnings card (kind "learnings"): the selected labels are confirmed.
+    None when the question is not a pending learnings analysis of a served workspace."""
+    from core.learnings.evolve import EvolveConfig, InputError, confirm, load_pending
+
+    for sidecar in ls.sidecars.values():
+        config = EvolveConfig(workspace=sidecar.workspace)
+        try:
+            pending = load_pending(config)
+        except InputError:
+            continue
+        if pending is None or pending.question_id != params.question_id:
+            continue
+        chosen: list[str] = []
+        for value in params.answers.values():
+            chosen += value if isinstance(value, list) else [value]
+        try:
+            return confirm(config, chosen).model_dump(mode="json")
+        except InputError as exc:
+            raise JsonRpcInvalidParams(f"{M.ANSWER_QUESTION}: {exc}") from None
+    return None
+
+
+def runs_impl(ls: KitsokiServer, params: Any) -> Any:
+    """Prepared analysis runs through core/runs: the same calls as `kitsoki-miner runs`."""
+    import inspect as _inspect
+
+    from core import runs
+    from core.runs.errors import RunError
+    from core.runs.inventory import Sources
+
+    p = validated(P.RunsParams, params, M.RUNS)
+    args = dict(p.model_extra or {})
+    fn = {"projects": runs.list_projects, "coverage": runs.coverage, "confirm": runs.confirm,
+          "prepare": runs.prepare, "list": runs.list_runs, "status": runs.status, "reuse": runs.reuse,
+          "resume": runs.resume, "finish": runs.finish, "cancel": runs.cancel, "delete": runs.delete,
+          "groups": runs.groups, "workdir": runs.suggest_workdir}[p.action]
+    dirs = args.pop("dirs", None)
+    accepted = _inspect.signature(fn).parameters
+    if "sources" in accepted:
+        args["sources"] = Sources(dirs=[Path(d) for d in dirs or []])
+    unknown = sorted(set(args) - set(accepted))
+    if unknown:
+        raise JsonRpcInvalidParams(f"{M.RUNS} {p.action}: unknown argument(s) {', '.join(unknown)}; "
+                                   f"it takes {', '.join(n for n in accepted if n not in ('sources', 'prefs', 'progress'))}")
+    try:
+        result = fn(**args)
+    except RunError as exc:
+        raise JsonRpcInvalidParams(orjson.dumps(exc.to_json()).decode()) from None
+    except TypeError as exc:
+        raise JsonRpcInvalidParams(f"{M.RUNS} {p.action}: {exc}") from None
+    return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
+
+
 # -- verdicts ------------------------------------------------------------------------------------------
 
 
@@ -609,6 +689,7 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
         sidecar = ls.sidecars.get(workspace)
         ls.notify(M.PROPOSAL_DECIDED, P.ProposalDecidedNotification(
             **_decision_result(sidecar, decision).model_dump(), workspace=from_fs_path(str(workspace)) or "",
+            title=decision.title,
             gate_summary=decision.gate.summary if decision.gate else None,
             gate_failures=decision.gate.failures[:20] if decision.gate else []))
 
@@ -699,9 +780,20 @@ def build_server() -> KitsokiServer:
     @server.feature(M.ANSWER_QUESTION)
     async def answer_question(ls: KitsokiServer, params: Any):
         p = validated(P.AnswerQuestionParams, params, M.ANSWER_QUESTION)
+        learnings = await ls.off_loop(learnings_answer, ls, p)
+        if learnings is not None:
+            return PlainJSON(learnings)
         _, card = ls.find_card(p.question_id)
         result = await decide_impl(ls, card.recipe_id, answer_of(p, card))
         return result.model_dump(mode="json")
+
+    @server.feature(M.EVOLVE)
+    async def evolve(ls: KitsokiServer, params: Any):
+        return PlainJSON(await ls.off_loop(evolve_impl, ls, params))
+
+    @server.feature(M.RUNS)
+    async def runs(ls: KitsokiServer, params: Any):
+        return PlainJSON(await ls.off_loop(runs_impl, ls, params))
 
     for name, verdict in ((M.CMD_ACCEPT, "accept"), (M.CMD_REFINE, "refine"), (M.CMD_REJECT, "reject")):
         def make(verdict: str, name: str):

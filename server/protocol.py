@@ -130,6 +130,37 @@ class DecisionResult(BaseModel):
     """URIs of the files the verdict touched (accept) or proposes to change."""
 
 
+class EvolveParams(_Params):
+    """`kitsoki/evolve`: learnings (core/learnings). analyze mines candidates (and asks them as a
+    multi-select `kitsoki/question`); list shows the store; confirm writes the selected candidates;
+    prune drops expired and dead records to the archive (dry run unless apply)."""
+
+    action: Literal["analyze", "list", "confirm", "prune"]
+    uri: str | None = None
+    select: list[str] = Field(default_factory=list)
+    """confirm: candidate ids or `[type] subject` labels."""
+    transcriptDirs: list[str] = Field(default_factory=list)
+    sessionsJsonl: str | None = None
+    hostClass: str | None = None
+    all: bool = False
+    """list: include expired records."""
+    apply: bool = False
+    """prune: write (otherwise a dry run)."""
+
+
+class RunsParams(BaseModel):
+    """`kitsoki/runs`: prepared analysis runs (core/runs). `action` names the operation; the other
+    keys are that operation's arguments, as the CLI's `kitsoki-miner runs` takes them (snake_case:
+    workdir, project, since, until, run_id, name, goal, assignment, exclude, current_session, digest,
+    partial, budget_bytes, round, offset, limit, dirs). Bounds are checked by core before anything
+    changes."""
+
+    model_config = ConfigDict(extra="allow")
+
+    action: Literal["projects", "coverage", "confirm", "prepare", "list", "status", "reuse", "resume",
+                    "finish", "cancel", "delete", "groups", "workdir"]
+
+
 # -- notifications ---------------------------------------------------------------------------------
 
 
@@ -167,10 +198,13 @@ class Question(BaseModel):
 
 
 class QuestionNotification(BaseModel):
-    """An operator-question card (kitsoki's AskUserQuestion shape)."""
+    """An operator-question card (kitsoki's AskUserQuestion shape). `kind` says what answers it:
+    a proposal (one of accept/refine/dismiss) or learnings (a multi-select of candidates to keep);
+    both are answered with `kitsoki/answerQuestion`."""
 
     question_id: str
     questions: list[Question]
+    kind: Literal["proposal", "learnings"] = "proposal"
 
 
 # -- command arguments ---------------------------------------------------------------------------
@@ -198,6 +232,8 @@ class Protocol(BaseModel):
     proposals_changed: ProposalsChangedNotification
     proposal_decided: ProposalDecidedNotification
     question: QuestionNotification
+    evolve_params: EvolveParams
+    runs_params: RunsParams
 
 
 def problems(exc: ValidationError, method: str) -> str:

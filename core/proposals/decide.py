@@ -38,6 +38,8 @@ VERDICT_ALIASES = {"accept": "accept", "refine": "refine", "reject": "reject", "
 class Decision(BaseModel):
     recipe_id: str
     verdict: Verdict
+    title: str = ""
+    """The proposal's title (it leaves the inbox once decided)."""
     flows_green: bool = False
     reverted: bool = False
     failure: str | None = None
@@ -111,7 +113,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
     decided: list[Decision] = []
 
     def record(outcome) -> None:  # runs under the workspace lock: no proposer stages in between
-        decision = Decision(recipe_id=proposal.recipe_id, verdict="accept", flows_green=outcome.flows_green,
+        decision = Decision(recipe_id=proposal.recipe_id, verdict="accept", title=proposal.title,
+                            flows_green=outcome.flows_green,
                             reverted=outcome.reverted, failure=outcome.failure, files=outcome.written,
                             gate=outcome.gate)
         _record(workspace, decision)
@@ -148,7 +151,8 @@ def refine(workspace: Path, recipe_id: str, *, lock_timeout: float = VERDICT_LOC
         proposal = _open(workspace, recipe_id)
         folder = stage_dir(workspace, proposal.recipe_id)
         first = folder / proposal.files[0].path if proposal.files else folder / "proposal.json"
-        decision = Decision(recipe_id=proposal.recipe_id, verdict="refine", draft_path=str(first),
+        decision = Decision(recipe_id=proposal.recipe_id, verdict="refine", title=proposal.title,
+                            draft_path=str(first),
                             files=[c.path for c in proposal.files])
         _record(workspace, decision)
         proposal.status = "refining"
@@ -161,7 +165,8 @@ def reject(workspace: Path, recipe_id: str, *, lock_timeout: float = VERDICT_LOC
     workspace = Path(workspace)
     with workspace_lock(workspace, lock_timeout):
         proposal = _open(workspace, recipe_id)
-        decision = Decision(recipe_id=proposal.recipe_id, verdict="reject", files=[c.path for c in proposal.files])
+        decision = Decision(recipe_id=proposal.recipe_id, verdict="reject", title=proposal.title,
+                            files=[c.path for c in proposal.files])
         _record(workspace, decision)
     return decision
 

@@ -20,6 +20,8 @@ export const PASS_RAN = 'kitsoki/passRan';
 export const PROPOSALS_CHANGED = 'kitsoki/proposalsChanged';
 export const PROPOSAL_DECIDED = 'kitsoki/proposalDecided';
 export const QUESTION = 'kitsoki/question';
+export const EVOLVE = 'kitsoki/evolve';
+export const RUNS = 'kitsoki/runs';
 
 // -- workspace/executeCommand ---------------------------------------------------------------------
 
@@ -210,6 +212,8 @@ export interface Question {
 export interface QuestionNotification {
   question_id: string;
   questions: Question[];
+  /** What answers it: a proposal (accept/refine/dismiss) or learnings (a multi-select). */
+  kind?: 'proposal' | 'learnings';
 }
 
 // -- command arguments (server/protocol.py IdArgs, and what server/lsp.py's lenses pass) -----------
@@ -230,6 +234,26 @@ export interface UriArgs {
   uri?: string;
 }
 
+// -- learnings and prepared analysis runs (served for other faces; this client does not use them) --
+
+export interface EvolveParams {
+  action: 'analyze' | 'list' | 'confirm' | 'prune';
+  uri?: string | null;
+  select?: string[];
+  transcriptDirs?: string[];
+  sessionsJsonl?: string | null;
+  hostClass?: string | null;
+  all?: boolean;
+  apply?: boolean;
+}
+
+/** The other keys are the operation's own arguments (see server/protocol.py RunsParams). */
+export interface RunsParams {
+  action: 'projects' | 'coverage' | 'confirm' | 'prepare' | 'list' | 'status' | 'reuse' | 'resume'
+    | 'finish' | 'cancel' | 'delete' | 'groups' | 'workdir';
+  [argument: string]: unknown;
+}
+
 // -- which shape goes with which method ----------------------------------------------------------
 
 export interface RequestMap {
@@ -239,6 +263,8 @@ export interface RequestMap {
   [PROPOSAL]: { params: ProposalParams; result: ProposalDetail };
   [PROPOSAL_CONTENT]: { params: ProposalContentParams; result: ProposalContentResult };
   [ANSWER_QUESTION]: { params: AnswerQuestionParams; result: DecisionResult };
+  [EVOLVE]: { params: EvolveParams; result: Record<string, unknown> };
+  [RUNS]: { params: RunsParams; result: Record<string, unknown> };
 }
 
 export interface NotificationMap {
