@@ -1,0 +1,108 @@
+--- Shared state of the kitsoki client: what the server last told us, and small helpers.
+--- Nothing here decides anything; the server owns the proposals.
+local M = {
+  name = 'kitsoki', -- the vim.lsp.config name, and so every client's name
+  config = {},
+  pending = {}, -- workspace uri -> pending count (kitsoki/proposalsChanged, kitsoki/mineStatus)
+  marks = {}, -- bufnr -> { {card=, file=, mark=} } rendered in that buffer
+  questions = {}, -- operator-question cards waiting to be answered, oldest first
+  asking = false, -- a question picker is open
+  busy = {}, -- $/progress token -> title, while a pass or an accept runs
+  messages = {}, -- the last messages shown (newest last)
+  last_status = nil, -- the last kitsoki/mineStatus (or mineControl) result
+  last_decision = nil, -- the last DecisionResult (from a verdict we sent or kitsoki/proposalDecided)
+}
+
+local levels = vim.log.levels
+
+--- JSON null may come through as vim.NIL.
+function M.val(x)
+  if x == vim.NIL then
+    return nil
+  end
+  return x
+end
+
+function M.notify(msg, level)
+  table.insert(M.messages, msg)
+  if #M.messages > 100 then
+    table.remove(M.messages, 1)
+  end
+  vim.notify(msg, level or levels.INFO, { title = 'kitsoki' })
+end
+
+--- kitsoki clients, optionally only those attached to bufnr.
+function M.clients(bufnr)
+  return vim.lsp.get_clients({ name = M.name, bufnr = bufnr })
+end
+
+--- The client of bufnr, else the first one running.
+function M.client(bufnr)
+  local attached = bufnr and M.clients(bufnr)[1]
+  return attached or M.clients()[1]
+end
+
+local function real(path)
+  return vim.uv.fs_realpath(path) or vim.fs.normalize(path)
+end
+
+--- Whether two file URIs (or paths) name the same file.
+function M.same_file(a, b)
+  if not a or not b then
+    return false
+  end
+  if a == b then
+    return true
+  end
+  local fa = a:match('^%a[%w+.-]*://') and vim.uri_to_fname(a) or a
+  local fb = b:match('^%a[%w+.-]*://') and vim.uri_to_fname(b) or b
+  return real(fa) == real(fb)
+end
+
+--- A workspace's key in M.pending, from its URI (kitsoki/proposalsChanged) or path (kitsoki/mineStatus).
+function M.ws_key(uri_or_path)
+  local path = uri_or_path:match('^%a[%w+.-]*://') and vim.uri_to_fname(uri_or_path) or uri_or_path
+  return real(path)
+end
+
+--- The loaded buffer showing this URI, if any.
+function M.buf_of(uri)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == '' then
+      local name = vim.api.nvim_buf_get_name(buf)
+      if name ~= '' and M.same_file(vim.uri_from_bufnr(buf), uri) then
+        return buf
+      end
+    end
+  end
+end
+
+--- Something the statusline shows changed.
+function M.changed()
+  pcall(vim.cmd, 'redrawstatus!')
+  pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'KitsokiChanged', modeline = false })
+end
+
+--- client:request with errors shown to the person; cb(result) on success, cb(nil, err) on error.
+function M.request(client, method, params, cb, bufnr)
+  local ok = client:request(method, params, function(err, result)
+    if err then
+      M.notify(('kitsoki: %s'):format(err.message or vim.inspect(err)), levels.ERROR)
+      if cb then
+        cb(nil, err)
+      end
+      return
+    end
+    if cb then
+      cb(result)
+    end
+  end, bufnr)
+  if not ok then
+    M.notify('kitsoki: the server is not running', levels.ERROR)
+    if cb then
+      cb(nil, { message = 'not running' })
+    end
+  end
+end
+
+return M
