@@ -1,0 +1,90 @@
+"""Writing inside a workdir: files 0600, directories 0700, every path contained in the workdir.
+
+A path is built from a workdir and relative parts; `..`, absolute parts and symlinked components
+are refused, so nothing is ever written outside the workdir. Writes are atomic (temp file + rename).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path, PurePosixPath
+
+import orjson
+
+from core.runs.errors import Refused
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def contained(root: Path, rel: str | Path) -> Path:
+    """root/rel, refused when rel could leave root (absolute, `..`, a symlinked component)."""
+    rel = PurePosixPath(str(rel))
+    if rel.is_absolute() or any(part in ("..", "") for part in rel.parts) or "\x00" in str(rel):
+        raise Refused(f"path {str(rel)!r} is not inside the workdir")
+    path = Path(root)
+    for part in rel.parts:
+        if part == ".":
+            continue
+        path = path / part
+        if path.is_symlink():
+            raise Refused(f"{path} is a symbolic link; refusing to follow it out of the workdir")
+    return path
+
+
+def ensure_dir(root: Path, rel: str | Path = ".") -> Path:
+    path = Path(root)
+    if not path.exists():
+        path.mkdir(parents=True, mode=DIR_MODE)
+        os.chmod(path, DIR_MODE)
+    for part in PurePosixPath(str(rel)).parts:
+        if part == ".":
+            continue
+        path = contained(path, part)
+        if not path.exists():
+            path.mkdir(mode=DIR_MODE)
+            os.chmod(path, DIR_MODE)
+        elif not path.is_dir():
+            raise Refused(f"{path} exists and is not a directory")
+    return path
+
+
+def write_bytes(root: Path, rel: str | Path, data: bytes, *, create_only: bool = False) -> Path:
+    """Atomically write root/rel with mode 0600. `create_only` refuses to replace an existing file."""
+    path = contained(root, rel)
+    ensure_dir(root, PurePosixPath(str(rel)).parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, FILE_MODE)
+        if create_only:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise Refused(f"{path} already exists; not overwritten") from None
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def write_json(root: Path, rel: str | Path, payload) -> Path:
+    return write_bytes(root, rel, orjson.dumps(payload, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def sha256_file(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
