@@ -12,12 +12,25 @@ from pathlib import Path
 from pydantic import TypeAdapter
 
 from core.flows import FlowReport
+from core.learnings.evolve import Analysis, ConfirmResult
+from core.learnings.schema import LearningRecord
+from core.learnings.store import WriteResult
 from core.mining.passes import MineResult
 from core.mining.recipes import RecipesFile
 from core.mining.watermark import MiningState
 from core.proposals.decide import Decision
 from core.proposals.model import Proposal
 from core.proposals.proposer import ProposerReport
+from core.runs.model import (
+    CoverageResult,
+    FinishResult,
+    PrepareResult,
+    ProjectsPage,
+    RunList,
+    RunRecord,
+    RunStatus,
+    SynthesisRound,
+)
 from core.trace import TRACE_MODELS
 from core.transcripts.ingest import ScanReport
 from core.transcripts.model import Session
@@ -34,6 +47,18 @@ MODELS: dict[str, type] = {
     "proposer-report.schema.json": ProposerReport,
     "decision.schema.json": Decision,
     "flow-report.schema.json": FlowReport,
+    "learning-record.schema.json": LearningRecord,
+    "learnings-write-result.schema.json": WriteResult,
+    "evolve-analysis.schema.json": Analysis,
+    "evolve-confirm.schema.json": ConfirmResult,
+    "run.schema.json": RunRecord,
+    "runs-projects.schema.json": ProjectsPage,
+    "runs-coverage.schema.json": CoverageResult,
+    "runs-prepare.schema.json": PrepareResult,
+    "runs-status.schema.json": RunStatus,
+    "runs-list.schema.json": RunList,
+    "runs-finish.schema.json": FinishResult,
+    "runs-groups.schema.json": SynthesisRound,
     **TRACE_MODELS,
 }
 

@@ -120,11 +120,31 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--json", action="store_true", help="print JSON instead of a table")
     mine.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
     add_commands(sub, _folder)
+    _add_serve(sub)
+    from server.cli_evolve import add_evolve_commands
+    from server.cli_runs import add_runs_commands
+
+    add_evolve_commands(sub)
+    add_runs_commands(sub)
+    mcp = sub.add_parser("mcp", help="run the MCP server for prepared analysis runs (stdio)",
+                         description="Run an MCP server over stdio exposing the `runs` operations as tools, "
+                                     "with the same argument bounds, for a coordinating coding agent.")
+    mcp.set_defaults(command="mcp")
+    return parser
+
+
+def _add_serve(sub) -> None:
     serve = sub.add_parser("serve", help="run the language server (stdio by default)",
                            description="Run the kitsoki-miner language server for an editor: stdio by default, "
                                        "or TCP with --tcp HOST:PORT.")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
     serve.add_argument("--log", type=Path, help="write the server's log to this file")
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    """`serve` alone: an editor starting the server should not pay for every command's imports."""
+    parser = argparse.ArgumentParser(prog="kitsoki-miner")
+    _add_serve(parser.add_subparsers(dest="command", required=True))
     return parser
 
 
@@ -270,8 +290,10 @@ def _print_recipes(report, recipes, console: Console) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
-        return _dispatch(build_parser().parse_args(argv))
+        parser = _serve_parser() if argv[:1] == ["serve"] else build_parser()
+        return _dispatch(parser.parse_args(argv))
     except BrokenPipeError:  # `kitsoki-miner demo | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
@@ -284,6 +306,18 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_mine(args)
     if args.command == "serve":
         return run_serve(args)
+    if args.command == "evolve":
+        from server.cli_evolve import run_evolve
+
+        return run_evolve(args)
+    if args.command == "runs":
+        from server.cli_runs import run_runs
+
+        return run_runs(args)
+    if args.command == "mcp":
+        from server.mcp_runs import main as mcp_main
+
+        return mcp_main() or 0
     from server.cli_proposals import run_command
 
     return run_command(args)

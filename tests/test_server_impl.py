@@ -107,3 +107,23 @@ def test_a_changed_target_marks_its_proposal_stale_and_redrafts_it(served):
     assert {c.status for c in cards.values()} == {"pending"}, "re-drafted against the new bytes"
     assert all("# edited by hand" in (ws / ".artifacts/mining" / c.recipe_id / ".kitsoki.yaml").read_text()
                for c in cards.values())
+
+
+def test_evolve_and_runs_are_served_through_the_same_core_calls(served, tmp_path):
+    from server.lsp import evolve_impl, runs_impl
+
+    server, sidecar, ws, _ = served
+    analysis = evolve_impl(server, {"action": "analyze", "transcriptDirs": [str(ws.parent / "transcripts")]})
+    assert "candidates" in analysis
+    assert evolve_impl(server, {"action": "list"}) == {"records": []}
+    with pytest.raises(JsonRpcInvalidParams, match="confirm"):
+        evolve_impl(server, {"action": "confirm", "select": []})
+    assert evolve_impl(server, {"action": "prune"})["scanned"] == 0
+    workdir = tmp_path / "runs"
+    workdir.mkdir()
+    assert "suggestion" in runs_impl(server, {"action": "workdir"})
+    assert runs_impl(server, {"action": "list", "workdir": str(workdir)})["runs"] == []
+    with pytest.raises(JsonRpcInvalidParams, match="unknown argument"):
+        runs_impl(server, {"action": "status", "workdir": str(workdir), "nonsense": 1})
+    with pytest.raises(JsonRpcInvalidParams):
+        runs_impl(server, {"action": "status", "workdir": str(workdir), "run_id": "000000000000"})
