@@ -69,10 +69,10 @@ def render(model: type) -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
-def write(target: Path = SCHEMA_DIR) -> list[Path]:
+def write(target: Path = SCHEMA_DIR, models: dict[str, type] | None = None) -> list[Path]:
     target.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, model in MODELS.items():
+    for name, model in (MODELS if models is None else models).items():
         path = target / name
         path.write_text(render(model))
         written.append(path)

@@ -10,20 +10,15 @@ import sys
 from pathlib import Path
 
 from core.schemas import MODELS as CORE_MODELS
-from core.schemas import SCHEMA_DIR, render
+from core.schemas import SCHEMA_DIR
+from core.schemas import write as core_write
 from server.protocol import Protocol
 
 MODELS: dict[str, type] = {**CORE_MODELS, "protocol.schema.json": Protocol}
 
 
 def write(target: Path = SCHEMA_DIR) -> list[Path]:
-    target.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, model in MODELS.items():
-        path = target / name
-        path.write_text(render(model))
-        written.append(path)
-    return written
+    return core_write(target, MODELS)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ Fail closed: every key the built-in runner does not implement (kitsoki's own, li
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from core.kitsoki.config import (
     YamlLimits,
+    read_limited,
     _BoundedScanner,
     _FileProblem,
     _plain,
@@ -108,24 +108,7 @@ def load_fixture_file(path: Path) -> FixtureFile:
 
 def _compose_all(path: Path, limits: YamlLimits) -> list[_Value]:
     """The file's non-empty documents as located values, under the limits (whole file)."""
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise _FileProblem(1, 1, "is not a regular file")
-        if info.st_size > limits.max_bytes:
-            raise _FileProblem(1, 1, limits.too_large(info.st_size))
-        with path.open("rb") as handle:
-            raw = handle.read(limits.max_bytes + 1)
-    except OSError as exc:
-        raise _FileProblem(1, 1, f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > limits.max_bytes:
-        raise _FileProblem(1, 1, limits.too_large(len(raw)))
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line_start = raw.rfind(b"\n", 0, exc.start) + 1
-        raise _FileProblem(raw.count(b"\n", 0, exc.start) + 1, exc.start - line_start + 1,
-                           f"is not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+    text = read_limited(path, limits)
 
     yaml = YAML(typ="safe", pure=True)
     yaml.Scanner = type("_FlowScanner", (_BoundedScanner,), {"limits": limits})

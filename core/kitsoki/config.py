@@ -541,8 +541,9 @@ class _ValueProblems(Exception):
         self.issues = issues
 
 
-def _compose_file(path: Path, limits: YamlLimits = CONFIG_LIMITS, raw: bytes | None = None) -> _Value:
-    file = str(path)
+def read_limited(path: Path, limits: YamlLimits, raw: bytes | None = None) -> str:
+    """A YAML file's text, refused (as a _FileProblem at its line and column) when it is not a
+    regular file, is over the size limit or is not UTF-8."""
     if raw is None:
         try:
             info = path.stat()
@@ -557,13 +558,18 @@ def _compose_file(path: Path, limits: YamlLimits = CONFIG_LIMITS, raw: bytes | N
     if len(raw) > limits.max_bytes:  # it grew after stat
         raise _FileProblem(1, 1, limits.too_large(len(raw)))
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line_start = raw.rfind(b"\n", 0, exc.start) + 1
         raise _FileProblem(
             raw.count(b"\n", 0, exc.start) + 1, exc.start - line_start + 1,
             f"is not UTF-8 text (byte 0x{raw[exc.start]:02x})",
         ) from None
+
+
+def _compose_file(path: Path, limits: YamlLimits = CONFIG_LIMITS, raw: bytes | None = None) -> _Value:
+    file = str(path)
+    text = read_limited(path, limits, raw)
 
     yaml = YAML(typ="safe", pure=True)
     yaml.Scanner = _BoundedScanner if limits is CONFIG_LIMITS else type(

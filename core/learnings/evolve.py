@@ -23,7 +23,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, Field
 
-from core.learnings.extract import Cite, Finding, from_sessions_jsonl, from_transcripts
+from core.learnings.extract import Finding, from_sessions_jsonl, from_transcripts
 from core.learnings.judgment import (
     Decision,
     Judge,
@@ -62,20 +62,11 @@ class InputError(ValueError):
     """The request cannot be acted on as given; nothing was touched."""
 
 
-class Candidate(BaseModel):
+class Candidate(Finding):
+    """A finding that survived dedupe, with what confirming it would do."""
+
     id: str
     key: str
-    type: str
-    subject: str
-    insight: str
-    evidence: str
-    cites: list[Cite] = Field(default_factory=list)
-    source_session: str
-    evidence_sessions: list[str] = Field(default_factory=list)
-    file_paths: list[str] = Field(default_factory=list)
-    scope: str = "local"
-    host_class: str | None = None
-    origin: str = "transcripts"
     action: Literal["new", "confirm"] = "new"
     existing_id: str | None = None
     confidence: float = NEW_CONFIDENCE
