@@ -205,16 +205,16 @@ def test_intent_close_to_a_story_intent_adds_synonyms_that_then_route(tmp_path):
 
 def test_intent_close_to_a_dev_story_intent_is_a_rung_1_synonym(tmp_path):
     ws = workspace(tmp_path)
-    r = recipe("intent", "show my open tickets list", phrasings=[("show my open tickets list", 4)],
-               signature=["Bash: gh issue list"])
+    r = recipe("intent", "clean the merged worktrees now", phrasings=[("clean the merged worktrees now", 4)],
+               signature=["Bash: git worktree prune"])
     report = run_proposer(ws, [r])
-    got = outcome(report, r.id)
-    if got.result == "already-modeled":  # dev-story routes it: that is a valid, documented outcome
-        assert "root-instance" in got.reason
-        return
+    assert outcome(report, r.id).result == "raised", report.outcomes
     card = staged(ws, r.id)
+    assert card["mapping"]["classification"] == "ENRICH"
+    assert card["mapping"]["near"] == "root-instance:cleanup_workspaces_main"
     assert card["rung"] == 1 and card["files"][0]["path"] == ".kitsoki.yaml"
-    assert "synonyms:" in (stage_dir(ws, r.id) / ".kitsoki.yaml").read_text()
+    draft = (stage_dir(ws, r.id) / ".kitsoki.yaml").read_text()
+    assert "    synonyms:\n      cleanup_workspaces_main:\n        - clean the merged worktrees now\n" in draft
 
 
 def test_new_intent_gets_a_room_that_hands_work_to_the_agent(tmp_path):
