@@ -619,14 +619,23 @@ def _end_progress(ls: KitsokiServer, token: str | None, message: str) -> None:
 
 
 def _id_arg(args: tuple, command: str) -> str:
+    """The proposal id of `[{"id": ...}]` (IdArgs, or DiffArgs for kitsoki.diff) or `["<id>"]`."""
     if not args:
         raise JsonRpcInvalidParams(f"{command}: needs the proposal id as its argument ({{\"id\": ...}} or a string)")
     first = args[0]
     if isinstance(first, str) and first:
         return first
-    if isinstance(first, dict) and isinstance(first.get("id"), str) and first["id"]:
-        return first["id"]
+    if isinstance(first, dict):
+        model = P.DiffArgs if command == M.CMD_DIFF else P.IdArgs
+        return validated(model, first, command).id
     raise JsonRpcInvalidParams(f"{command}: the argument must be a proposal id or {{\"id\": \"<id>\"}}, got {first!r}")
+
+
+def _uri_arg(args: tuple, command: str) -> str | None:
+    """The optional `[{"uri": ...}]` (UriArgs) of the show and mining commands."""
+    if not args:
+        return None
+    return validated(P.UriArgs, args[0], command).uri
 
 
 # -- events from the sidecars ----------------------------------------------------------------------
@@ -805,17 +814,17 @@ def build_server() -> KitsokiServer:
     @server.command(M.CMD_DIFF)
     def diff(ls: KitsokiServer, *args):
         sidecar, card = ls.find_card(_id_arg(args, M.CMD_DIFF))
-        return {"id": card.recipe_id, "diff": card.diff}
+        return P.DiffResult(id=card.recipe_id, diff=card.diff).model_dump(mode="json")
 
     @server.command(M.CMD_SHOW)
     def show_proposals(ls: KitsokiServer, *args):
-        uri = args[0].get("uri") if args and isinstance(args[0], dict) else None
+        uri = _uri_arg(args, M.CMD_SHOW)
         return proposals_impl(ls, {"uri": uri} if uri else {})
 
     for name, action in ((M.CMD_MINE_NOW, "now"), (M.CMD_PAUSE, "pause"), (M.CMD_RESUME, "resume")):
         def make_control(action: str):
             def command(ls: KitsokiServer, *args):
-                uri = args[0].get("uri") if args and isinstance(args[0], dict) else None
+                uri = _uri_arg(args, f"kitsoki.{action}")
                 return mine_control_impl(ls, {"action": action, **({"uri": uri} if uri else {})})
             return command
         server.command(name)(make_control(action))

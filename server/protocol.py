@@ -211,7 +211,27 @@ class QuestionNotification(BaseModel):
 
 
 class IdArgs(_Params):
+    """kitsoki.accept | refine | reject: `[{"id": ...}]` (a bare id string is taken too)."""
+
     id: str = Field(min_length=1)
+
+
+class DiffArgs(_Params):
+    """kitsoki.diff, as the Diff lens sends it."""
+
+    id: str = Field(min_length=1)
+    uri: str | None = None
+
+
+class UriArgs(_Params):
+    """kitsoki.showProposals | mineNow | pause | resume: an optional file or workspace."""
+
+    uri: str | None = None
+
+
+class DiffResult(BaseModel):
+    id: str
+    diff: str
 
 
 class Protocol(BaseModel):
@@ -234,6 +254,10 @@ class Protocol(BaseModel):
     question: QuestionNotification
     evolve_params: EvolveParams
     runs_params: RunsParams
+    id_args: IdArgs
+    diff_args: DiffArgs
+    uri_args: UriArgs
+    diff_result: DiffResult
 
 
 def problems(exc: ValidationError, method: str) -> str:

@@ -226,12 +226,17 @@ export interface IdArgs {
 /** kitsoki.diff as the Diff lens sends it. */
 export interface DiffArgs {
   id: string;
-  uri?: string;
+  uri?: string | null;
 }
 
 /** kitsoki.showProposals | mineNow | pause | resume: an optional file or workspace. */
 export interface UriArgs {
-  uri?: string;
+  uri?: string | null;
+}
+
+export interface DiffResult {
+  id: string;
+  diff: string;
 }
 
 // -- learnings and prepared analysis runs (served for other faces; this client does not use them) --
@@ -278,7 +283,7 @@ export interface CommandMap {
   [CMD_ACCEPT]: { args: [IdArgs | string]; result: DecisionResult };
   [CMD_REFINE]: { args: [IdArgs | string]; result: DecisionResult };
   [CMD_REJECT]: { args: [IdArgs | string]; result: DecisionResult };
-  [CMD_DIFF]: { args: [DiffArgs | string]; result: { id: string; diff: string } };
+  [CMD_DIFF]: { args: [DiffArgs | string]; result: DiffResult };
   [CMD_MINE_NOW]: { args: [UriArgs] | []; result: MineStatusResult };
   [CMD_PAUSE]: { args: [UriArgs] | []; result: MineStatusResult };
   [CMD_RESUME]: { args: [UriArgs] | []; result: MineStatusResult };
