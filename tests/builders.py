@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import time
+from pathlib import Path
+
+import pytest
 
 _ids = itertools.count(1)
 
@@ -76,3 +80,17 @@ def pi_assistant(text="", calls=(), stop="stop"):
 def pi_result(call_id, name, text, is_error=False):
     return {"role": "toolResult", "toolCallId": call_id, "toolName": name,
             "content": [{"type": "text", "text": text}], "isError": is_error, "timestamp": 1778547747800}
+
+
+def assert_gone(pid: int) -> None:
+    """The process is dead (reaped, or a zombie waiting for its reaper)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.02)
+    pytest.fail(f"process {pid} is still running")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from builders import assert_gone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -207,20 +208,6 @@ def test_gate_timeout_reverts_quickly_and_kills_the_child(ws: Path, tmp_path: Pa
     assert_gone(int(pidfile.read_text()))
     assert tree(ws) == before
     assert_settled(ws)
-
-
-def assert_gone(pid: int) -> None:
-    """The process is dead (reaped, or a zombie waiting for its reaper)."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return
-        if state in ("Z", "X"):
-            return
-        time.sleep(0.02)
-    pytest.fail(f"process {pid} is still running")
 
 
 # ── fault injection at every hook point ──────────────────────────────────────────────────────

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from builders import assert_gone
 from pydantic import BaseModel
 
 from core.apply.gates import (
@@ -27,20 +28,6 @@ from core.apply.gates import (
     kitsoki_gate,
     report_failures,
 )
-
-
-def assert_gone(pid: int) -> None:
-    """The process is dead (reaped, or a zombie waiting for its reaper)."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return
-        if state in ("Z", "X"):
-            return
-        time.sleep(0.02)
-    pytest.fail(f"process {pid} is still running")
 
 
 @pytest.fixture

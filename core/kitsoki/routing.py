@@ -731,14 +731,7 @@ class Router:
                     reason=f"leading-verb:{lead}",
                     pattern=e.source,
                 )
-        cands = sorted(matched)
-        return Verdict(
-            intent=None,
-            confidence=CONFIDENCE_TIE,
-            tier="tie",
-            reason=f"ambiguous:{len(cands)}",
-            candidates=cands,
-        )
+        return _tie(matched)
 
     def _match_templates(
         self, tokens: list[Token], allowed: frozenset[str] | None
@@ -760,14 +753,7 @@ class Router:
         if not best:
             return _NONE
         if len(best) > 1:
-            cands = sorted(best)
-            return Verdict(
-                intent=None,
-                confidence=CONFIDENCE_TIE,
-                tier="tie",
-                reason=f"ambiguous:{len(cands)}",
-                candidates=cands,
-            )
+            return _tie(best)
         ((name, (tpl, slots, missing)),) = best.items()
         if missing:
             return Verdict(
@@ -844,3 +830,10 @@ class Router:
             missing.append(slot)
         else:
             slots[slot] = value
+
+
+def _tie(matched) -> Verdict:
+    """Several intents match at the same tier: kitsoki's 0.50 tie band, candidates sorted."""
+    cands = sorted(matched)
+    return Verdict(intent=None, confidence=CONFIDENCE_TIE, tier="tie", reason=f"ambiguous:{len(cands)}",
+                   candidates=cands)
