@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from core.kitsoki.config import CONFIG_FILE, DEV_STORY_HOST_INTERFACES, LOCAL_CONFIG_FILE, _compose_file, _Value
+from core.kitsoki.config import DEV_STORY_HOST_INTERFACES, override_locations  # noqa: F401
 from core.kitsoki.dev_story import DEV_STORY_INTENTS
 from core.kitsoki.story import AGENT_HANDLER_PREFIX, Where, Workspace, load_workspace
 
@@ -101,42 +101,6 @@ class Inventory(BaseModel):
 
     def world_value(self, key: str) -> WorldRow | None:
         return next((row for row in self.world if row.key == key), None)
-
-
-def override_locations(workspace: Path) -> dict[tuple[str, str, int], Where]:
-    """Where each `root.overrides` entry is written: (block, name, index) -> file:line:col.
-
-    index is the position in a synonyms list, -1 for the entry's key itself. The local file's
-    entries win, as its values do.
-    """
-    located: dict[tuple[str, str, int], Where] = {}
-    for name in (CONFIG_FILE, LOCAL_CONFIG_FILE):
-        path = workspace / name
-        if not path.is_file():
-            continue
-        try:
-            document = _compose_file(path)
-        except Exception:  # the config loader reports problems; locations are best effort
-            continue
-        overrides = _child(_child(document, "root"), "overrides")
-        for block in ("bindings", "world", "synonyms"):
-            entries = _child(overrides, block)
-            if entries is None or entries.kind != "map":
-                continue
-            for key, value in entries.data.items():
-                mark = value.key_at or value.at
-                located[(block, key, -1)] = Where(file=mark.file, line=mark.line, column=mark.column)
-                if block == "synonyms" and value.kind == "seq":
-                    for index, item in enumerate(value.data):
-                        located[(block, key, index)] = Where(file=item.at.file, line=item.at.line,
-                                                             column=item.at.column)
-    return located
-
-
-def _child(value: _Value | None, key: str) -> _Value | None:
-    if value is None or value.kind != "map":
-        return None
-    return value.data.get(key)
 
 
 def build_inventory(workspace: Path | Workspace) -> Inventory:
