@@ -12,6 +12,8 @@ The files are read by core.kitsoki.yamlread (located values, bounded parsing).
 from __future__ import annotations
 
 import difflib
+import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -297,13 +299,15 @@ class MiningConfig(BaseModel):
 
     @field_validator("cadence")
     @classmethod
-    def _cadence_is_a_wait(cls, cadence: str) -> str:
-        return _check_cadence(cadence)
+    def _cadence_is_a_duration(cls, cadence: str) -> str:
+        parse_go_duration_ns(cadence)  # kitsoki only requires that it parses (-1s is accepted)
+        return cadence
 
     # A plain property, not a computed field, so a dumped config validates back unchanged.
     @property
     def cadence_seconds(self) -> float:
-        return parse_go_duration(self.cadence)
+        """The wait between live passes; a negative cadence (kitsoki accepts it) waits none."""
+        return max(parse_go_duration(self.cadence), 0.0)
 
 
 class RootOverrides(BaseModel):
@@ -376,6 +380,14 @@ class KitsokiConfig(BaseModel):
     """The files read, base first: `.kitsoki.yaml`, then `.kitsoki.local.yaml` when present."""
     warnings: list[ConfigIssue] = Field(default_factory=list)
     """Keys kitsoki ignores (likely typos); they do not fail the load."""
+    harness_profiles: list[str] = Field(default_factory=list)
+    """The harness profiles kitsoki can use here (one whose env var is unset is dropped)."""
+    intercept: dict[str, Any] | None = None
+    """The intercept binding with kitsoki's default bar applied, when declared."""
+    profile_bindings: list[str] = Field(default_factory=list)
+    """Interfaces the project profile binds (folded into root.overrides.bindings)."""
+    profile_world: list[str] = Field(default_factory=list)
+    """World keys the project profile sets (folded into root.overrides.world)."""
 
 
 # --- public API -------------------------------------------------------------------------------
@@ -398,40 +410,44 @@ def find_workspace(start: Path) -> Path | None:
     return None
 
 
-def load_config(workspace: Path) -> KitsokiConfig:
-    """Read, merge and validate the workspace's config; raise ConfigError listing every problem."""
+def load_config(workspace: Path, *, overlay: dict[str, bytes] | None = None,
+                env: dict[str, str] | None = None) -> KitsokiConfig:
+    """Read, merge and validate the workspace's config as kitsoki does; raise ConfigError listing
+    every problem. `overlay` (absolute path -> bytes) stands in for files on disk."""
     workspace = Path(workspace)
+    overlay = {str(Path(os.path.abspath(path))): data for path, data in (overlay or {}).items()}
     base_path = workspace / CONFIG_FILE
-    local_path = workspace / LOCAL_CONFIG_FILE
     issues: list[ConfigIssue] = []
+    warnings: list[ConfigIssue] = []
+    source_files: list[Path] = []
 
-    if not _exists(base_path):
-        raise ConfigError([
-            ConfigIssue(
-                file=str(base_path), line=1, column=1,
-                message=f"no {CONFIG_FILE} in {workspace}; a kitsoki workspace needs one (it may be empty)",
-            )
-        ])
-    documents = [_read_document(base_path, issues)]
-    source_files = [base_path]
-    if _exists(local_path):
-        documents.append(_read_document(local_path, issues))
+    base = None
+    if _present(base_path, overlay):
+        base = _read_document(base_path, issues, overlay)
+        source_files.append(base_path)
+    else:  # kitsoki: a missing .kitsoki.yaml is an empty config
+        warnings.append(ConfigIssue(file=str(base_path), line=1, column=1,
+                                    message=f"no {CONFIG_FILE} in {workspace}: read as an empty config, as kitsoki does"))
+    local_path = _local_config(workspace, overlay)
+    local = None
+    if local_path is not None:
+        local = _read_document(local_path, issues, overlay)
         source_files.append(local_path)
     if issues:
         raise ConfigError(issues)
 
-    merged = documents[0]
-    for document in documents[1:]:
-        merged = _deep_merge(merged, document)
-
     checker = _Checker()
+    merged = base if base is not None else _Value("map", {}, _MAP, "", _Mark(str(base_path), 1, 1))
+    if local is not None:
+        merged = _merge_local(merged, local, checker)
     try:
-        fields = _read_config(merged, checker)
-        if checker.issues:
-            raise ConfigError(sorted(checker.issues, key=_issue_order(source_files)))
+        fields = _read_config(merged, checker, env)
+        _fold_profile(workspace, fields, overlay, checker, issues, source_files)
+        if issues or checker.issues:
+            raise ConfigError(issues + sorted(checker.issues, key=_issue_order(source_files)))
         return KitsokiConfig(
             **fields, workspace=workspace, source_files=source_files,
-            warnings=sorted(checker.warnings, key=_issue_order(source_files)),
+            warnings=warnings + sorted(checker.warnings, key=_issue_order(source_files)),
         )
     except ValidationError as exc:  # our checks should have caught it; still never escape bare
         raise ConfigError(checker.issues + [
@@ -439,6 +455,119 @@ def load_config(workspace: Path) -> KitsokiConfig:
                         key=".".join(str(part) for part in error["loc"]), message=error["msg"])
             for error in exc.errors()
         ]) from None
+
+
+_LOCAL_REPLACED = ("story_dirs", "default_profile", "project_profile", "intercept")
+_LOCAL_IGNORED = ("mining", "root")
+
+
+def _merge_local(base: _Value, local: _Value, checker: _Checker) -> _Value:
+    """kitsoki's mergeConfig: from the local file only story_dirs, default_profile, project_profile
+    (when set), intercept (whole) and harness_profiles (by profile name, each whole) count; its
+    mining: and root: are ignored, which the user is told. Our own `miner:` merges key by key."""
+    if base.kind != "map" or local.kind != "map":
+        return local if base.kind != "map" else base
+    entries = dict(base.data)
+    for name, value in local.data.items():
+        if name in _LOCAL_IGNORED:
+            checker.warn(value, name, f"ignored: kitsoki reads {name}: only from {CONFIG_FILE}, never from "
+                                      f"{LOCAL_CONFIG_FILE}")
+        elif name in _LOCAL_REPLACED:
+            if name == "intercept" or not (value.is_null or (value.kind == "seq" and not value.data)
+                                           or (value.kind == "scalar" and value.data == "")):
+                entries[name] = value
+        elif name == "harness_profiles":
+            if value.kind == "map" and name in entries and entries[name].kind == "map":
+                profiles = dict(entries[name].data)
+                profiles.update(value.data)
+                entries[name] = _Value("map", profiles, _MAP, "", value.at, value.key_at)
+            else:
+                entries[name] = value
+        elif name == "miner" and name in entries:
+            entries[name] = _deep_merge(entries[name], value)
+        else:
+            entries[name] = value
+    return _Value("map", entries, _MAP, "", base.at, base.key_at)
+
+
+def _present(path: Path, overlay: dict[str, bytes]) -> bool:
+    return str(Path(os.path.abspath(path))) in overlay or _exists(path)
+
+
+def _local_config(workspace: Path, overlay: dict[str, bytes]) -> Path | None:
+    """The sibling `.kitsoki.local.yaml`; in a linked git worktree without one, the primary
+    checkout's file at the same place (kitsoki's LocalConfigPathCandidates)."""
+    local = workspace / LOCAL_CONFIG_FILE
+    if _present(local, overlay):
+        return local
+    primary = _primary_worktree_file(workspace, LOCAL_CONFIG_FILE)
+    return primary if primary is not None and _exists(primary) else None
+
+
+def _primary_worktree_file(workspace: Path, name: str) -> Path | None:
+    start = Path(os.path.abspath(workspace))
+    for folder in (start, *start.parents):
+        git = folder / ".git"
+        if not _exists(git):
+            continue
+        if git.is_dir():
+            return None  # the primary checkout itself
+        try:
+            text = git.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None
+        if not text.startswith("gitdir:"):
+            return None
+        git_dir = Path(text[len("gitdir:"):].strip())
+        git_dir = git_dir if git_dir.is_absolute() else folder / git_dir
+        common = git_dir
+        try:
+            common_text = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+            common = Path(common_text) if os.path.isabs(common_text) else git_dir / common_text
+        except OSError:
+            pass
+        common = Path(os.path.normpath(common))
+        if common.name != ".git":
+            return None
+        primary = common.parent
+        if os.path.normpath(primary) == os.path.normpath(folder):
+            return None
+        rel = os.path.relpath(start / name, folder)
+        if rel.startswith(".."):
+            return None
+        return primary / rel
+    return None
+
+
+def _fold_profile(workspace: Path, fields: dict[str, Any], overlay: dict[str, bytes], checker: _Checker,
+                  issues: list[ConfigIssue], source_files: list[Path]) -> None:
+    """Fold `.kitsoki/project-profile.yaml` into root overrides (the config's own overrides win)."""
+    from core.kitsoki.project_profile import profile_overrides, profile_path
+
+    path = profile_path(workspace, fields.get("project_profile") or DEFAULT_PROJECT_PROFILE)
+    if not _present(path, overlay):
+        return
+    document = _read_document(path, issues, overlay, what="the project profile")
+    if document is None:
+        return
+    source_files.append(path)
+    found = profile_overrides(document, str(path), checker)
+    if found is None:
+        return
+    bindings, world = found
+    if not bindings and not world:
+        return
+    root: RootConfig | None = fields.get("root")
+    mine = root.overrides if root is not None else RootOverrides()
+    unknown = [iface for iface in bindings if iface not in DEV_STORY_HOST_INTERFACES]
+    for iface in unknown:
+        checker.report(document, "kitsoki.instance.bindings", _unknown_interface_message(iface))
+    merged_bindings = {k: v for k, v in bindings.items() if k not in unknown} | mine.bindings
+    merged_world = {k: v for k, v in world.items() if k in DEV_STORY_WORLD_KEYS} | mine.world
+    fields["root"] = RootConfig(import_=root.import_ if root is not None else "", overrides=RootOverrides(
+        bindings=merged_bindings, world=merged_world, synonyms=mine.synonyms))
+    fields["profile_bindings"] = sorted(bindings)
+    fields["profile_world"] = sorted(world)
 
 
 def _exists(path: Path) -> bool:
@@ -454,7 +583,7 @@ def _issue_order(files: list[Path]):
     return lambda issue: (rank.get(issue.file, len(rank)), issue.line, issue.column, issue.key)
 
 
-def _read_config(document: _Value, checker: _Checker) -> dict[str, Any]:
+def _read_config(document: _Value, checker: _Checker, env: dict[str, str] | None = None) -> dict[str, Any]:
     if document.kind != "map":
         checker.report(document, "", f"the top level must be a mapping of keys (story_dirs, mining, root, ...), "
                                      f"got {_describe(document)}")
@@ -468,10 +597,14 @@ def _read_config(document: _Value, checker: _Checker) -> dict[str, Any]:
     story_dirs = checker.strings(top.get("story_dirs"), "story_dirs", []) or list(DEFAULT_STORY_DIRS)
     default_profile = checker.string(top.get("default_profile"), "default_profile", "") or None
     project_profile = checker.string(top.get("project_profile"), "project_profile", "") or DEFAULT_PROJECT_PROFILE
-    if default_profile:
-        _check_default_profile(top, default_profile, checker)
+    from core.kitsoki.harness import check_intercept, check_profiles
+
+    profiles = check_profiles(top.get("harness_profiles"), default_profile, top.get("default_profile"), checker, env)
+    intercept = check_intercept(top.get("intercept"), checker)
 
     return {
+        "harness_profiles": profiles,
+        "intercept": intercept,
         "story_dirs": story_dirs,
         "default_profile": default_profile,
         "project_profile": project_profile,
@@ -496,45 +629,57 @@ def _read_mining(value: _Value | None, checker: _Checker) -> MiningConfig:
         return MiningConfig()
     checker.unknown_keys(block, "mining", _MINING_KEYS)
     enabled = checker.boolean(block.get("enabled"), "mining.enabled", False)
-    # kitsoki validates the block only when it is enabled; a disabled block is read with a scratch
-    # checker whose reports are dropped, and any unusable value falls back to its default.
-    fields = checker if enabled else _Checker()
+    # A value of the wrong type fails kitsoki's decode whether or not the block is enabled; the
+    # rules on values (a duration that parses, counts not negative) apply only when it is.
+    rules = checker if enabled else _Checker()
 
-    cadence = fields.string(block.get("cadence"), "mining.cadence", "") or DEFAULT_CADENCE
+    cadence = checker.string(block.get("cadence"), "mining.cadence", "") or DEFAULT_CADENCE
     try:
         if parse_go_duration_ns(cadence) < 0:
-            fields.report(block["cadence"], "mining.cadence",
-                          f'"{cadence}" must not be negative (it is the wait between passes)')
-            cadence = DEFAULT_CADENCE
+            # kitsoki only parses the cadence; the miner waits no time rather than a negative one.
+            rules.warn(block["cadence"], "mining.cadence", f'"{cadence}" is negative: kitsoki accepts it; the miner '
+                                                           "runs passes back to back")
     except DurationError as exc:
-        fields.report(block["cadence"], "mining.cadence", str(exc))
+        rules.report(block["cadence"], "mining.cadence", str(exc))
         cadence = DEFAULT_CADENCE
 
-    sample = fields.integer(block.get("first_pass_sample"), "mining.first_pass_sample", 0)
+    sample = _whole(block.get("first_pass_sample"), "mining.first_pass_sample", checker)
     if sample < 0:
-        fields.report(block["first_pass_sample"], "mining.first_pass_sample", f"{sample} must not be negative")
+        rules.report(block["first_pass_sample"], "mining.first_pass_sample", f"{sample} must not be negative")
         sample = 0
-    threshold = fields.number(block.get("priority_threshold"), "mining.priority_threshold",
-                              DEFAULT_PRIORITY_THRESHOLD)
-    if threshold < 0:
-        fields.report(block["priority_threshold"], "mining.priority_threshold", f"{threshold:g} must not be negative")
+    threshold = checker.number(block.get("priority_threshold"), "mining.priority_threshold", DEFAULT_PRIORITY_THRESHOLD)
+    if not math.isfinite(threshold):
+        # kitsoki would take inf (every recipe below it) or NaN (no comparison holds): refused here.
+        checker.report(block["priority_threshold"], "mining.priority_threshold",
+                       f"{block['priority_threshold'].text} is not a finite number; a threshold must be one")
+        threshold = DEFAULT_PRIORITY_THRESHOLD
+    elif threshold < 0:
+        rules.report(block["priority_threshold"], "mining.priority_threshold", f"{threshold:g} must not be negative")
         threshold = DEFAULT_PRIORITY_THRESHOLD
 
-    transcript_dirs = fields.strings(block.get("transcript_dirs"), "mining.transcript_dirs", [])
+    transcript_dirs = checker.strings(block.get("transcript_dirs"), "mining.transcript_dirs", [])
     mined_through: dict[str, int] = {}
-    for slug, mark in fields.mapping(block.get("mined_through"), "mining.mined_through").items():
-        seconds = fields.integer(mark, _join("mining.mined_through", slug), None)
+    for slug, mark in checker.mapping(block.get("mined_through"), "mining.mined_through").items():
+        seconds = checker.integer(mark, _join("mining.mined_through", slug), None)
         if seconds is not None:
             mined_through[slug] = seconds
 
     return MiningConfig(
         enabled=enabled,
         cadence=cadence,
-        first_pass_sample=sample or DEFAULT_FIRST_PASS_SAMPLE,  # kitsoki: zero means the default
-        priority_threshold=threshold,
+        first_pass_sample=max(sample, 0) or DEFAULT_FIRST_PASS_SAMPLE,  # kitsoki: zero means the default
+        priority_threshold=max(threshold, 0.0),
         transcript_dirs=transcript_dirs,
         mined_through=mined_through,
     )
+
+
+def _whole(value: _Value | None, key: str, checker: _Checker) -> int:
+    """An int field as yaml.v3 fills it: a whole number, or a float truncated toward zero."""
+    if value is not None and value.kind == "scalar" and value.tag == _FLOAT and math.isfinite(value.data) \
+            and abs(value.data) < 2 ** 63:
+        return int(value.data)
+    return checker.integer(value, key, 0) or 0
 
 
 def _read_root(value: _Value | None, checker: _Checker) -> RootConfig | None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from core.kitsoki.config import KitsokiConfig
 from core.kitsoki.yamlread import ConfigError, ConfigIssue, Where, YamlLimits  # noqa: F401
@@ -36,6 +36,8 @@ class Slot(BaseModel):
     values: list[str] = Field(default_factory=list)
     value_synonyms: dict[str, list[str]] = Field(default_factory=dict)
     required: bool = False
+    default: Any = None
+    """Filled in at run time when the slot is missing (kitsoki machine.go)."""
     at: Where
 
 
@@ -53,6 +55,11 @@ class Intent(BaseModel):
     synonyms_at: Where | None = None
     state: str | None = None
     """Set for a state-local intent declaration."""
+    priority: int = 0
+    origin: str | None = None
+    """The import alias chain it was folded from (`bf`, `core.bf`), or None for the story's own."""
+    lifted: bool = False
+    """Lifted under its bare name through an import's `intents.import`."""
 
 
 class Effect(BaseModel):
@@ -65,9 +72,15 @@ class Effect(BaseModel):
 class Transition(BaseModel):
     intent: str
     target: str | None = None
+    """As kitsoki resolves it: an absolute dotted path, `..`-relative, `.`, a template, or none."""
     when: str | None = None
     default: bool = False
     effects: list[Effect] = Field(default_factory=list)
+    """One Effect per key of each kitsoki effect mapping, in order (`{invoke, with, bind}` is three)."""
+    guard_hint: str | None = None
+    emit: list[str] = Field(default_factory=list)
+    fallback: bool = False
+    """Injected by kitsoki's free-form fallback (the `work` arm of the landing room)."""
     at: Where
 
 
@@ -77,6 +90,8 @@ class Step(BaseModel):
     invoke: str | None = None
     emit_intent: str | None = None
     with_: Any = None
+    raw: dict[str, Any] = Field(default_factory=dict)
+    """The whole effect as plain data (when, bind, on_error, slots, on_complete ...)."""
     at: Where
 
 
@@ -90,7 +105,36 @@ class State(BaseModel):
     on_enter: list[Step] = Field(default_factory=list)
     intents: dict[str, Intent] = Field(default_factory=dict)
     terminal: bool = False
+    type: str = ""
+    """"compound", "parallel", or "" (a leaf, or children without a type)."""
+    initial: str | None = None
+    """A compound's initial child (may be a template); a target naming the compound descends to it."""
+    children: list[str] = Field(default_factory=list)
+    """Child state names, in declaration order (their paths are `<name>.<child>`)."""
+    parent: str | None = None
+    default_intent: str | None = None
+    relevant_world: list[str] = Field(default_factory=list)
+    timeout_after: str | None = None
+    timeout_target: str | None = None
+    intent_aliases: dict[str, str] = Field(default_factory=dict)
+    """Authored intent name -> its renamed on: key, for states folded from an import."""
+    import_alias: str | None = None
+    """Set on the compound state an import folded in (its alias)."""
+    from_library: bool = False
+    """Folded from the summarised library: its transitions are not known here."""
+    view: Any = None
     at: Where
+
+
+class ImportInfo(BaseModel):
+    """One entry of a story's `imports:`, as folded."""
+
+    alias: str
+    source: Path
+    """The child's app.yaml (or the library entry it came from)."""
+    origin: str
+    """path, kitsoki-repo, checkout or library."""
+    entry: str
 
 
 class WorldVar(BaseModel):
@@ -114,11 +158,25 @@ class Story(BaseModel):
     exits: dict[str, Where] = Field(default_factory=dict)
     imports: Any = None
     """The `imports:` block as written (a mapping of alias -> import in current kitsoki)."""
+    folded: dict[str, ImportInfo] = Field(default_factory=dict)
+    """Each direct import, folded: alias -> where it came from."""
+    imported: list[Path] = Field(default_factory=list)
+    """Every app.yaml this story imports, directly or transitively (canonical paths)."""
+    import_files: list[Path] = Field(default_factory=list)
+    """Every file read for its imports (their app.yaml files and includes, transitively)."""
+    hosts: list[str] = Field(default_factory=list)
+    """The hosts allow-list after folding and interface resolution (empty: no allow-list)."""
     materialized: bool = False
     files: list[Path] = Field(default_factory=list)
-    """app.yaml first, then its included room files in include order."""
+    """The story's own files: app.yaml first, then its included room files in include order."""
     open_world: bool = False
-    """Imports or phases bring intents and states we cannot see: skip existence checks."""
+    """Some import was folded from the summarised library: states under it are not known here."""
+    _definition: Any = PrivateAttr(default=None)
+
+    @property
+    def definition(self) -> Any:
+        """kitsoki's AppDef after the whole pipeline, as located plain data (read only)."""
+        return self._definition
 
     @property
     def dir(self) -> Path:
@@ -136,13 +194,34 @@ class Workspace(BaseModel):
     config: KitsokiConfig
     stories: list[Story] = Field(default_factory=list)
     warnings: list[ConfigIssue] = Field(default_factory=list)
+    root_instance: Story | None = None
+    """The app kitsoki synthesizes for the project root (dev-story imported as `root`), or None
+    when dev-story cannot be resolved."""
+    dev_story: Any = None
+    """Where the root instance's dev-story came from (core.kitsoki.workspace.DevStorySource)."""
 
     def story(self, slug: str) -> Story | None:
         return next((story for story in self.stories if story.slug == slug), None)
 
     def files(self) -> list[Path]:
-        """Every file the model was read from."""
+        """Every file the model was read from (each story's own files and its imports' files)."""
         out = list(self.config.source_files)
+        seen = set(out)
         for story in self.stories:
-            out.extend(story.files)
+            for file in (*story.files, *story.import_files):
+                if file not in seen:
+                    seen.add(file)
+                    out.append(file)
         return out
+
+    def stories_of(self, file: Path) -> list[Story]:
+        """The stories a file belongs to: as one of its own files, or through an import."""
+        file = Path(file)
+        return [story for story in self.stories if file in story.files or file in story.import_files]
+
+    def importers_of(self, story: Story) -> list[Story]:
+        """The stories that import `story` (directly or transitively)."""
+        import os
+
+        key = Path(os.path.realpath(story.path))
+        return [other for other in self.stories if key in other.imported]

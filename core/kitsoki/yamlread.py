@@ -10,6 +10,7 @@ reports every problem.
 from __future__ import annotations
 
 import math
+import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -137,10 +138,22 @@ class _FileProblem(Exception):
         self.line, self.column, self.message = line, column, message
 
 
-def _read_document(path: Path, issues: list[ConfigIssue]) -> _Value | None:
+def _read_document(path: Path, issues: list[ConfigIssue], overlay: dict[str, bytes] | None = None,
+                   what: str = "config file", limits: YamlLimits | None = None) -> _Value | None:
+    """A config-like file as a `_Value` tree (parsed once per content, through core.safeio), or
+    None with the problem in `issues`: not a regular file, a dangling symlink, too large, bad YAML."""
+    from core.kitsoki.parse import PARSE_CACHE
+
     file = str(path)
     try:
-        return _compose_file(path)
+        return PARSE_CACHE.read(os.path.abspath(file), limits or CONFIG_LIMITS, typed=True, overlay=overlay,
+                                what=f"{path.name} ({what})")
+    except FileNotFoundError:
+        message = "does not exist"
+        if os.path.islink(file):
+            message = (f"is a symbolic link to {os.readlink(file)}, which does not exist; refusing to run on "
+                       "defaults instead")
+        issues.append(ConfigIssue(file=file, line=1, column=1, message=message))
     except _FileProblem as problem:
         issues.append(ConfigIssue(file=file, line=problem.line, column=problem.column, message=problem.message))
     except _ValueProblems as problems:
@@ -181,33 +194,19 @@ def read_limited(path: Path, limits: YamlLimits, raw: bytes | None = None) -> st
 
 
 def _compose_file(path: Path, limits: YamlLimits = CONFIG_LIMITS, raw: bytes | None = None) -> _Value:
-    file = str(path)
-    text = read_limited(path, limits, raw)
+    """A YAML file (or `raw`, its bytes) as a `_Value` tree, read through core.safeio and libyaml.
+    Raises _FileProblem or _ValueProblems."""
+    from core.kitsoki.parse import values
+    from core.safeio import UnsafeFile, read_regular
 
-    yaml = YAML(typ="safe", pure=True)
-    yaml.Scanner = _BoundedScanner if limits is CONFIG_LIMITS else type(
-        "_LimitedScanner", (_BoundedScanner,), {"limits": limits})
-    try:
-        root = yaml.compose(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        if exc.context and exc.context_mark and exc.problem:
-            problem += f" ({exc.context} started at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
-        raise _FileProblem(mark.line + 1 if mark else 1, mark.column + 1 if mark else 1,
-                           problem if problem in (limits.too_deep, limits.too_many_tokens) else f"YAML syntax error: {problem}") from None
-    except RecursionError:  # the scanner caps nesting first; this is the last line of defence
-        raise _FileProblem(1, 1, limits.too_deep) from None
-    except (YAMLError, ValueError, TypeError, IndexError) as exc:  # ruamel on hostile input: report, never raise
-        raise _FileProblem(1, 1, f"YAML syntax error: {exc}") from None
-
-    if root is None:  # an empty file is an empty config, as in kitsoki
-        return _Value("map", {}, _MAP, "", _Mark(file, 1, 1))
-    builder = _TreeBuilder(file, yaml, limits)
-    value = builder.build(root, "", 0)
-    if builder.issues:
-        raise _ValueProblems(builder.issues)
-    return value
+    if raw is None:
+        try:
+            raw = read_regular(path, limits.max_bytes, what=path.name)
+        except FileNotFoundError:
+            raise _FileProblem(1, 1, "does not exist") from None
+        except UnsafeFile as exc:
+            raise _FileProblem(1, 1, exc.problem) from None
+    return values(raw, str(path), limits)
 
 
 class _BoundedScanner(Scanner):
