@@ -68,8 +68,8 @@ states:
     description: "Someone signs off on the deploy before it ships."
     decider: llm
     on:
-      approve: { target: desk }
-      reject: { target: desk }
+      approve: [{ target: desk }]
+      reject: [{ target: desk }]
 """
 
 

@@ -724,33 +724,58 @@ def _read_root(value: _Value | None, checker: _Checker) -> RootConfig | None:
 # --- where root.overrides entries are written -------------------------------------------------
 
 
-def override_locations(workspace: Path) -> dict[tuple[str, str, int], Where]:
+def override_locations(workspace: Path, config: KitsokiConfig | None = None) -> dict[tuple[str, str, int], Where]:
     """Where each `root.overrides` entry is written: (block, name, index) -> file:line:col.
 
-    index is the position in a synonyms list, -1 for the entry's key itself. The local file's
-    entries win, as its values do.
+    index is the position in a synonyms list, -1 for the entry's key itself. kitsoki reads
+    `root:` only from `.kitsoki.yaml`; a value the project profile sets points at the profile.
     """
     located: dict[tuple[str, str, int], Where] = {}
-    for name in (CONFIG_FILE, LOCAL_CONFIG_FILE):
-        path = workspace / name
-        if not path.is_file():
+
+    def where(value: _Value, at_key: bool = True) -> Where:
+        mark = value.key_at if at_key and value.key_at else value.at
+        return Where(file=mark.file, line=mark.line, column=mark.column)
+
+    path = workspace / CONFIG_FILE
+    try:
+        document = _compose_file(path)
+    except Exception:  # noqa: BLE001 - the config loader reports problems; locations are best effort
+        document = None
+    overrides = _child(_child(document, "root"), "overrides")
+    for block in ("bindings", "world", "synonyms"):
+        entries = _child(overrides, block)
+        if entries is None or entries.kind != "map":
             continue
-        try:
-            document = _compose_file(path)
-        except Exception:  # the config loader reports problems; locations are best effort
-            continue
-        overrides = _child(_child(document, "root"), "overrides")
-        for block in ("bindings", "world", "synonyms"):
-            entries = _child(overrides, block)
-            if entries is None or entries.kind != "map":
-                continue
-            for key, value in entries.data.items():
-                mark = value.key_at or value.at
-                located[(block, key, -1)] = Where(file=mark.file, line=mark.line, column=mark.column)
-                if block == "synonyms" and value.kind == "seq":
-                    for index, item in enumerate(value.data):
-                        located[(block, key, index)] = Where(file=item.at.file, line=item.at.line,
-                                                             column=item.at.column)
+        for key, value in entries.data.items():
+            located[(block, key, -1)] = where(value)
+            if block == "synonyms" and value.kind == "seq":
+                for index, item in enumerate(value.data):
+                    located[(block, key, index)] = where(item, at_key=False)
+    profile = workspace / ((config.project_profile if config else "") or DEFAULT_PROJECT_PROFILE)
+    try:
+        document = _compose_file(profile) if profile.is_file() else None
+    except Exception:  # noqa: BLE001 - best effort, as above
+        document = None
+    if document is None:
+        return located
+    bindings = _child(_child(_child(document, "kitsoki"), "instance"), "bindings")
+    for key, value in (bindings.data.items() if bindings is not None and bindings.kind == "map" else ()):
+        located.setdefault(("bindings", key, -1), where(value))
+    sources = {"workdir": ("repo", "root"), "repo_root": ("repo", "root"), "judge_mode": ("kitsoki", "judge_mode"),
+               "build_cmd": ("dev_story_profile", "bugfix", "build_cmd"),
+               "test_cmd": ("dev_story_profile", "bugfix", "test_cmd")}
+    for key in ("publish_durable_path", "prd_doc_filename", "design_template_dir", "design_durable_path",
+                "design_doc_filename", "design_ticket_dir", "ticket_repo"):
+        sources[key] = ("dev_story_profile", "docs", key)
+    fallbacks = {"build_cmd": ("commands", "build"), "test_cmd": ("commands", "test")}
+    for key, chain in sources.items():
+        value = document
+        for part in chain:
+            value = _child(value, part)
+        if value is None and key in fallbacks:
+            value = _child(_child(document, fallbacks[key][0]), fallbacks[key][1])
+        if value is not None:
+            located.setdefault(("world", key, -1), where(value))
     return located
 
 
