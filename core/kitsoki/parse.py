@@ -22,6 +22,7 @@ how a staged draft is validated without copying the workspace.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import threading
@@ -236,7 +237,7 @@ class _Walk:
                     position = (mark.line + 1, mark.column + 1)
                 elif kind is mapping_start or kind is sequence_start:
                     mark = event.start_mark
-                    if len(stack) >= max_depth:
+                    if len(stack) > max_depth:
                         raise _FileProblem(mark.line + 1, mark.column + 1, self.limits.too_deep)
                     if event.tag not in (None, "!", _MAP if kind is mapping_start else _SEQ):
                         self.problem(mark.line + 1, mark.column + 1, self.path(stack),
@@ -298,11 +299,18 @@ class _Walk:
                 "anchors are refused"))
 
     def path(self, stack: list[_Frame]) -> str:
-        parts = []
+        """The dotted key path of the value being read (`story_dirs[0]`)."""
+        out = ""
         for frame in stack:
-            if frame.kind == "map" and frame.key is not _NO_KEY:
-                parts.append(str(frame.key))
-        return ".".join(parts)
+            if frame.kind == "map":
+                if frame.key is _NO_KEY or frame.key is _BAD_KEY:
+                    continue
+                name = frame.key.text if isinstance(frame.key, _Value) else str(frame.key)
+                out = f"{out}.{name}" if out else name
+            else:
+                count = len(frame.data.data) if self.typed else len(frame.data)
+                out = f"{out}[{count}]"
+        return out
 
     def scalar(self, event: Any, line: int, column: int, stack: list[_Frame]) -> tuple[Any, int]:
         self.budget -= 1
@@ -542,6 +550,8 @@ class ParseCache:
         except FileNotFoundError:
             raise
         except UnsafeFile as exc:
+            if exc.errno == errno.EFBIG and sig is not None:
+                raise _FileProblem(1, 1, limits.too_large(sig.size)) from None
             raise _FileProblem(1, 1, exc.problem) from None
         sig = signature(path) or sig or Signature(len(data), 0, 0)
         digest = hash(data)
