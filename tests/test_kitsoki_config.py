@@ -256,7 +256,7 @@ BAD_VALUES = [
                  id="root-not-a-mapping"),
     pytest.param("default_profile: fast\nharness_profiles: {slow: {}}\n", 1, 18, "default_profile",
                  '"fast" names no declared harness profile (slow)', id="default-profile-undeclared"),
-    pytest.param("story_dirs: [a]\nstory_dirs: [b]\n", 2, 1, "story_dirs", "duplicate key (first defined at line 1)",
+    pytest.param("story_dirs: [a]\nstory_dirs: [b]\n", 2, 1, "story_dirs", "mapping key \"story_dirs\" already defined at [1:1]",
                  id="duplicate-key"),
 ]
 

@@ -375,8 +375,8 @@ class _Walk:
                 return
             if name in entries:
                 first = entries[name].key_at
-                self.problem(key_mark[0], key_mark[1], name,
-                             f"duplicate key (first defined at line {first.line if first else '?'})")
+                self.problem(key_mark[0], key_mark[1], name, f'mapping key "{name}" already defined at '
+                             f"[{first.line if first else '?'}:{first.column if first else '?'}] (a duplicate key)")
                 return
             value.key_at = _Mark(self.file, *key_mark)
             entries[name] = value
@@ -388,8 +388,8 @@ class _Walk:
             return
         if name in data:
             first = data.marks.get(name)
-            self.problem(key_mark[0], key_mark[1], name,
-                         f"duplicate key (first defined at line {first[0] if first else '?'})")
+            self.problem(key_mark[0], key_mark[1], name, f'mapping key "{name}" already defined at '
+                         f"[{first[0] if first else '?'}:{first[1] if first else '?'}] (a duplicate key)")
             return
         data[name] = value
         if position is None:  # a mapping or list: remember the key that names it
