@@ -30,6 +30,34 @@ from core.kitsoki.model import (
 from core.kitsoki.parse import LMap, LSeq
 
 _VARDEF_KEYS = frozenset({"type", "default", "values"})
+_set = object.__setattr__
+_DEFAULTS: dict[type, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
+def _make(cls: type, **values: Any) -> Any:
+    """A model instance from values the loader has already checked: pydantic's model_construct
+    without its per-call bookkeeping (a workspace builds tens of thousands of these)."""
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        plain_defaults, factories = {}, {}
+        for name, info in cls.model_fields.items():
+            if info.default_factory is not None:
+                factories[name] = info.default_factory
+            elif not info.is_required():
+                plain_defaults[name] = info.default
+        defaults = _DEFAULTS[cls] = (plain_defaults, factories)
+    plain_defaults, factories = defaults
+    data = dict(plain_defaults)
+    for name, factory in factories.items():
+        if name not in values:
+            data[name] = factory()
+    data.update(values)
+    obj = cls.__new__(cls)
+    _set(obj, "__dict__", data)
+    _set(obj, "__pydantic_fields_set__", set(values))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
 
 
 def _text(value: Any) -> str:
@@ -44,7 +72,7 @@ def _text(value: Any) -> str:
 
 
 def _where(at: tuple[str, int, int]) -> Where:
-    return Where.model_construct(file=at[0], line=at[1], column=at[2])
+    return _make(Where, file=at[0], line=at[1], column=at[2])
 
 
 def plain(value: Any) -> Any:
@@ -73,13 +101,13 @@ def build_intent(name: str, spec: Any, at: tuple[str, int, int], state: str | No
     for slot_name, slot in block.items():
         slot = slot if isinstance(slot, LMap) else LMap()
         synonyms = slot.get("synonyms") if isinstance(slot.get("synonyms"), LMap) else {}
-        slots[slot_name] = Slot.model_construct(
+        slots[slot_name] = _make(Slot, 
             name=slot_name, type=_text(slot.get("type")) or "string", values=_strings(slot.get("values")),
             value_synonyms={key: _strings(items) for key, items in synonyms.items()},
             required=slot.get("required") is True, default=plain(slot.get("default")),
             at=_where(block.key_at(slot_name)))
     priority = spec.get("priority")
-    return Intent.model_construct(
+    return _make(Intent, 
         name=name, title=_text(spec.get("title")), description=_text(spec.get("description")),
         examples=_strings(spec.get("examples")), synonyms=_strings(spec.get("synonyms")), slots=slots,
         hidden=spec.get("hidden") is True, at=_where(at),
@@ -97,14 +125,14 @@ def _effects(raw: Any) -> list[Effect]:
         for op, args in effect.items():
             if op.startswith("__"):
                 continue
-            out.append(Effect.model_construct(op=op, args=plain(args), at=_where(effect.key_at(op))))
+            out.append(_make(Effect, op=op, args=plain(args), at=_where(effect.key_at(op))))
     return out
 
 
 def _arm(intent: str, arm: Any, at: tuple[str, int, int]) -> Transition:
     arm = arm if isinstance(arm, LMap) else LMap()
     target = arm.get("target")
-    return Transition.model_construct(
+    return _make(Transition, 
         intent=intent, target=_text(target) or None, when=_text(arm.get("when")) or None,
         default=arm.get("default") is True, effects=_effects(arm.get("effects")),
         guard_hint=_text(arm.get("guard_hint")) or None, emit=_strings(arm.get("emit")),
@@ -123,9 +151,10 @@ def _state(path: str, spec: LMap, parent: str | None, lifted: frozenset[str], op
         if not isinstance(effect, LMap):
             continue
         where = effect.at if effect.kline else (effect.file, effect.line, effect.column)
-        steps.append(Step.model_construct(
+        steps.append(_make(Step, 
             invoke=_text(effect.get("invoke")) or None, emit_intent=_text(effect.get("emit_intent")) or None,
-            with_=plain(effect["with"]) if "with" in effect else None, raw=plain(effect), at=_where(where)))
+            with_=plain(effect["with"]) if "with" in effect else None,
+            raw={key: plain(value) for key, value in effect.items() if not key.startswith("__")}, at=_where(where)))
     intents = {}
     local = spec.get("intents") if isinstance(spec.get("intents"), LMap) else LMap()
     for name, intent in local.items():
@@ -135,7 +164,7 @@ def _state(path: str, spec: LMap, parent: str | None, lifted: frozenset[str], op
     decider = spec.get("decider")
     opaque = opaque or bool(spec.get("__library__"))
     alias = spec.get("__import__")
-    state = State.model_construct(
+    state = _make(State, 
         name=path, description=_text(spec.get("description")),
         decider=None if decider is None else _text(decider), on=on, on_enter=steps, intents=intents,
         terminal=spec.get("terminal") is True, type=_text(spec.get("type")),
@@ -144,7 +173,7 @@ def _state(path: str, spec: LMap, parent: str | None, lifted: frozenset[str], op
         timeout_after=_text(timeout.get("after")) or None if timeout else None,
         timeout_target=_text(timeout.get("target")) or None if timeout else None,
         intent_aliases=dict(spec.get(ALIASES_KEY) or {}), import_alias=alias,
-        from_library=opaque and alias is None, view=plain(spec.get("view")), at=_where(spec.at))
+        from_library=opaque and alias is None, view=spec.get("view"), at=_where(spec.at))
     out[path] = state
     for name, child in children.items():
         if isinstance(child, LMap):
@@ -164,10 +193,10 @@ def build_story(loaded: Loaded, *, slug: str, materialized: bool, own_files: lis
     block = definition.get("world") if isinstance(definition.get("world"), LMap) else LMap()
     for name, var in block.items():
         if isinstance(var, LMap) and _VARDEF_KEYS & set(var):
-            world[name] = WorldVar.model_construct(name=name, type=_text(var.get("type")),
+            world[name] = _make(WorldVar, name=name, type=_text(var.get("type")),
                                                    default=plain(var.get("default")), at=_where(block.key_at(name)))
         else:
-            world[name] = WorldVar.model_construct(name=name, type="", default=plain(var), at=_where(block.key_at(name)))
+            world[name] = _make(WorldVar, name=name, type="", default=plain(var), at=_where(block.key_at(name)))
     intents = {}
     block = definition.get("intents") if isinstance(definition.get("intents"), LMap) else LMap()
     for name, intent in block.items():
@@ -189,7 +218,7 @@ def build_story(loaded: Loaded, *, slug: str, materialized: bool, own_files: lis
         slug=slug, path=Path(loaded.path), app_id=_text(app.get("id")), title=_text(app.get("title")),
         root=root if isinstance(root, str) and root else None, world=world, intents=intents, states=states,
         exits=exits, imports=as_written,
-        folded={alias: ImportInfo.model_construct(alias=alias, source=wrapper.source, origin=wrapper.origin,
+        folded={alias: _make(ImportInfo, alias=alias, source=wrapper.source, origin=wrapper.origin,
                                                   entry=wrapper.entry)
                 for alias, wrapper in loaded.wrappers.items()},
         imported=[Path(path) for path in loaded.imports],

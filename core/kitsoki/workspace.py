@@ -55,7 +55,8 @@ class DevStorySource(BaseModel):
     message: str = ""
 
 
-def story_app_files(workspace: Path, config: KitsokiConfig) -> list[tuple[Path, bool]]:
+def story_app_files(workspace: Path, config: KitsokiConfig,
+                    overlay: dict[str, bytes] | None = None) -> list[tuple[Path, bool]]:
     """(app.yaml, materialized) for each story the workspace has, in story_dirs order, no repeats.
 
     Entries named app.yaml that are not regular files are listed too: the loader refuses them by
@@ -81,6 +82,10 @@ def story_app_files(workspace: Path, config: KitsokiConfig) -> list[tuple[Path, 
                 continue
             seen.add(app)
             out.append((Path(app), is_materialized or folder.startswith(materialized_root + os.sep)))
+        for staged in sorted(overlay or ()):  # a draft's new story exists only in the overlay
+            if staged not in seen and os.path.basename(staged) == APP_FILE and staged.startswith(root + os.sep):
+                seen.add(staged)
+                out.append((Path(staged), is_materialized))
     return out
 
 
@@ -249,7 +254,7 @@ def load_workspace(path: Path, *, overlay: dict[str, bytes] | None = None, env: 
     issues: list[ConfigIssue] = []
     warnings: list[ConfigIssue] = list(config.warnings)
     stories = []
-    for app, materialized in story_app_files(workspace, config):
+    for app, materialized in story_app_files(workspace, config, session.overlay):
         entry = load_story_at(session, app, materialized, seen)
         issues.extend(entry.issues)
         if entry.story is not None:
