@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+import regex
 import snowballstemmer
 
 # --------------------------------------------------------------------------
@@ -43,14 +44,15 @@ BUILTIN_STOPWORDS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
-# Approximation of UAX#29 word segmentation: runs of word characters, joined
-# across an apostrophe/period between letters ("let's", "foo.py"), across a
-# period/comma between digits ("3.14", "1,000") and across a colon between
-# letters.  Everything else (spaces, hyphens, slashes, punctuation) separates.
-_L = r"[^\W\d_]"
-_TOKEN_RE = re.compile(
-    rf"\w+(?:(?:(?<={_L})[.'\u2019:](?={_L})|(?<=\d)[.'\u2019,;](?=\d))\w+)*"
-)
+# Words split as Unicode UAX#29 (kitsoki uses clipperhouse/uax29): the `regex` module's WORD flag
+# makes \b the default Unicode word boundary, so "let's", "foo.py", "3.14" and "1,000" stay whole,
+# "e-mail" splits, and each CJK ideograph is a word of its own.
+_BOUNDARY = regex.compile(r"(?w)\b")
+
+
+def _segments(text: str) -> list[str]:
+    return [part for part in _BOUNDARY.split(text) if part]
+
 
 _STEMMER = snowballstemmer.stemmer("english")
 
@@ -147,8 +149,7 @@ def tokenize(text: str, stop_extra: Iterable[str] = ()) -> list[Token]:
     )
     s = unicodedata.normalize("NFKC", text).lower()
     out: list[Token] = []
-    for m in _TOKEN_RE.finditer(s):
-        surface = m.group()
+    for surface in _segments(s):
         if not any(c.isalnum() for c in surface):
             continue
         norm = _stem(surface)

@@ -9,7 +9,17 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.kitsoki.routing.lex import Token, _normalise_exact, _stems_of, content_stems, tokenize
-from core.kitsoki.routing.slots import _EnumTable, _enum_table, _parse_bool, _parse_enum, _parse_int, _parse_number
+from core.kitsoki.routing.slots import (
+    _EnumTable,
+    _enum_table,
+    _parse_bool,
+    _parse_enum,
+    _parse_int,
+    _parse_list,
+    _parse_money,
+    _parse_number,
+    _span_parser,
+)
 from core.kitsoki.routing.templates import TemplateError, _analyse_template, _literal_norms, is_template
 
 # Confidence bands (constants in kitsoki, never learned).
@@ -212,7 +222,7 @@ class Router:
                 slot = slots[val]
                 typ = str(getattr(slot, "type", "") or "string")
                 slot_types[val] = typ
-                if typ == "enum":
+                if typ in ("enum", "list[enum]"):
                     enums[val] = _enum_table(slot)
                 compiled.append(("cap", val))
             else:
@@ -391,6 +401,10 @@ class Router:
                 value = _parse_bool(captured)
             elif typ == "enum":
                 value = _parse_enum(captured, tpl.enums[slot])
+            elif typ in ("money", "$int"):
+                value = _parse_money(captured)
+            elif typ.startswith("list[") and typ.endswith("]") and _span_parser(typ[5:-1], tpl.enums.get(slot)):
+                value = _parse_list(captured, _span_parser(typ[5:-1], tpl.enums.get(slot)))
             else:  # "string" and anything else: the captured (lowercased) text
                 value = " ".join(t.surface for t in captured).strip() or None
         if value is None:
