@@ -136,6 +136,13 @@ def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
                 key = (story, verdict.intent)
                 routed[key] += phrasing.count
                 example.setdefault(key, f'"{phrasing.text}" routes to {story}:{verdict.intent} ({verdict.reason})')
+            elif verdict.intent is None and (owners := router.exact_owners(text)):
+                # An example of several intents: kitsoki routes it by the room (only one is allowed
+                # there), so it is modeled all the same.
+                key = (story, owners[0])
+                routed[key] += phrasing.count
+                example.setdefault(key, f'"{phrasing.text}" is an example of {story}:{" and ".join(owners)} '
+                                        "(the room decides which)")
     if routed:
         # Ties go to the project's own story: it is what the project models for itself.
         key, count = max(routed.items(), key=lambda kv: (kv[1], kv[0][0] != ROOT_INSTANCE, kv[0]))

@@ -261,6 +261,10 @@ class Router:
             return verdict
         return self._match_templates(tokens, allowed)
 
+    def exact_owners(self, text: str) -> list[str]:
+        """The intents that have `text` as one of their examples (kitsoki's room decides among several)."""
+        return sorted(self._exact.get(_normalise_exact(text), {}))
+
     def routes_to(self, text: str, intent: str) -> bool:
         """True when ``text`` routes to ``intent`` with confidence >= 0.65."""
         v = self.route(text)
