@@ -47,12 +47,12 @@ def _make(cls: type, **values: Any) -> Any:
                 plain_defaults[name] = info.default
         defaults = _DEFAULTS[cls] = (plain_defaults, factories)
     plain_defaults, factories = defaults
-    data = dict(plain_defaults)
+    data = plain_defaults.copy()
     for name, factory in factories.items():
         if name not in values:
             data[name] = factory()
     data.update(values)
-    obj = cls.__new__(cls)
+    obj = _new(cls)
     _set(obj, "__dict__", data)
     _set(obj, "__pydantic_fields_set__", set(values))
     _set(obj, "__pydantic_extra__", None)
@@ -71,16 +71,26 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+_WHERE_FIELDS = frozenset({"file", "line", "column"})
+_new = object.__new__
+
+
 def _where(at: tuple[str, int, int]) -> Where:
-    return _make(Where, file=at[0], line=at[1], column=at[2])
+    obj = _new(Where)
+    _set(obj, "__dict__", {"file": at[0], "line": at[1], "column": at[2]})
+    _set(obj, "__pydantic_fields_set__", set(_WHERE_FIELDS))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
 
 
 def plain(value: Any) -> Any:
     """Located data as plain dicts and lists (our internal keys dropped)."""
     if isinstance(value, dict):
-        return {key: plain(item) for key, item in value.items() if not key.startswith("__")}
+        return {key: plain(item) if isinstance(item, (dict, list)) else item
+                for key, item in value.items() if key[:2] != "__"}
     if isinstance(value, list):
-        return [plain(item) for item in value]
+        return [plain(item) if isinstance(item, (dict, list)) else item for item in value]
     return value
 
 
@@ -122,10 +132,18 @@ def _effects(raw: Any) -> list[Effect]:
     for effect in raw if isinstance(raw, LSeq) else ():
         if not isinstance(effect, LMap):
             continue
+        marks, file = effect.marks, effect.file
         for op, args in effect.items():
-            if op.startswith("__"):
+            if op[:2] == "__":
                 continue
-            out.append(_make(Effect, op=op, args=plain(args), at=_where(effect.key_at(op))))
+            mark = marks.get(op)
+            at = (file, mark[0], mark[1]) if mark else (file, effect.line, effect.column)
+            obj = _new(Effect)
+            _set(obj, "__dict__", {"op": op, "args": plain(args), "at": _where(at)})
+            _set(obj, "__pydantic_fields_set__", {"op", "args", "at"})
+            _set(obj, "__pydantic_extra__", None)
+            _set(obj, "__pydantic_private__", None)
+            out.append(obj)
     return out
 
 
@@ -189,6 +207,38 @@ def build_story(loaded: Loaded, *, slug: str, materialized: bool, own_files: lis
                        if isinstance(spec, LMap) and "__" not in name and spec.file != definition.file
                        and not _declared_in(own_files, spec.file))
     app = definition.get("app") if isinstance(definition.get("app"), LMap) else LMap()
+    from_library = {alias for alias, wrapper in loaded.wrappers.items() if wrapper.origin == "library"}
+    exits = {}
+    block = definition.get("exits") if isinstance(definition.get("exits"), LMap) else LMap()
+    for name in block:
+        exits[name] = _where(block.key_at(name))
+    own = set(own_files)
+    root = definition.get("root")
+    story = Story.model_construct(
+        slug=slug, path=Path(loaded.path), app_id=_text(app.get("id")), title=_text(app.get("title")),
+        root=root if isinstance(root, str) and root else None,
+        exits=exits, imports=as_written,
+        folded={alias: _make(ImportInfo, alias=alias, source=wrapper.source, origin=wrapper.origin,
+                                                  entry=wrapper.entry)
+                for alias, wrapper in loaded.wrappers.items()},
+        imported=[Path(path) for path in loaded.imports],
+        import_files=[Path(file) for file in loaded.files if file not in own],
+        hosts=[_text(host) for host in definition.get("hosts") or ()],
+        materialized=materialized, files=[Path(file) for file in own_files], open_world=bool(from_library))
+    story._definition = definition
+    # world, intents and states are built when first read (a workspace load that only checks
+    # what loads, or a flow gate on one story, never pays for the others).
+    story._lazy = lambda: _tables(definition, lifted, from_library)
+    for name in _LAZY_FIELDS:
+        story.__dict__.pop(name, None)
+    return story
+
+
+_LAZY_FIELDS = ("world", "intents", "states")
+
+
+def _tables(definition: LMap, lifted: frozenset[str], from_library: set[str]) -> dict[str, Any]:
+    """The story's world, intents and states as models."""
     world = {}
     block = definition.get("world") if isinstance(definition.get("world"), LMap) else LMap()
     for name, var in block.items():
@@ -204,29 +254,10 @@ def build_story(loaded: Loaded, *, slug: str, materialized: bool, own_files: lis
         intents[name] = build_intent(name, intent, where, None, lifted)
     states: dict[str, State] = {}
     block = definition.get("states") if isinstance(definition.get("states"), LMap) else LMap()
-    from_library = {alias for alias, wrapper in loaded.wrappers.items() if wrapper.origin == "library"}
     for name, spec in block.items():
         if isinstance(spec, LMap):
             _state(name, spec, None, lifted, name in from_library, states)
-    exits = {}
-    block = definition.get("exits") if isinstance(definition.get("exits"), LMap) else LMap()
-    for name in block:
-        exits[name] = _where(block.key_at(name))
-    own = set(own_files)
-    root = definition.get("root")
-    story = Story.model_construct(
-        slug=slug, path=Path(loaded.path), app_id=_text(app.get("id")), title=_text(app.get("title")),
-        root=root if isinstance(root, str) and root else None, world=world, intents=intents, states=states,
-        exits=exits, imports=as_written,
-        folded={alias: _make(ImportInfo, alias=alias, source=wrapper.source, origin=wrapper.origin,
-                                                  entry=wrapper.entry)
-                for alias, wrapper in loaded.wrappers.items()},
-        imported=[Path(path) for path in loaded.imports],
-        import_files=[Path(file) for file in loaded.files if file not in own],
-        hosts=[_text(host) for host in definition.get("hosts") or ()],
-        materialized=materialized, files=[Path(file) for file in own_files], open_world=bool(from_library))
-    story._definition = definition
-    return story
+    return {"world": world, "intents": intents, "states": states}
 
 
 def _declared_in(files: list[str], file: str) -> bool:

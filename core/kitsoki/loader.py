@@ -187,6 +187,8 @@ class LoadSession:
                 merged[block] = merged[block].like(merged[block])
         if isinstance(merged.get("hosts"), LSeq):
             merged["hosts"] = merged["hosts"].like(merged["hosts"])
+        if isinstance(merged.get("host_interfaces"), LMap):  # a fold adds the lifted interfaces
+            merged["host_interfaces"] = merged["host_interfaces"].like(merged["host_interfaces"])
         patterns = document.get("include")
         if not patterns:
             return merged

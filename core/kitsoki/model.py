@@ -172,6 +172,18 @@ class Story(BaseModel):
     open_world: bool = False
     """Some import was folded from the summarised library: states under it are not known here."""
     _definition: Any = PrivateAttr(default=None)
+    _lazy: Any = PrivateAttr(default=None)
+
+    def __getattr__(self, name: str) -> Any:
+        # world, intents and states of a loaded story are built on first read (core.kitsoki.build).
+        if name in ("world", "intents", "states"):
+            private = object.__getattribute__(self, "__pydantic_private__") or {}
+            lazy = private.get("_lazy")
+            if lazy is not None:
+                self.__dict__.update(lazy())
+                private["_lazy"] = None
+                return self.__dict__[name]
+        return super().__getattr__(name)
 
     @property
     def definition(self) -> Any:
