@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from core.kitsoki.imports import ALIASES_KEY
-from core.kitsoki.loader import FALLBACK_KEY, Loaded
+from core.kitsoki.tree import FALLBACK_KEY, Loaded
 from core.kitsoki.model import (
     Effect,
     ImportInfo,

@@ -25,7 +25,7 @@ from typing import Any
 
 from core.kitsoki.duration import DurationError, parse_go_duration
 from core.kitsoki.imports import RESERVED_WORLD_KEYS, Wrapper
-from core.kitsoki.loader import FALLBACK_KEY
+from core.kitsoki.tree import FALLBACK_KEY, map_states
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
 
@@ -144,8 +144,6 @@ def apply_fallback(definition: LMap) -> None:
             arm["target"] = path
             arm[FALLBACK_KEY] = True
         fallback.append(arm)
-    from core.kitsoki.loader import _map_states
-
     def inject(state_path: str, state: LMap) -> LMap:
         if state_path == path or state.get("terminal") is True or state.get("default_intent") or \
                 state.get("agent_off_ramp") not in (None, False):
@@ -159,7 +157,7 @@ def apply_fallback(definition: LMap) -> None:
         state["on"] = block
         return state
 
-    definition["states"] = _map_states(states, inject)
+    definition["states"] = map_states(states, inject)
 
 
 class _Checks:

@@ -46,7 +46,6 @@ from core.kitsoki.yamlread import (  # noqa: F401
     YamlLimits,
     _BoundedScanner,
     _Checker,
-    _compose_file,
     _deep_merge,
     _describe,
     _FileProblem,
@@ -54,12 +53,12 @@ from core.kitsoki.yamlread import (  # noqa: F401
     _join,
     _Mark,
     _plain,
-    _read_document,
     _TreeBuilder,
     _Value,
     _ValueProblems,
     read_limited,
 )
+from core.kitsoki.parse import _compose_file, _read_document  # noqa: F401  (the flow runner reads them here)
 from core.kitsoki.duration import DurationError, parse_go_duration, parse_go_duration_ns
 
 CONFIG_FILE = ".kitsoki.yaml"

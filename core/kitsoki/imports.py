@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.kitsoki.library import LIBRARY_DIR
+from core.kitsoki.tree import Wrapper  # noqa: F401  (importers of imports find it here)
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
 
@@ -64,8 +66,6 @@ class Sources:
             except (OSError, UnicodeDecodeError):
                 text = ""
             repo = text if text and Path(text).is_dir() else ""
-        from core.kitsoki.library import LIBRARY_DIR
-
         return cls(kitsoki_repo=Path(repo) if repo else None, library=LIBRARY_DIR)
 
 
@@ -337,15 +337,6 @@ class Rewriter:
 
 
 # --- folding ------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Wrapper:
-    alias: str
-    entry: str
-    source: Path
-    origin: str
-    """How the source resolved: path, kitsoki-repo, checkout or library."""
 
 
 @dataclass

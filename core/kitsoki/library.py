@@ -10,21 +10,20 @@ types, initial children, terminal flags; not their bodies). A story folded from 
 marked `from_library`: its states' transitions are not known here, so flows that walk into it
 need a kitsoki checkout (KITSOKI_REPO).
 
-Regenerate from a checkout with `python -m core.kitsoki.library <kitsoki-checkout> [name ...]`;
+Regenerate from a checkout with `python -m core.kitsoki.snapshot <kitsoki-checkout> [name ...]`;
 tests/test_story.py keeps dev-story's summary equal to what our loader reads from the kitsoki
 stories in ../shared/kitsoki-workspace.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from core.kitsoki.parse import LMap, LSeq, signature
+from core.kitsoki.tree import Loaded
 
 LIBRARY_DIR = Path(__file__).with_name("library_data")
 KITSOKI_COMMIT = "1f4abf0e4e4aafea75ea4d09256135de2c406aad"
@@ -78,8 +77,6 @@ def summarise(definition: LMap, *, name: str, source: str) -> dict[str, Any]:
 
 def library_child(path: Path) -> Any:
     """A `Loaded` child from a library summary file (what the importer folds)."""
-    from core.kitsoki.loader import Loaded
-
     file = str(path)
     try:
         data = orjson.loads(path.read_bytes())
@@ -99,27 +96,3 @@ def describe(name: str = "dev-story") -> dict[str, Any]:
         return dict(orjson.loads(library_path(name).read_bytes()).get("library", {}))
     except (OSError, orjson.JSONDecodeError):
         return {}
-
-
-def write_entry(checkout: Path, name: str) -> Path:
-    """Load `<checkout>/stories/<name>/app.yaml` with our loader and write its library entry."""
-    from core.kitsoki.imports import Sources
-    from core.kitsoki.loader import LoadSession
-
-    app = checkout / "stories" / name / "app.yaml"
-    session = LoadSession(sources=Sources(kitsoki_repo=checkout, library=None))
-    loaded = session.load_child(str(app), [])
-    if loaded.issues or loaded.definition is None:
-        raise SystemExit("\n".join(str(issue) for issue in loaded.issues) or f"{app} does not load")
-    entry = summarise(loaded.definition, name=name, source=f"stories/{name}/app.yaml")
-    LIBRARY_DIR.mkdir(parents=True, exist_ok=True)
-    out = library_path(name)
-    out.write_text(json.dumps(entry, ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return out
-
-
-if __name__ == "__main__":  # pragma: no cover - a maintenance command
-    if len(sys.argv) < 2:
-        raise SystemExit("usage: python -m core.kitsoki.library <kitsoki-checkout> [story ...]")
-    for story in sys.argv[2:] or ["dev-story"]:
-        print(write_entry(Path(sys.argv[1]), story))

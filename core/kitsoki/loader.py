@@ -18,10 +18,10 @@ from __future__ import annotations
 import glob as globlib
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.kitsoki.checks import validate_definition
 from core.kitsoki.imports import (
     ALIAS_RE,
     KITSOKI_PREFIX,
@@ -32,16 +32,16 @@ from core.kitsoki.imports import (
     fold_child,
     resolve_source,
 )
+from core.kitsoki.library import library_child
 from core.kitsoki.model import STORY_LIMITS
 from core.kitsoki.parse import PARSE_CACHE, LMap, LSeq, ParseCache, Signature, signature
 from core.kitsoki.phases import expand_phases
 from core.kitsoki.schema import check_app
+from core.kitsoki.tree import FALLBACK_KEY, Loaded, map_effects, map_states  # noqa: F401
 from core.kitsoki.yamlread import ConfigIssue, _FileProblem, _ValueProblems
 
 EXIT_PREFIX = "@exit:"
 SYNTH_EXIT_PREFIX = "__exit__"
-FALLBACK_KEY = "__fallback__"
-"""Marks an arm kitsoki's free-form fallback injected (the inventory does not count it as a gate)."""
 
 _MERGED_BLOCKS = ("states", "phase_templates", "checkpoint_intents", "proposals", "intents", "world", "meta_modes",
                   "agents", "providers")
@@ -52,24 +52,6 @@ _BLOCK_WORDS = {"states": "state", "phase_templates": "phase_template", "checkpo
 
 def _issue(at: tuple[str, int, int], message: str, key: str = "") -> ConfigIssue:
     return ConfigIssue(file=at[0], line=at[1], column=at[2], key=key, message=message)
-
-
-@dataclass
-class Loaded:
-    """One app through the pipeline: its AppDef as plain located data (never mutated afterwards)."""
-
-    path: Path
-    definition: LMap | None
-    issues: list[ConfigIssue] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    """Every file read, in order: the app.yaml, its includes, then each import's files."""
-    wrappers: dict[str, Wrapper] = field(default_factory=dict)
-    """Import alias -> what it folded (direct imports only)."""
-    imports: list[str] = field(default_factory=list)
-    """Canonical app.yaml paths imported, directly or transitively."""
-    signatures: dict[str, Signature | None] = field(default_factory=dict)
-    own_files: list[str] = field(default_factory=list)
-    """The app's own files: its app.yaml and included room files."""
 
 
 class LoadSession:
@@ -112,8 +94,6 @@ class LoadSession:
         if loaded.definition is None or loaded.issues:
             return loaded
         definition = loaded.definition
-        from core.kitsoki.checks import validate_definition
-
         out = Loaded(loaded.path, None, list(loaded.issues), list(loaded.files), dict(loaded.wrappers),
                      list(loaded.imports), dict(loaded.signatures), list(loaded.own_files))
         top = definition.like(definition)
@@ -252,8 +232,6 @@ class LoadSession:
                 loaded.issues.append(_issue(at, f"imports.{alias}: cycle detected via {resolved.path}", key))
                 continue
             if resolved.origin == "library":
-                from core.kitsoki.library import library_child
-
                 child = library_child(resolved.path)
             else:
                 child = self.load_child(str(resolved.path), parents)
@@ -342,33 +320,6 @@ def merge_into(destination: LMap, source: LMap, file: str) -> list[ConfigIssue]:
 # --- the standalone passes ----------------------------------------------------------------------------
 
 
-def _map_states(states: LMap, fn: Any, prefix: str = "") -> LMap:
-    """A copy of `states` where fn(path, state) -> state replaced each state (children first)."""
-    out = states.like()
-    for name, state in states.items():
-        path = f"{prefix}.{name}" if prefix else name
-        if isinstance(state, LMap) and isinstance(state.get("states"), LMap):
-            children = _map_states(state["states"], fn, path)
-            state = state.like(state)
-            state["states"] = children
-        out[name] = fn(path, state) if isinstance(state, LMap) else state
-    return out
-
-
-def _map_effects(effects: Any, fn: Any) -> Any:
-    if not isinstance(effects, LSeq):
-        return effects
-    out = effects.like()
-    for effect in effects:
-        if isinstance(effect, LMap):
-            effect = fn(effect)
-            if isinstance(effect.get("on_complete"), LSeq):
-                effect = effect.like(effect)
-                effect["on_complete"] = _map_effects(effect["on_complete"], fn)
-        out.append(effect)
-    return out
-
-
 def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
     """kitsoki's resolveAllInterfaces: `iface.<name>.<op>` becomes `<bound handler>.<op>`, which
     joins the hosts allow-list; an interface with no binding, an unknown interface or op is an error."""
@@ -420,7 +371,7 @@ def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
     def state(path: str, st: LMap) -> LMap:
         changed = st.like(st)
         if isinstance(st.get("on_enter"), LSeq):
-            changed["on_enter"] = _map_effects(st["on_enter"], effect)
+            changed["on_enter"] = map_effects(st["on_enter"], effect)
         on = st.get("on")
         if isinstance(on, LMap):
             block = on.like()
@@ -430,7 +381,7 @@ def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
                     for arm in arms:
                         if isinstance(arm, LMap) and isinstance(arm.get("effects"), LSeq):
                             arm = arm.like(arm)
-                            arm["effects"] = _map_effects(arm["effects"], effect)
+                            arm["effects"] = map_effects(arm["effects"], effect)
                         new_arms.append(arm)
                     arms = new_arms
                 block[intent] = arms
@@ -438,7 +389,7 @@ def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
         return changed
 
     if table:
-        definition["states"] = _map_states(states, state)
+        definition["states"] = map_states(states, state)
     if hosts or "hosts" in definition:
         definition["hosts"] = hosts
     return issues
@@ -509,7 +460,7 @@ def materialise_exits(definition: LMap) -> list[ConfigIssue]:
             changed["timeout"]["target"] = rewrite(timeout["target"])
         return changed if changed is not None else st
 
-    states = _map_states(states, state)
+    states = map_states(states, state)
     for name in sorted(used):
         synthetic = SYNTH_EXIT_PREFIX + name
         if synthetic not in states:

@@ -45,6 +45,7 @@ from core.kitsoki.yamlread import (
     _SEQ,
     _STR,
     _TAG,
+    CONFIG_LIMITS,
     ConfigIssue,
     YamlLimits,
     _FileProblem,
@@ -604,3 +605,40 @@ def _unwrap(result: Any) -> Any:
 
 PARSE_CACHE = ParseCache()
 """The process's cache: every reader of kitsoki files shares it."""
+
+
+# --- the located-value readers the config loader and the flow runner use -----------------------------
+
+
+def _compose_file(path: Path, limits: YamlLimits = CONFIG_LIMITS, raw: bytes | None = None) -> _Value:
+    """A YAML file (or `raw`, its bytes) as a `_Value` tree, read through core.safeio and libyaml.
+    Raises _FileProblem or _ValueProblems."""
+    if raw is None:
+        try:
+            raw = read_regular(path, limits.max_bytes, what=path.name)
+        except FileNotFoundError:
+            raise _FileProblem(1, 1, "does not exist") from None
+        except UnsafeFile as exc:
+            raise _FileProblem(1, 1, exc.problem) from None
+    return values(raw, str(path), limits)
+
+
+def _read_document(path: Path, issues: list[ConfigIssue], overlay: dict[str, bytes] | None = None,
+                   what: str = "config file", limits: YamlLimits | None = None) -> _Value | None:
+    """A config-like file as a `_Value` tree (parsed once per content, through core.safeio), or
+    None with the problem in `issues`: not a regular file, a dangling symlink, too large, bad YAML."""
+    file = str(path)
+    try:
+        return PARSE_CACHE.read(os.path.abspath(file), limits or CONFIG_LIMITS, typed=True, overlay=overlay,
+                                what=f"{path.name} ({what})")
+    except FileNotFoundError:
+        message = "does not exist"
+        if os.path.islink(file):
+            message = (f"is a symbolic link to {os.readlink(file)}, which does not exist; refusing to run on "
+                       "defaults instead")
+        issues.append(ConfigIssue(file=file, line=1, column=1, message=message))
+    except _FileProblem as problem:
+        issues.append(ConfigIssue(file=file, line=problem.line, column=problem.column, message=problem.message))
+    except _ValueProblems as problems:
+        issues.extend(problems.issues)
+    return None

@@ -38,7 +38,8 @@ from core.kitsoki.model import (  # noqa: F401  (the model's names stay importab
     Workspace,
 )
 from core.kitsoki.workspace import load_story_at, load_workspace, story_app_files  # noqa: F401
-from core.kitsoki.yamlread import _compose_file, _plain, _Value  # noqa: F401  (the flow runner reads these here)
+from core.kitsoki.parse import _compose_file  # noqa: F401  (the flow runner reads these here)
+from core.kitsoki.yamlread import _plain, _Value  # noqa: F401
 
 
 def load_story(app_yaml: Path, workspace: Path | None = None, *, overlay: dict[str, bytes] | None = None,

@@ -10,7 +10,6 @@ reports every problem.
 from __future__ import annotations
 
 import math
-import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -138,29 +137,6 @@ class _FileProblem(Exception):
         self.line, self.column, self.message = line, column, message
 
 
-def _read_document(path: Path, issues: list[ConfigIssue], overlay: dict[str, bytes] | None = None,
-                   what: str = "config file", limits: YamlLimits | None = None) -> _Value | None:
-    """A config-like file as a `_Value` tree (parsed once per content, through core.safeio), or
-    None with the problem in `issues`: not a regular file, a dangling symlink, too large, bad YAML."""
-    from core.kitsoki.parse import PARSE_CACHE
-
-    file = str(path)
-    try:
-        return PARSE_CACHE.read(os.path.abspath(file), limits or CONFIG_LIMITS, typed=True, overlay=overlay,
-                                what=f"{path.name} ({what})")
-    except FileNotFoundError:
-        message = "does not exist"
-        if os.path.islink(file):
-            message = (f"is a symbolic link to {os.readlink(file)}, which does not exist; refusing to run on "
-                       "defaults instead")
-        issues.append(ConfigIssue(file=file, line=1, column=1, message=message))
-    except _FileProblem as problem:
-        issues.append(ConfigIssue(file=file, line=problem.line, column=problem.column, message=problem.message))
-    except _ValueProblems as problems:
-        issues.extend(problems.issues)
-    return None
-
-
 class _ValueProblems(Exception):
     def __init__(self, issues: list[ConfigIssue]) -> None:
         super().__init__(f"{len(issues)} problems")
@@ -191,22 +167,6 @@ def read_limited(path: Path, limits: YamlLimits, raw: bytes | None = None) -> st
             raw.count(b"\n", 0, exc.start) + 1, exc.start - line_start + 1,
             f"is not UTF-8 text (byte 0x{raw[exc.start]:02x})",
         ) from None
-
-
-def _compose_file(path: Path, limits: YamlLimits = CONFIG_LIMITS, raw: bytes | None = None) -> _Value:
-    """A YAML file (or `raw`, its bytes) as a `_Value` tree, read through core.safeio and libyaml.
-    Raises _FileProblem or _ValueProblems."""
-    from core.kitsoki.parse import values
-    from core.safeio import UnsafeFile, read_regular
-
-    if raw is None:
-        try:
-            raw = read_regular(path, limits.max_bytes, what=path.name)
-        except FileNotFoundError:
-            raise _FileProblem(1, 1, "does not exist") from None
-        except UnsafeFile as exc:
-            raise _FileProblem(1, 1, exc.problem) from None
-    return values(raw, str(path), limits)
 
 
 class _BoundedScanner(Scanner):
