@@ -29,7 +29,9 @@ from pydantic import BaseModel
 
 from core.apply import recover
 from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError, KitsokiConfig, load_config
+from core.kitsoki.imports import Sources
 from core.kitsoki.story import MATERIALIZED_DIR
+from core.kitsoki.workspace import DevStorySource, dev_story_source
 from core.locks import WorkspaceBusy
 from core.mining.passes import PassReport
 from core.mining.recipes import Recipe
@@ -71,6 +73,9 @@ class MineStatus(BaseModel):
     mined_through: int = 0
     pending: int = 0
     proposer_error: str | None = None
+    dev_story: DevStorySource | None = None
+    """Where the root instance's dev-story comes from: KITSOKI_REPO, a kitsoki checkout, or the
+    library we carry (with the kitsoki commit it was read from)."""
 
 
 @dataclass
@@ -146,12 +151,14 @@ class WorkspaceSidecar:
 
     def status(self) -> MineStatus:
         pending = len(self._cards.all)
+        source = dev_story_source(self.workspace, Sources.from_env(self.env, self.home))
         if self.miner is None:
             return MineStatus(workspace=str(self.workspace), enabled=False, paused=False, running=False,
-                              last_error=self.config_error, pending=pending, proposer_error=self.proposer_error)
+                              last_error=self.config_error, pending=pending, proposer_error=self.proposer_error,
+                              dev_story=source)
         miner: MinerStatus = self.miner.status()
         return MineStatus(workspace=str(self.workspace), pending=pending, proposer_error=self.proposer_error,
-                          **miner.model_dump(exclude={"slug"}))
+                          dev_story=source, **miner.model_dump(exclude={"slug"}))
 
     def control(self, action: Control, dirs: list[Path] | None = None) -> MineStatus:
         if self.miner is None:

@@ -96,7 +96,11 @@ def _propose(workspace: Path, args, out) -> int:
 def _proposals(workspace: Path, args, out) -> int:
     cards = inbox(workspace, path=args.file)
     if args.json:
-        _json(out, {"proposals": [card.model_dump(mode="json") for card in cards]})
+        from core.kitsoki.imports import Sources
+        from core.kitsoki.workspace import dev_story_source
+
+        _json(out, {"proposals": [card.model_dump(mode="json") for card in cards],
+                    "dev_story": dev_story_source(workspace, Sources.from_env()).model_dump(mode="json")})
         return 0
     if not cards:
         out.write("No proposals waiting for a verdict.\n")

@@ -392,7 +392,7 @@ def lab(tmp_path: Path) -> Path:
             on:
               go:    [{ target: agent }]
               spin:  [{ target: loop_a }]
-              poke:  [{ effects: [{ append: { n: 1 } }] }]
+              poke:  [{ effects: [{ emit: tick }] }]
               weird: [{ when: "(world.n ?? 0) > 1", target: start }]
               odd:   [{ effects: [{ set: { n: "{{ world.n + 1 }}" } }] }]
               flip:  [{ effects: [{ set: { flag: "true", n: "7", note: "{{ world.flag }}" } }] }]
@@ -435,7 +435,7 @@ def lab_flow(workspace: Path, text: str) -> FlowResult:
 
 @pytest.mark.parametrize("intent, message", [
     ("go", "on_enter invoke host.agent.task"),
-    ("poke", "effect append"),
+    ("poke", "effect emit"),
     ("weird", "when: (world.n ?? 0) > 1"),
     ("odd", 'template "{{ world.n + 1 }}"'),
 ])
@@ -514,12 +514,13 @@ def test_workspace_that_does_not_load_is_one_failed_result(shop):
     assert not result.Passed
     text = "\n".join(failures(result))
     assert "stories/shop/rooms/bad.yaml:4:" in text
-    assert "no intents: block declares" in text
-    assert 'target "nowhere" is not a state of this story' in text
+    assert "intent not declared in intents library or state.intents" in text  # kitsoki's reasons
+    assert 'transition target "nowhere" (resolved: "nowhere") does not exist' in text
 
 
 def test_fixture_whose_app_does_not_load(shop):
     write(shop / "broken" / "app.yaml", """
+        app: { id: broken }
         root: start
         states:
           start:
@@ -531,7 +532,7 @@ def test_fixture_whose_app_does_not_load(shop):
                                           "test_kind: flow\napp: ../../../elsewhere/app.yaml\nturns: []\n")
     broken, missing, outside = run_flows(shop).Results
     assert failures(broken)[0] == 'app: "../broken/app.yaml" does not load:'
-    assert 'broken/app.yaml:5:' in failures(broken)[1] and "no intents: block declares" in failures(broken)[1]
+    assert 'broken/app.yaml:6:' in failures(broken)[1] and "intent not declared" in failures(broken)[1]
     assert failures(missing) == ['app: "../missing/app.yaml" does not exist (missing/app.yaml)']
     assert failures(outside)[0].startswith('app: "../../../elsewhere/app.yaml" resolves outside the workspace')
 

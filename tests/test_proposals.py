@@ -68,8 +68,8 @@ states:
     description: "Someone signs off on the deploy before it ships."
     decider: llm
     on:
-      approve: { target: desk }
-      reject: { target: desk }
+      approve: [{ target: desk }]
+      reject: [{ target: desk }]
 """
 
 
@@ -413,3 +413,52 @@ def test_staged_proposal_validates_against_its_published_schema(tmp_path):
     run_proposer(ws, [r])
     schema = orjson.loads((SCHEMA_DIR / "proposal.schema.json").read_bytes())
     jsonschema.validate(staged(ws, r.id), schema)
+
+
+# -- the real kitsoki workspace -------------------------------------------------------------------------
+
+KITSOKI = Path(__file__).resolve().parents[1] / ".." / "shared" / "kitsoki-workspace"
+
+
+@pytest.fixture(scope="module")
+def kitsoki_routers():
+    from core.kitsoki.inventory import build_inventory
+    from core.proposals.mapper import Routers
+
+    if not KITSOKI.is_dir():
+        pytest.skip("../shared/kitsoki-workspace is not here")
+    inventory = build_inventory(load_workspace(KITSOKI, env={}))
+    return inventory, Routers.build(inventory)
+
+
+def test_every_phrasing_dev_story_and_its_imports_model_maps_already_modeled(kitsoki_routers):
+    from core.kitsoki.inventory import ROOT_INSTANCE
+    from core.proposals.mapper import map_recipe
+
+    inventory, routers = kitsoki_routers
+    rows = [row for row in inventory.intents if row.story == ROOT_INSTANCE and row.source == "dev-story"]
+    phrasings = [(row.name, text) for row in rows for text in row.examples]
+    assert len(rows) == 294 and len(phrasings) > 700
+    missed = [(name, text) for name, text in phrasings
+              if map_recipe(recipe("intent", text, phrasings=[(text, 3)]), routers).classification != "ALREADY-MODELED"]
+    assert missed == []
+
+
+def test_a_template_dev_story_declares_routes_with_its_slot(kitsoki_routers):
+    _, routers = kitsoki_routers
+    verdict = routers.by_story["root-instance"].route("pick row 3")
+    assert (verdict.intent, verdict.confidence, verdict.slots) == ("pick_ticket", 0.8, {"n": 3})
+
+
+def test_a_binding_or_world_value_the_project_profile_sets_is_never_raised(tmp_path):
+    ws = workspace(tmp_path)
+    (ws / ".kitsoki").mkdir()
+    (ws / ".kitsoki" / "project-profile.yaml").write_text(
+        "schema: project-profile/v1\ncommands: { test: make check }\n"
+        "kitsoki:\n  instance:\n    bindings: { ticket: host.gh.ticket }\n")
+    binding = recipe("binding", "tickets live in GitHub", iface="ticket", value="gh")
+    world = recipe("world", "tests run with make check", iface="test_cmd", value="make check")
+    report = run_proposer(ws, [binding, world])
+    assert report.raised == []
+    assert [o.result for o in report.outcomes] == ["already-modeled", "already-modeled"]
+    assert "project profile" in outcome(report, binding.id).reason

@@ -14,6 +14,7 @@ from core.kitsoki.routing import (
     content_stems,
     is_template,
     template_problems,
+    tokenize,
 )
 
 
@@ -408,3 +409,46 @@ def test_routing_is_fast_for_hundreds_of_intents():
         r.route("twiddle299 seven")
     per_call = (time.perf_counter() - start) / 400
     assert per_call < 0.005
+
+
+# --- kitsoki's money and list slot parsers, UAX#29 words (internal/slotparse, internal/lex) -----------
+
+@pytest.mark.parametrize("text, dollars", [
+    ("120 dollars", 120), ("1 buck", 1), ("$120", 120), ("$120.50", 121), ("$120.49", 120), ("120.50 dollars", 121),
+    ("please 120", 120), ("buy 6 oxen for $240", 6), ("I'd like to spend 240 dollars", 240),
+    ("a few hundred dollars", 100), ("two hundred fifty bucks", 250), ("200 lbs", 200),
+])
+def test_money_slots_parse_as_kitsoki_parses_them(text, dollars):
+    r = Router([Intent("pay", synonyms=["pay {amount}"], slots={"amount": Slot("money")})])
+    assert r.route(f"pay {text}").slots == {"amount": dollars}
+
+
+@pytest.mark.parametrize("text", ["200lbs", "buy oxen", "the and please"])
+def test_money_without_a_number_is_a_missing_slot(text):
+    r = Router([Intent("pay", synonyms=["pay {amount}"], slots={"amount": Slot("money")})])
+    verdict = r.route(f"pay {text}")
+    assert verdict.missing_slots == ["amount"] and verdict.confidence == 0.65
+
+
+@pytest.mark.parametrize("text, items", [
+    ("6", [6]), ("six", [6]), ("6, 12, 3", [6, 12, 3]), ("6 12 3", [6, 12, 3]), ("6 and 12 and 3", [6, 12, 3]),
+    ("6, 12, and 3", [6, 12, 3]), ("6 and 12 then drink", [6, 12]), ("6 12 purple", [6, 12]),
+    ("6, 12, blue, 3", [6, 12]),
+])
+def test_list_slots_split_on_and_and_keep_the_prefix_that_parses(text, items):
+    r = Router([Intent("buy", synonyms=["buy {counts}"], slots={"counts": Slot("list[int]")})])
+    assert r.route(f"buy {text}").slots == {"counts": items}
+
+
+def test_list_of_enum_values():
+    slot = Slot("list[enum]", values=["oxen", "food", "ammo"])
+    r = Router([Intent("buy", synonyms=["buy {goods}"], slots={"goods": slot})])
+    assert r.route("buy oxen and food").slots == {"goods": ["oxen", "food"]}
+
+
+def test_words_split_as_uax29_so_each_cjk_ideograph_is_a_word():
+    assert [t.surface for t in tokenize("修复登录 bug")] == ["修", "复", "登", "录", "bug"]
+    assert [t.surface for t in tokenize("let's fix foo.py at 3.14, 1,000 times e-mail")] == [
+        "let's", "fix", "foo.py", "at", "3.14", "1,000", "times", "e", "mail"]
+    r = Router([Intent("fix", examples=["修复登录"])])
+    assert r.route("修复 登录").intent == "fix"  # the same four words, however spaced

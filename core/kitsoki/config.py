@@ -6,65 +6,64 @@ non-negative cadence and non-negative sample and threshold; `root.import` may on
 binding interfaces and world keys must be dev-story's. Loading fails fast, but every problem of
 the files is reported at once, each with file, line, column and key path, in one ConfigError.
 
-YAML is composed (never constructed into arbitrary objects) with ruamel's safe pure-Python
-loader, under caps on file size, nesting depth, token count and values after alias expansion,
-so a hostile file (alias bomb, `[[[[...`) costs at most about a second before it is refused.
+The files are read by core.kitsoki.yamlread (located values, bounded parsing).
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-import stat
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-from ruamel.yaml.scanner import Scanner, ScannerError
 
+# The located-YAML reader lives in yamlread; these names stay importable from here for the
+# modules (flows, stories) that have always found them in config.
+from core.kitsoki.yamlread import (  # noqa: F401
+    _BOOL,
+    _FLOAT,
+    _INT,
+    _MAP,
+    _MERGE,
+    _NULL,
+    _SEQ,
+    _STR,
+    _TAG,
+    _YAML11_FALSE,
+    _YAML11_TRUE,
+    CONFIG_LIMITS,
+    MAX_CONFIG_BYTES,
+    MAX_YAML_DEPTH,
+    MAX_YAML_TOKENS,
+    MAX_YAML_VALUES,
+    ConfigError,
+    ConfigIssue,
+    Where,
+    YamlLimits,
+    _BoundedScanner,
+    _Checker,
+    _deep_merge,
+    _describe,
+    _FileProblem,
+    _issue,
+    _join,
+    _Mark,
+    _plain,
+    _TreeBuilder,
+    _Value,
+    _ValueProblems,
+    read_limited,
+)
+from core.kitsoki.parse import _compose_file, _read_document  # noqa: F401  (the flow runner reads them here)
 from core.kitsoki.duration import DurationError, parse_go_duration, parse_go_duration_ns
 
 CONFIG_FILE = ".kitsoki.yaml"
 LOCAL_CONFIG_FILE = ".kitsoki.local.yaml"
 
-MAX_CONFIG_BYTES = 1 << 20
-"""Files larger than this are refused unread; a real `.kitsoki.yaml` is a few KiB."""
-MAX_YAML_VALUES = 20_000
-"""Budget of values after alias expansion: `*alias` may repeat an anchor, never explode it."""
-MAX_YAML_DEPTH = 32
-MAX_YAML_TOKENS = 20_000
-"""Scanner tokens read before giving up: bounds parse time (a real config has a few hundred)."""
-
-
-@dataclass(frozen=True, slots=True)
-class YamlLimits:
-    """Caps a YAML file is read under; what they refuse is reported, never raised bare."""
-
-    max_bytes: int = MAX_CONFIG_BYTES
-    max_values: int = MAX_YAML_VALUES
-    max_depth: int = MAX_YAML_DEPTH
-    max_tokens: int = MAX_YAML_TOKENS
-    what: str = "config files"
-
-    @property
-    def too_deep(self) -> str:
-        return f"YAML is nested too deeply (more than {self.max_depth} levels are refused)"
-
-    @property
-    def too_many_tokens(self) -> str:
-        return f"YAML has more than {self.max_tokens} tokens; {self.what} of kitsoki are far smaller"
-
-    def too_large(self, size: int) -> str:
-        return f"is {size} bytes; {self.what} over {self.max_bytes} bytes ({self.max_bytes >> 20} MiB) are refused"
-
-
-CONFIG_LIMITS = YamlLimits()
 
 DEFAULT_STORY_DIRS = ("./stories",)
 DEFAULT_CADENCE = "30s"
@@ -255,41 +254,6 @@ _MINING_KEYS = frozenset(
 _ROOT_KEYS = frozenset({"import", "overrides"})
 _OVERRIDES_KEYS = frozenset({"bindings", "world", "synonyms"})
 
-# kitsoki decodes with gopkg.in/yaml.v3, which still reads these YAML 1.1 words into a bool field.
-_YAML11_TRUE = frozenset({"y", "Y", "yes", "Yes", "YES", "on", "On", "ON"})
-_YAML11_FALSE = frozenset({"n", "N", "no", "No", "NO", "off", "Off", "OFF"})
-
-_TAG = "tag:yaml.org,2002:"
-_STR, _INT, _FLOAT, _BOOL, _NULL = (_TAG + name for name in ("str", "int", "float", "bool", "null"))
-_MAP, _SEQ, _MERGE = _TAG + "map", _TAG + "seq", _TAG + "merge"
-
-
-# --- the error a caller sees ------------------------------------------------------------------
-
-
-class ConfigIssue(BaseModel):
-    """One problem in a config file. Line and column are 1-based; key is a dotted path."""
-
-    model_config = ConfigDict(frozen=True)
-
-    file: str
-    line: int
-    column: int
-    key: str = ""
-    """Dotted key path, e.g. `mining.cadence` or `story_dirs[1]`; empty for a whole-file problem."""
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}:{self.column}"
-        return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
-
-
-class ConfigError(ValueError):
-    """The workspace config cannot be used; `issues` lists every problem found, in file order."""
-
-    def __init__(self, issues: Iterable[ConfigIssue]) -> None:
-        self.issues = list(issues)
-        super().__init__("\n".join(str(issue) for issue in self.issues))
 
 
 # --- the models -------------------------------------------------------------------------------
@@ -334,13 +298,15 @@ class MiningConfig(BaseModel):
 
     @field_validator("cadence")
     @classmethod
-    def _cadence_is_a_wait(cls, cadence: str) -> str:
-        return _check_cadence(cadence)
+    def _cadence_is_a_duration(cls, cadence: str) -> str:
+        parse_go_duration_ns(cadence)  # kitsoki only requires that it parses (-1s is accepted)
+        return cadence
 
     # A plain property, not a computed field, so a dumped config validates back unchanged.
     @property
     def cadence_seconds(self) -> float:
-        return parse_go_duration(self.cadence)
+        """The wait between live passes; a negative cadence (kitsoki accepts it) waits none."""
+        return max(parse_go_duration(self.cadence), 0.0)
 
 
 class RootOverrides(BaseModel):
@@ -413,6 +379,14 @@ class KitsokiConfig(BaseModel):
     """The files read, base first: `.kitsoki.yaml`, then `.kitsoki.local.yaml` when present."""
     warnings: list[ConfigIssue] = Field(default_factory=list)
     """Keys kitsoki ignores (likely typos); they do not fail the load."""
+    harness_profiles: list[str] = Field(default_factory=list)
+    """The harness profiles kitsoki can use here (one whose env var is unset is dropped)."""
+    intercept: dict[str, Any] | None = None
+    """The intercept binding with kitsoki's default bar applied, when declared."""
+    profile_bindings: list[str] = Field(default_factory=list)
+    """Interfaces the project profile binds (folded into root.overrides.bindings)."""
+    profile_world: list[str] = Field(default_factory=list)
+    """World keys the project profile sets (folded into root.overrides.world)."""
 
 
 # --- public API -------------------------------------------------------------------------------
@@ -435,40 +409,44 @@ def find_workspace(start: Path) -> Path | None:
     return None
 
 
-def load_config(workspace: Path) -> KitsokiConfig:
-    """Read, merge and validate the workspace's config; raise ConfigError listing every problem."""
+def load_config(workspace: Path, *, overlay: dict[str, bytes] | None = None,
+                env: dict[str, str] | None = None) -> KitsokiConfig:
+    """Read, merge and validate the workspace's config as kitsoki does; raise ConfigError listing
+    every problem. `overlay` (absolute path -> bytes) stands in for files on disk."""
     workspace = Path(workspace)
+    overlay = {str(Path(os.path.abspath(path))): data for path, data in (overlay or {}).items()}
     base_path = workspace / CONFIG_FILE
-    local_path = workspace / LOCAL_CONFIG_FILE
     issues: list[ConfigIssue] = []
+    warnings: list[ConfigIssue] = []
+    source_files: list[Path] = []
 
-    if not _exists(base_path):
-        raise ConfigError([
-            ConfigIssue(
-                file=str(base_path), line=1, column=1,
-                message=f"no {CONFIG_FILE} in {workspace}; a kitsoki workspace needs one (it may be empty)",
-            )
-        ])
-    documents = [_read_document(base_path, issues)]
-    source_files = [base_path]
-    if _exists(local_path):
-        documents.append(_read_document(local_path, issues))
+    base = None
+    if _present(base_path, overlay):
+        base = _read_document(base_path, issues, overlay)
+        source_files.append(base_path)
+    else:  # kitsoki: a missing .kitsoki.yaml is an empty config
+        warnings.append(ConfigIssue(file=str(base_path), line=1, column=1,
+                                    message=f"no {CONFIG_FILE} in {workspace}: read as an empty config, as kitsoki does"))
+    local_path = _local_config(workspace, overlay)
+    local = None
+    if local_path is not None:
+        local = _read_document(local_path, issues, overlay)
         source_files.append(local_path)
     if issues:
         raise ConfigError(issues)
 
-    merged = documents[0]
-    for document in documents[1:]:
-        merged = _deep_merge(merged, document)
-
     checker = _Checker()
+    merged = base if base is not None else _Value("map", {}, _MAP, "", _Mark(str(base_path), 1, 1))
+    if local is not None:
+        merged = _merge_local(merged, local, checker)
     try:
-        fields = _read_config(merged, checker)
-        if checker.issues:
-            raise ConfigError(sorted(checker.issues, key=_issue_order(source_files)))
+        fields = _read_config(merged, checker, env)
+        _fold_profile(workspace, fields, overlay, checker, issues, source_files)
+        if issues or checker.issues:
+            raise ConfigError(issues + sorted(checker.issues, key=_issue_order(source_files)))
         return KitsokiConfig(
             **fields, workspace=workspace, source_files=source_files,
-            warnings=sorted(checker.warnings, key=_issue_order(source_files)),
+            warnings=warnings + sorted(checker.warnings, key=_issue_order(source_files)),
         )
     except ValidationError as exc:  # our checks should have caught it; still never escape bare
         raise ConfigError(checker.issues + [
@@ -476,6 +454,119 @@ def load_config(workspace: Path) -> KitsokiConfig:
                         key=".".join(str(part) for part in error["loc"]), message=error["msg"])
             for error in exc.errors()
         ]) from None
+
+
+_LOCAL_REPLACED = ("story_dirs", "default_profile", "project_profile", "intercept")
+_LOCAL_IGNORED = ("mining", "root")
+
+
+def _merge_local(base: _Value, local: _Value, checker: _Checker) -> _Value:
+    """kitsoki's mergeConfig: from the local file only story_dirs, default_profile, project_profile
+    (when set), intercept (whole) and harness_profiles (by profile name, each whole) count; its
+    mining: and root: are ignored, which the user is told. Our own `miner:` merges key by key."""
+    if base.kind != "map" or local.kind != "map":
+        return local if base.kind != "map" else base
+    entries = dict(base.data)
+    for name, value in local.data.items():
+        if name in _LOCAL_IGNORED:
+            checker.warn(value, name, f"ignored: kitsoki reads {name}: only from {CONFIG_FILE}, never from "
+                                      f"{LOCAL_CONFIG_FILE}")
+        elif name in _LOCAL_REPLACED:
+            if name == "intercept" or not (value.is_null or (value.kind == "seq" and not value.data)
+                                           or (value.kind == "scalar" and value.data == "")):
+                entries[name] = value
+        elif name == "harness_profiles":
+            if value.kind == "map" and name in entries and entries[name].kind == "map":
+                profiles = dict(entries[name].data)
+                profiles.update(value.data)
+                entries[name] = _Value("map", profiles, _MAP, "", value.at, value.key_at)
+            else:
+                entries[name] = value
+        elif name == "miner" and name in entries:
+            entries[name] = _deep_merge(entries[name], value)
+        else:
+            entries[name] = value
+    return _Value("map", entries, _MAP, "", base.at, base.key_at)
+
+
+def _present(path: Path, overlay: dict[str, bytes]) -> bool:
+    return str(Path(os.path.abspath(path))) in overlay or _exists(path)
+
+
+def _local_config(workspace: Path, overlay: dict[str, bytes]) -> Path | None:
+    """The sibling `.kitsoki.local.yaml`; in a linked git worktree without one, the primary
+    checkout's file at the same place (kitsoki's LocalConfigPathCandidates)."""
+    local = workspace / LOCAL_CONFIG_FILE
+    if _present(local, overlay):
+        return local
+    primary = _primary_worktree_file(workspace, LOCAL_CONFIG_FILE)
+    return primary if primary is not None and _exists(primary) else None
+
+
+def _primary_worktree_file(workspace: Path, name: str) -> Path | None:
+    start = Path(os.path.abspath(workspace))
+    for folder in (start, *start.parents):
+        git = folder / ".git"
+        if not _exists(git):
+            continue
+        if git.is_dir():
+            return None  # the primary checkout itself
+        try:
+            text = git.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            return None
+        if not text.startswith("gitdir:"):
+            return None
+        git_dir = Path(text[len("gitdir:"):].strip())
+        git_dir = git_dir if git_dir.is_absolute() else folder / git_dir
+        common = git_dir
+        try:
+            common_text = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+            common = Path(common_text) if os.path.isabs(common_text) else git_dir / common_text
+        except OSError:
+            pass
+        common = Path(os.path.normpath(common))
+        if common.name != ".git":
+            return None
+        primary = common.parent
+        if os.path.normpath(primary) == os.path.normpath(folder):
+            return None
+        rel = os.path.relpath(start / name, folder)
+        if rel.startswith(".."):
+            return None
+        return primary / rel
+    return None
+
+
+def _fold_profile(workspace: Path, fields: dict[str, Any], overlay: dict[str, bytes], checker: _Checker,
+                  issues: list[ConfigIssue], source_files: list[Path]) -> None:
+    """Fold `.kitsoki/project-profile.yaml` into root overrides (the config's own overrides win)."""
+    from core.kitsoki.project_profile import profile_overrides, profile_path
+
+    path = profile_path(workspace, fields.get("project_profile") or DEFAULT_PROJECT_PROFILE)
+    if not _present(path, overlay):
+        return
+    document = _read_document(path, issues, overlay, what="the project profile")
+    if document is None:
+        return
+    source_files.append(path)
+    found = profile_overrides(document, str(path), checker)
+    if found is None:
+        return
+    bindings, world = found
+    if not bindings and not world:
+        return
+    root: RootConfig | None = fields.get("root")
+    mine = root.overrides if root is not None else RootOverrides()
+    unknown = [iface for iface in bindings if iface not in DEV_STORY_HOST_INTERFACES]
+    for iface in unknown:
+        checker.report(document, "kitsoki.instance.bindings", _unknown_interface_message(iface))
+    merged_bindings = {k: v for k, v in bindings.items() if k not in unknown} | mine.bindings
+    merged_world = {k: v for k, v in world.items() if k in DEV_STORY_WORLD_KEYS} | mine.world
+    fields["root"] = RootConfig(import_=root.import_ if root is not None else "", overrides=RootOverrides(
+        bindings=merged_bindings, world=merged_world, synonyms=mine.synonyms))
+    fields["profile_bindings"] = sorted(bindings)
+    fields["profile_world"] = sorted(world)
 
 
 def _exists(path: Path) -> bool:
@@ -491,372 +582,7 @@ def _issue_order(files: list[Path]):
     return lambda issue: (rank.get(issue.file, len(rank)), issue.line, issue.column, issue.key)
 
 
-# --- reading YAML into a located tree ---------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Mark:
-    file: str
-    line: int
-    column: int
-
-
-@dataclass(slots=True)
-class _Value:
-    """A YAML value with where it came from. `data`: a plain scalar, dict[str, _Value] or list[_Value]."""
-
-    kind: Literal["scalar", "map", "seq"]
-    data: Any
-    tag: str
-    text: str
-    """A scalar's source text (what yaml.v3 puts in a string field); empty for collections."""
-    at: _Mark
-    key_at: _Mark | None = None
-
-    @property
-    def is_null(self) -> bool:
-        return self.kind == "scalar" and self.tag == _NULL
-
-
-class _FileProblem(Exception):
-    def __init__(self, line: int, column: int, message: str) -> None:
-        super().__init__(message)
-        self.line, self.column, self.message = line, column, message
-
-
-def _read_document(path: Path, issues: list[ConfigIssue]) -> _Value | None:
-    file = str(path)
-    try:
-        return _compose_file(path)
-    except _FileProblem as problem:
-        issues.append(ConfigIssue(file=file, line=problem.line, column=problem.column, message=problem.message))
-    except _ValueProblems as problems:
-        issues.extend(problems.issues)
-    return None
-
-
-class _ValueProblems(Exception):
-    def __init__(self, issues: list[ConfigIssue]) -> None:
-        super().__init__(f"{len(issues)} problems")
-        self.issues = issues
-
-
-def read_limited(path: Path, limits: YamlLimits, raw: bytes | None = None) -> str:
-    """A YAML file's text, refused (as a _FileProblem at its line and column) when it is not a
-    regular file, is over the size limit or is not UTF-8."""
-    if raw is None:
-        try:
-            info = path.stat()
-            if not stat.S_ISREG(info.st_mode):
-                raise _FileProblem(1, 1, "is not a regular file")
-            if info.st_size > limits.max_bytes:
-                raise _FileProblem(1, 1, limits.too_large(info.st_size))
-            with path.open("rb") as handle:
-                raw = handle.read(limits.max_bytes + 1)
-        except OSError as exc:
-            raise _FileProblem(1, 1, f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > limits.max_bytes:  # it grew after stat
-        raise _FileProblem(1, 1, limits.too_large(len(raw)))
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line_start = raw.rfind(b"\n", 0, exc.start) + 1
-        raise _FileProblem(
-            raw.count(b"\n", 0, exc.start) + 1, exc.start - line_start + 1,
-            f"is not UTF-8 text (byte 0x{raw[exc.start]:02x})",
-        ) from None
-
-
-def _compose_file(path: Path, limits: YamlLimits = CONFIG_LIMITS, raw: bytes | None = None) -> _Value:
-    file = str(path)
-    text = read_limited(path, limits, raw)
-
-    yaml = YAML(typ="safe", pure=True)
-    yaml.Scanner = _BoundedScanner if limits is CONFIG_LIMITS else type(
-        "_LimitedScanner", (_BoundedScanner,), {"limits": limits})
-    try:
-        root = yaml.compose(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        if exc.context and exc.context_mark and exc.problem:
-            problem += f" ({exc.context} started at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
-        raise _FileProblem(mark.line + 1 if mark else 1, mark.column + 1 if mark else 1,
-                           problem if problem in (limits.too_deep, limits.too_many_tokens) else f"YAML syntax error: {problem}") from None
-    except RecursionError:  # the scanner caps nesting first; this is the last line of defence
-        raise _FileProblem(1, 1, limits.too_deep) from None
-    except (YAMLError, ValueError, TypeError, IndexError) as exc:  # ruamel on hostile input: report, never raise
-        raise _FileProblem(1, 1, f"YAML syntax error: {exc}") from None
-
-    if root is None:  # an empty file is an empty config, as in kitsoki
-        return _Value("map", {}, _MAP, "", _Mark(file, 1, 1))
-    builder = _TreeBuilder(file, yaml, limits)
-    value = builder.build(root, "", 0)
-    if builder.issues:
-        raise _ValueProblems(builder.issues)
-    return value
-
-
-class _BoundedScanner(Scanner):
-    """ruamel's scanner, refusing excessive nesting and token counts as it reads.
-
-    The pure-Python scanner reads ~50k tokens a second, and its cost grows with the square of
-    the flow nesting depth (`[[[[...`: 1,000 levels take seconds) while the composer recurses
-    per level; so both caps act here, before the time is spent.
-    """
-
-    limits: YamlLimits = CONFIG_LIMITS
-
-    def reset_scanner(self) -> None:
-        self.tokens_read = 0
-        super().reset_scanner()
-
-    def fetch_more_tokens(self) -> Any:
-        self.tokens_read += 1
-        if self.tokens_read > self.limits.max_tokens:
-            raise ScannerError(None, None, self.limits.too_many_tokens, self.reader.get_mark())
-        return super().fetch_more_tokens()
-
-    def fetch_flow_collection_start(self, TokenClass: Any, to_push: str) -> None:
-        if self.flow_level >= self.limits.max_depth:
-            raise ScannerError(None, None, self.limits.too_deep, self.reader.get_mark())
-        super().fetch_flow_collection_start(TokenClass, to_push)
-
-    def add_indent(self, column: int) -> bool:
-        if len(self.indents) >= self.limits.max_depth:
-            raise ScannerError(None, None, self.limits.too_deep, self.reader.get_mark())
-        return super().add_indent(column)
-
-
-class _TreeBuilder:
-    """Turns composed YAML nodes into _Values, expanding aliases within a budget."""
-
-    def __init__(self, file: str, yaml: YAML, limits: YamlLimits = CONFIG_LIMITS) -> None:
-        self.file = file
-        self.constructor = yaml.constructor
-        self.limits = limits
-        self.budget = limits.max_values
-        self.issues: list[ConfigIssue] = []
-
-    def mark(self, node: Node) -> _Mark:
-        return _Mark(self.file, node.start_mark.line + 1, node.start_mark.column + 1)
-
-    def problem(self, node: Node, key: str, message: str) -> None:
-        at = self.mark(node)
-        self.issues.append(ConfigIssue(file=self.file, line=at.line, column=at.column, key=key, message=message))
-
-    def build(self, node: Node, key: str, depth: int) -> _Value:
-        self.budget -= 1
-        if self.budget < 0:
-            at = self.mark(node)
-            raise _FileProblem(at.line, at.column, (
-                f"YAML expands to more than {self.limits.max_values} values; aliases (*name) that repeat large "
-                "anchors are refused"
-            ))
-        if depth > self.limits.max_depth:
-            at = self.mark(node)
-            raise _FileProblem(at.line, at.column, self.limits.too_deep)
-        if isinstance(node, ScalarNode):
-            return self.scalar(node, key)
-        if isinstance(node, SequenceNode):
-            if node.tag != _SEQ:
-                self.problem(node, key, f"unsupported YAML tag {node.tag} on a list")
-            items = [self.build(item, f"{key}[{index}]", depth + 1) for index, item in enumerate(node.value)]
-            return _Value("seq", items, _SEQ, "", self.mark(node))
-        if isinstance(node, MappingNode):
-            return self.mapping(node, key, depth)
-        self.problem(node, key, "unsupported YAML node")
-        return _Value("scalar", None, _NULL, "", self.mark(node))
-
-    def scalar(self, node: ScalarNode, key: str) -> _Value:
-        try:
-            data = self.constructor.construct_object(node, deep=True)
-        except (YAMLError, ValueError, TypeError, OverflowError) as exc:
-            reason = exc.problem if isinstance(exc, MarkedYAMLError) and exc.problem else str(exc)
-            self.problem(node, key, f"cannot read this value: {reason}")
-            data = node.value
-        return _Value("scalar", data, node.tag, node.value, self.mark(node))
-
-    def mapping(self, node: MappingNode, key: str, depth: int) -> _Value:
-        if node.tag != _MAP:
-            self.problem(node, key, f"unsupported YAML tag {node.tag} on a mapping")
-        entries: dict[str, _Value] = {}
-        merge_sources: list[Node] = []
-        for key_node, value_node in node.value:
-            if key_node.tag == _MERGE:
-                merge_sources.append(value_node)
-                continue
-            if not isinstance(key_node, ScalarNode):
-                self.problem(key_node, key, "a key must be a plain word or string, not a list or mapping")
-                continue
-            name = key_node.value  # its source text, as yaml.v3 fills a string-keyed map
-            path = _join(key, name)
-            if name in entries:
-                first = entries[name].key_at
-                self.problem(key_node, path, f"duplicate key (first defined at line {first.line if first else '?'})")
-                continue
-            child = self.build(value_node, path, depth + 1)
-            child.key_at = self.mark(key_node)
-            entries[name] = child
-        # `<<: *base` merge keys: explicit keys win, then earlier sources over later ones.
-        for source in merge_sources:
-            parts = source.value if isinstance(source, SequenceNode) else [source]
-            for part in parts:
-                if not isinstance(part, MappingNode):
-                    self.problem(part, key, "a merge key (<<) must name a mapping or a list of mappings")
-                    continue
-                for name, child in self.build(part, key, depth + 1).data.items():
-                    entries.setdefault(name, child)
-        return _Value("map", entries, _MAP, "", self.mark(node))
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _deep_merge(base: _Value, local: _Value) -> _Value:
-    """Local wins: mappings merge key by key, recursively; anything else is replaced whole."""
-    if base.kind == "map" and local.kind == "map":
-        entries = dict(base.data)
-        for name, value in local.data.items():
-            entries[name] = _deep_merge(entries[name], value) if name in entries else value
-        return _Value("map", entries, _MAP, "", local.at, local.key_at)
-    return local
-
-
-def _plain(value: _Value) -> Any:
-    if value.kind == "map":
-        return {name: _plain(child) for name, child in value.data.items()}
-    if value.kind == "seq":
-        return [_plain(item) for item in value.data]
-    return value.data
-
-
-# --- checking values --------------------------------------------------------------------------
-
-
-def _describe(value: _Value) -> str:
-    if value.kind == "map":
-        return "a mapping"
-    if value.kind == "seq":
-        return "a list"
-    shown = value.text if len(value.text) <= 40 else value.text[:37] + "..."
-    return {
-        _STR: f'a string ("{shown}")',
-        _INT: f"a whole number ({shown})",
-        _FLOAT: f"a number ({shown})",
-        _BOOL: f"true/false ({shown})",
-        _NULL: "nothing (null)",
-    }.get(value.tag, f"a {value.tag.removeprefix(_TAG)} value ({shown})")
-
-
-class _Checker:
-    """Typed readers that report a problem at the value's place and fall back to a default.
-
-    Falling back keeps checking going, so one load reports every problem; the same readers,
-    with their reports thrown away, give the lenient parse of a disabled mining block.
-    """
-
-    def __init__(self) -> None:
-        self.issues: list[ConfigIssue] = []
-        self.warnings: list[ConfigIssue] = []
-
-    def report(self, value: _Value, key: str, message: str, *, at_key: bool = False) -> None:
-        self.issues.append(_issue(value, key, message, at_key))
-
-    def warn(self, value: _Value, key: str, message: str) -> None:
-        self.warnings.append(_issue(value, key, message, True))
-
-    def mapping(self, value: _Value | None, key: str) -> dict[str, _Value]:
-        if value is None or value.is_null:
-            return {}
-        if value.kind != "map":
-            self.report(value, key, f"expected a mapping, got {_describe(value)}")
-            return {}
-        return value.data
-
-    def boolean(self, value: _Value | None, key: str, default: bool) -> bool:
-        if value is None or value.is_null:
-            return default
-        if value.kind == "scalar" and value.tag == _BOOL:
-            return bool(value.data)
-        if value.kind == "scalar" and value.tag == _STR and value.data in _YAML11_TRUE | _YAML11_FALSE:
-            return value.data in _YAML11_TRUE
-        self.report(value, key, f"expected true or false, got {_describe(value)}")
-        return default
-
-    def integer(self, value: _Value | None, key: str, default: int | None) -> int | None:
-        if value is None or value.is_null:
-            return default
-        whole: int | None = None
-        if value.kind == "scalar" and value.tag == _INT:
-            whole = int(value.data)
-        elif value.kind == "scalar" and value.tag == _FLOAT and math.isfinite(value.data) and value.data.is_integer():
-            whole = int(value.data)
-        if whole is None:
-            self.report(value, key, f"expected a whole number, got {_describe(value)}")
-            return default
-        if not -(1 << 63) <= whole < 1 << 63:  # kitsoki's fields are Go int/int64
-            self.report(value, key, f"{value.text} is out of range")
-            return default
-        return whole
-
-    def number(self, value: _Value | None, key: str, default: float) -> float:
-        if value is None or value.is_null:
-            return default
-        if value.kind == "scalar" and value.tag == _INT:
-            try:
-                return float(value.data)
-            except OverflowError:
-                self.report(value, key, f"{value.text} is too large")
-                return default
-        if value.kind == "scalar" and value.tag == _FLOAT:
-            if math.isnan(value.data):
-                self.report(value, key, "expected a number, got .nan (not a number)")
-                return default
-            return float(value.data)
-        self.report(value, key, f"expected a number, got {_describe(value)}")
-        return default
-
-    def string(self, value: _Value | None, key: str, default: str) -> str:
-        if value is None or value.is_null:
-            return default
-        if value.kind != "scalar":
-            self.report(value, key, f"expected a string, got {_describe(value)}")
-            return default
-        # Like yaml.v3, any scalar fills a string field with its source text (`cadence: 0` is "0").
-        return value.data if value.tag == _STR else value.text
-
-    def strings(self, value: _Value | None, key: str, default: list[str]) -> list[str]:
-        if value is None or value.is_null:
-            return list(default)
-        if value.kind != "seq":
-            self.report(value, key, f"expected a list of strings, got {_describe(value)}")
-            return list(default)
-        result = []
-        for index, item in enumerate(value.data):
-            item_key = f"{key}[{index}]"
-            if item.is_null:
-                self.report(item, item_key, "expected a string, got nothing (null)")
-                continue
-            text = self.string(item, item_key, "")
-            if item.kind == "scalar":
-                result.append(text)
-        return result
-
-    def unknown_keys(self, block: dict[str, _Value], key: str, known: frozenset[str]) -> None:
-        for name, child in block.items():
-            if name not in known:
-                expected = ", ".join(sorted(known))
-                self.warn(child, _join(key, name), f"unknown key, ignored by kitsoki (known: {expected})")
-
-
-def _issue(value: _Value, key: str, message: str, at_key: bool) -> ConfigIssue:
-    at = value.key_at if at_key and value.key_at else value.at
-    return ConfigIssue(file=at.file, line=at.line, column=at.column, key=key, message=message)
-
-
-def _read_config(document: _Value, checker: _Checker) -> dict[str, Any]:
+def _read_config(document: _Value, checker: _Checker, env: dict[str, str] | None = None) -> dict[str, Any]:
     if document.kind != "map":
         checker.report(document, "", f"the top level must be a mapping of keys (story_dirs, mining, root, ...), "
                                      f"got {_describe(document)}")
@@ -870,10 +596,14 @@ def _read_config(document: _Value, checker: _Checker) -> dict[str, Any]:
     story_dirs = checker.strings(top.get("story_dirs"), "story_dirs", []) or list(DEFAULT_STORY_DIRS)
     default_profile = checker.string(top.get("default_profile"), "default_profile", "") or None
     project_profile = checker.string(top.get("project_profile"), "project_profile", "") or DEFAULT_PROJECT_PROFILE
-    if default_profile:
-        _check_default_profile(top, default_profile, checker)
+    from core.kitsoki.harness import check_intercept, check_profiles
+
+    profiles = check_profiles(top.get("harness_profiles"), default_profile, top.get("default_profile"), checker, env)
+    intercept = check_intercept(top.get("intercept"), checker)
 
     return {
+        "harness_profiles": profiles,
+        "intercept": intercept,
         "story_dirs": story_dirs,
         "default_profile": default_profile,
         "project_profile": project_profile,
@@ -898,45 +628,57 @@ def _read_mining(value: _Value | None, checker: _Checker) -> MiningConfig:
         return MiningConfig()
     checker.unknown_keys(block, "mining", _MINING_KEYS)
     enabled = checker.boolean(block.get("enabled"), "mining.enabled", False)
-    # kitsoki validates the block only when it is enabled; a disabled block is read with a scratch
-    # checker whose reports are dropped, and any unusable value falls back to its default.
-    fields = checker if enabled else _Checker()
+    # A value of the wrong type fails kitsoki's decode whether or not the block is enabled; the
+    # rules on values (a duration that parses, counts not negative) apply only when it is.
+    rules = checker if enabled else _Checker()
 
-    cadence = fields.string(block.get("cadence"), "mining.cadence", "") or DEFAULT_CADENCE
+    cadence = checker.string(block.get("cadence"), "mining.cadence", "") or DEFAULT_CADENCE
     try:
         if parse_go_duration_ns(cadence) < 0:
-            fields.report(block["cadence"], "mining.cadence",
-                          f'"{cadence}" must not be negative (it is the wait between passes)')
-            cadence = DEFAULT_CADENCE
+            # kitsoki only parses the cadence; the miner waits no time rather than a negative one.
+            rules.warn(block["cadence"], "mining.cadence", f'"{cadence}" is negative: kitsoki accepts it; the miner '
+                                                           "runs passes back to back")
     except DurationError as exc:
-        fields.report(block["cadence"], "mining.cadence", str(exc))
+        rules.report(block["cadence"], "mining.cadence", str(exc))
         cadence = DEFAULT_CADENCE
 
-    sample = fields.integer(block.get("first_pass_sample"), "mining.first_pass_sample", 0)
+    sample = _whole(block.get("first_pass_sample"), "mining.first_pass_sample", checker)
     if sample < 0:
-        fields.report(block["first_pass_sample"], "mining.first_pass_sample", f"{sample} must not be negative")
+        rules.report(block["first_pass_sample"], "mining.first_pass_sample", f"{sample} must not be negative")
         sample = 0
-    threshold = fields.number(block.get("priority_threshold"), "mining.priority_threshold",
-                              DEFAULT_PRIORITY_THRESHOLD)
-    if threshold < 0:
-        fields.report(block["priority_threshold"], "mining.priority_threshold", f"{threshold:g} must not be negative")
+    threshold = checker.number(block.get("priority_threshold"), "mining.priority_threshold", DEFAULT_PRIORITY_THRESHOLD)
+    if not math.isfinite(threshold):
+        # kitsoki would take inf (every recipe below it) or NaN (no comparison holds): refused here.
+        checker.report(block["priority_threshold"], "mining.priority_threshold",
+                       f"{block['priority_threshold'].text} is not a finite number; a threshold must be one")
+        threshold = DEFAULT_PRIORITY_THRESHOLD
+    elif threshold < 0:
+        rules.report(block["priority_threshold"], "mining.priority_threshold", f"{threshold:g} must not be negative")
         threshold = DEFAULT_PRIORITY_THRESHOLD
 
-    transcript_dirs = fields.strings(block.get("transcript_dirs"), "mining.transcript_dirs", [])
+    transcript_dirs = checker.strings(block.get("transcript_dirs"), "mining.transcript_dirs", [])
     mined_through: dict[str, int] = {}
-    for slug, mark in fields.mapping(block.get("mined_through"), "mining.mined_through").items():
-        seconds = fields.integer(mark, _join("mining.mined_through", slug), None)
+    for slug, mark in checker.mapping(block.get("mined_through"), "mining.mined_through").items():
+        seconds = checker.integer(mark, _join("mining.mined_through", slug), None)
         if seconds is not None:
             mined_through[slug] = seconds
 
     return MiningConfig(
         enabled=enabled,
         cadence=cadence,
-        first_pass_sample=sample or DEFAULT_FIRST_PASS_SAMPLE,  # kitsoki: zero means the default
-        priority_threshold=threshold,
+        first_pass_sample=max(sample, 0) or DEFAULT_FIRST_PASS_SAMPLE,  # kitsoki: zero means the default
+        priority_threshold=max(threshold, 0.0),
         transcript_dirs=transcript_dirs,
         mined_through=mined_through,
     )
+
+
+def _whole(value: _Value | None, key: str, checker: _Checker) -> int:
+    """An int field as yaml.v3 fills it: a whole number, or a float truncated toward zero."""
+    if value is not None and value.kind == "scalar" and value.tag == _FLOAT and math.isfinite(value.data) \
+            and abs(value.data) < 2 ** 63:
+        return int(value.data)
+    return checker.integer(value, key, 0) or 0
 
 
 def _read_root(value: _Value | None, checker: _Checker) -> RootConfig | None:
@@ -976,3 +718,67 @@ def _read_root(value: _Value | None, checker: _Checker) -> RootConfig | None:
         synonyms[intent] = checker.strings(phrases, _join("root.overrides.synonyms", intent), [])
 
     return RootConfig(import_=import_name, overrides=RootOverrides(bindings=bindings, world=world, synonyms=synonyms))
+
+
+# --- where root.overrides entries are written -------------------------------------------------
+
+
+def override_locations(workspace: Path, config: KitsokiConfig | None = None) -> dict[tuple[str, str, int], Where]:
+    """Where each `root.overrides` entry is written: (block, name, index) -> file:line:col.
+
+    index is the position in a synonyms list, -1 for the entry's key itself. kitsoki reads
+    `root:` only from `.kitsoki.yaml`; a value the project profile sets points at the profile.
+    """
+    located: dict[tuple[str, str, int], Where] = {}
+
+    def where(value: _Value, at_key: bool = True) -> Where:
+        mark = value.key_at if at_key and value.key_at else value.at
+        return Where(file=mark.file, line=mark.line, column=mark.column)
+
+    path = workspace / CONFIG_FILE
+    try:
+        document = _compose_file(path)
+    except Exception:  # noqa: BLE001 - the config loader reports problems; locations are best effort
+        document = None
+    overrides = _child(_child(document, "root"), "overrides")
+    for block in ("bindings", "world", "synonyms"):
+        entries = _child(overrides, block)
+        if entries is None or entries.kind != "map":
+            continue
+        for key, value in entries.data.items():
+            located[(block, key, -1)] = where(value)
+            if block == "synonyms" and value.kind == "seq":
+                for index, item in enumerate(value.data):
+                    located[(block, key, index)] = where(item, at_key=False)
+    profile = workspace / ((config.project_profile if config else "") or DEFAULT_PROJECT_PROFILE)
+    try:
+        document = _compose_file(profile) if profile.is_file() else None
+    except Exception:  # noqa: BLE001 - best effort, as above
+        document = None
+    if document is None:
+        return located
+    bindings = _child(_child(_child(document, "kitsoki"), "instance"), "bindings")
+    for key, value in (bindings.data.items() if bindings is not None and bindings.kind == "map" else ()):
+        located.setdefault(("bindings", key, -1), where(value))
+    sources = {"workdir": ("repo", "root"), "repo_root": ("repo", "root"), "judge_mode": ("kitsoki", "judge_mode"),
+               "build_cmd": ("dev_story_profile", "bugfix", "build_cmd"),
+               "test_cmd": ("dev_story_profile", "bugfix", "test_cmd")}
+    for key in ("publish_durable_path", "prd_doc_filename", "design_template_dir", "design_durable_path",
+                "design_doc_filename", "design_ticket_dir", "ticket_repo"):
+        sources[key] = ("dev_story_profile", "docs", key)
+    fallbacks = {"build_cmd": ("commands", "build"), "test_cmd": ("commands", "test")}
+    for key, chain in sources.items():
+        value = document
+        for part in chain:
+            value = _child(value, part)
+        if value is None and key in fallbacks:
+            value = _child(_child(document, fallbacks[key][0]), fallbacks[key][1])
+        if value is not None:
+            located.setdefault(("world", key, -1), where(value))
+    return located
+
+
+def _child(value: _Value | None, key: str) -> _Value | None:
+    if value is None or value.kind != "map":
+        return None
+    return value.data.get(key)

@@ -3,7 +3,7 @@
 kitsoki's mapper persona greps `host.agent.*` call sites and the `intents:` blocks by hand
 (reference/kitsoki-formats.md §1, "Inventory for dedup"); this is the same inventory as data, each
 row with the file:line it came from, so a proposal can cite what it was compared against. It is
-never cached: a pass that reads an inventory reads the tree as it is now.
+rebuilt whenever a story or the config changed: a pass reads the tree as it is now.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from core.kitsoki.config import CONFIG_FILE, DEV_STORY_HOST_INTERFACES, LOCAL_CONFIG_FILE, _compose_file, _Value
-from core.kitsoki.dev_story import DEV_STORY_INTENTS
-from core.kitsoki.story import AGENT_HANDLER_PREFIX, Where, Workspace, load_workspace
+from core.kitsoki.config import CONFIG_FILE, DEV_STORY_HOST_INTERFACES, override_locations  # noqa: F401
+from core.kitsoki.model import AGENT_HANDLER_PREFIX, Story, Where, Workspace
+from core.kitsoki.workspace import load_workspace
 
 ROOT_INSTANCE = "root-instance"
 """The story name rows of the synthesized dev-story root instance carry."""
@@ -78,7 +78,8 @@ class GateRow(BaseModel):
 class BindingRow(BaseModel):
     iface: str
     handler: str
-    source: Literal["override", "default"]
+    source: Literal["override", "profile", "default"]
+    """root.overrides in the config, the project profile, or dev-story's default provider."""
     at: Where | None = None
 
 
@@ -86,6 +87,7 @@ class WorldRow(BaseModel):
     key: str
     value: Any
     at: Where | None = None
+    source: Literal["override", "profile"] = "override"
 
 
 class Inventory(BaseModel):
@@ -103,55 +105,77 @@ class Inventory(BaseModel):
         return next((row for row in self.world if row.key == key), None)
 
 
-def override_locations(workspace: Path) -> dict[tuple[str, str, int], Where]:
-    """Where each `root.overrides` entry is written: (block, name, index) -> file:line:col.
-
-    index is the position in a synonyms list, -1 for the entry's key itself. The local file's
-    entries win, as its values do.
-    """
-    located: dict[tuple[str, str, int], Where] = {}
-    for name in (CONFIG_FILE, LOCAL_CONFIG_FILE):
-        path = workspace / name
-        if not path.is_file():
-            continue
-        try:
-            document = _compose_file(path)
-        except Exception:  # the config loader reports problems; locations are best effort
-            continue
-        overrides = _child(_child(document, "root"), "overrides")
-        for block in ("bindings", "world", "synonyms"):
-            entries = _child(overrides, block)
-            if entries is None or entries.kind != "map":
-                continue
-            for key, value in entries.data.items():
-                mark = value.key_at or value.at
-                located[(block, key, -1)] = Where(file=mark.file, line=mark.line, column=mark.column)
-                if block == "synonyms" and value.kind == "seq":
-                    for index, item in enumerate(value.data):
-                        located[(block, key, index)] = Where(file=item.at.file, line=item.at.line,
-                                                             column=item.at.column)
-    return located
+_CACHE: dict[tuple, Inventory] = {}
+_CACHE_LIMIT = 8
 
 
-def _child(value: _Value | None, key: str) -> _Value | None:
-    if value is None or value.kind != "map":
-        return None
-    return value.data.get(key)
+def _story_rows(story: Story, name: str, strip: str = "") -> tuple[list[IntentRow], list[AgentCall], list[GateRow]]:
+    intents, calls, gates = [], [], []
+    for intent in story.all_intents():
+        examples_at, synonyms_at = intent.examples_at, intent.synonyms_at
+        phrases = [Phrase.model_construct(text=text, kind="example", at=examples_at) for text in intent.examples]
+        phrases += [Phrase.model_construct(text=text, kind="synonym", at=synonyms_at) for text in intent.synonyms]
+        label = intent.name[len(strip):] if strip and intent.name.startswith(strip) else intent.name
+        intents.append(IntentRow.model_construct(
+            story=name, name=label, description=intent.description, phrases=phrases,
+            source="dev-story" if strip else "story", at=None if strip else intent.at, slots=dict(intent.slots)))
+    if strip:
+        return intents, calls, gates
+    for state in story.states.values():
+        for step in state.on_enter:
+            if step.invoke and step.invoke.startswith(AGENT_HANDLER_PREFIX):
+                calls.append(AgentCall.model_construct(story=name, state=state.name, handler=step.invoke, at=step.at))
+        advancing = [intent for intent, arms in state.on.items()
+                     if any(arm.target and not arm.fallback for arm in arms)]
+        if len(advancing) >= 2 or state.decider is not None:
+            gates.append(GateRow.model_construct(story=name, state=state.name, description=state.description,
+                                                 decider=state.decider, intents=advancing, at=state.at))
+    return intents, calls, gates
+
+
+def _root_rows(model: Workspace) -> list[IntentRow]:
+    """dev-story's intents as the root instance routes them (by their dev-story names), with slots."""
+    root = model.root_instance
+    if root is not None:
+        rows, _, _ = _story_rows(root, ROOT_INSTANCE, strip="root__")
+        return [row for row in rows if row.name not in root.intents]  # prefixed ones: dev-story's
+    from core.kitsoki.build import build_intent
+    from core.kitsoki.dev_story import DEV_STORY_INTENTS
+    from core.kitsoki.parse import LMap
+
+    rows = []
+    for name, intent in DEV_STORY_INTENTS.items():
+        slots = build_intent(name, LMap({"slots": LMap({k: LMap(v or {}) for k, v in intent.slots.items()})}),
+                             ("", 0, 0), None, frozenset()).slots if intent.slots else {}
+        rows.append(IntentRow.model_construct(
+            story=ROOT_INSTANCE, name=name, description=intent.description, source="dev-story", at=None,
+            phrases=[Phrase.model_construct(text=text, kind="example", at=None) for text in intent.examples]
+            + [Phrase.model_construct(text=text, kind="synonym", at=None) for text in intent.synonyms], slots=slots))
+    return rows
 
 
 def build_inventory(workspace: Path | Workspace) -> Inventory:
-    """Read the live tree (raises WorkspaceError when it does not load) and list what it models."""
+    """Read the live tree (raises WorkspaceError when it does not load) and list what it models.
+
+    Rows: the root instance (dev-story with everything it lifts from its own imports, by the
+    names `root.overrides.synonyms` uses, with slots), the override synonyms where they are
+    written, then every story with its folded imports; bindings and world values from
+    `root.overrides` and the project profile. Cached per loaded model (stories that did not
+    change are the same objects, so a warm pass reuses the rows)."""
     model = workspace if isinstance(workspace, Workspace) else load_workspace(Path(workspace))
+    key = (str(model.path), id(model.root_instance), tuple(id(story) for story in model.stories),
+           repr(model.config.root.model_dump() if model.config.root else None), tuple(model.config.source_files),
+           tuple(str(s) for s in model.config.source_files if s.exists() and s.stat().st_mtime_ns))
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
     root = model.path
-    located = override_locations(root)
+    located = override_locations(root, model.config)
     inventory = Inventory(workspace=root)
     overrides = model.config.root.overrides if model.config.root else None
+    profile_bindings, profile_world = set(model.config.profile_bindings), set(model.config.profile_world)
 
-    for name, intent in DEV_STORY_INTENTS.items():
-        phrases = [Phrase(text=text, kind="example") for text in intent.examples]
-        phrases += [Phrase(text=text, kind="synonym") for text in intent.synonyms]
-        inventory.intents.append(IntentRow(story=ROOT_INSTANCE, name=name, description=intent.description,
-                                           phrases=phrases, source="dev-story"))
+    inventory.intents.extend(_root_rows(model))
     if overrides is not None:
         for name, texts in overrides.synonyms.items():
             inventory.intents.append(IntentRow(
@@ -160,29 +184,28 @@ def build_inventory(workspace: Path | Workspace) -> Inventory:
                          for index, text in enumerate(texts)]))
 
     for story in model.stories:
-        for intent in story.all_intents():
-            phrases = [Phrase(text=text, kind="example", at=intent.examples_at) for text in intent.examples]
-            phrases += [Phrase(text=text, kind="synonym", at=intent.synonyms_at) for text in intent.synonyms]
-            inventory.intents.append(IntentRow(story=story.slug, name=intent.name, description=intent.description,
-                                               phrases=phrases, at=intent.at, slots=dict(intent.slots)))
-        for state in story.states.values():
-            for step in state.on_enter:
-                if step.invoke and step.invoke.startswith(AGENT_HANDLER_PREFIX):
-                    inventory.agent_calls.append(AgentCall(story=story.slug, state=state.name,
-                                                           handler=step.invoke, at=step.at))
-            advancing = [name for name, arms in state.on.items() if any(arm.target for arm in arms)]
-            if len(advancing) >= 2 or state.decider is not None:
-                inventory.gates.append(GateRow(story=story.slug, state=state.name, description=state.description,
-                                               decider=state.decider, intents=advancing, at=state.at))
+        intents, calls, gates = _story_rows(story, story.slug)
+        inventory.intents.extend(intents)
+        inventory.agent_calls.extend(calls)
+        inventory.gates.extend(gates)
 
     for iface in DEV_STORY_HOST_INTERFACES:
         if overrides is not None and iface in overrides.bindings:
-            inventory.bindings.append(BindingRow(iface=iface, handler=overrides.bindings[iface], source="override",
-                                                 at=located.get(("bindings", iface, -1))))
+            where = located.get(("bindings", iface, -1))
+            source = "override" if where is not None and where.file.endswith(CONFIG_FILE) or \
+                iface not in profile_bindings else "profile"
+            inventory.bindings.append(BindingRow(iface=iface, handler=overrides.bindings[iface], source=source,
+                                                 at=where))
         else:
             inventory.bindings.append(BindingRow(iface=iface, handler=DEV_STORY_DEFAULT_BINDINGS[iface],
                                                  source="default"))
     if overrides is not None:
-        for key, value in overrides.world.items():
-            inventory.world.append(WorldRow(key=key, value=value, at=located.get(("world", key, -1))))
+        for key_name, value in overrides.world.items():
+            where = located.get(("world", key_name, -1))
+            source = "override" if where is not None and where.file.endswith(CONFIG_FILE) or \
+                key_name not in profile_world else "profile"
+            inventory.world.append(WorldRow(key=key_name, value=value, at=where, source=source))
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.clear()
+    _CACHE[key] = inventory
     return inventory

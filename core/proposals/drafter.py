@@ -231,8 +231,10 @@ def _draft_intent(recipe: Recipe, mapping: Mapping, workspace: Workspace, invent
 
 
 def _home_story(workspace: Workspace) -> Story | None:
-    """Where new rooms go: the first story of the project's own that has a root state."""
-    own = [s for s in workspace.stories if not s.open_world and s.root and s.root in s.states]
+    """Where new rooms go: the first story of the project's own whose root is a state it declares
+    itself (not an imported child, whose states belong to another story)."""
+    own = [s for s in workspace.stories if not s.open_world and s.root and s.root in s.states
+           and s.states[s.root].import_alias is None]
     return (next((s for s in own if not s.materialized), None) or (own[0] if own else None))
 
 
@@ -261,7 +263,8 @@ def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read
     app_rel = relative(workspace.path, story.path)
     files[app_rel] = _add_intent(text_of(app_rel), name, intent_spec)
     spec = _room_spec(recipe, description[:160])
-    back = next((i for i in ("go_back", "back", "done", "go_main") if i in taken), None)
+    # kitsoki refuses an on: intent that is neither global in this story nor the room's own.
+    back = next((i for i in ("go_back", "back", "done", "go_main") if i in story.intents), None)
     if back:
         spec["on"] = {back: [{"target": story.root}]}
     # The room goes beside the root state (app.yaml, or the room file that declares it).

@@ -77,6 +77,19 @@ class Routers:
 
     @classmethod
     def build(cls, inventory: Inventory) -> Routers:
+        """The routers of an inventory, compiled once per inventory (an unchanged workspace keeps
+        the same inventory object, so a warm pass reuses them)."""
+        cached = _ROUTERS.get(id(inventory))
+        if cached is not None and cached.inventory is inventory:
+            return cached
+        routers = cls._compile(inventory)
+        if len(_ROUTERS) >= 8:
+            _ROUTERS.clear()
+        _ROUTERS[id(inventory)] = routers
+        return routers
+
+    @classmethod
+    def _compile(cls, inventory: Inventory) -> Routers:
         routers = cls(inventory)
         grouped: dict[str, list[IntentRow]] = defaultdict(list)
         for row in inventory.intents:
@@ -88,6 +101,9 @@ class Routers:
         for story, rows in grouped.items():
             routers.by_story[story] = Router(rows, strict=False)
         return routers
+
+
+_ROUTERS: dict[int, Routers] = {}
 
 
 def map_recipe(recipe: Recipe, routers: Routers) -> Mapping:
@@ -120,6 +136,13 @@ def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
                 key = (story, verdict.intent)
                 routed[key] += phrasing.count
                 example.setdefault(key, f'"{phrasing.text}" routes to {story}:{verdict.intent} ({verdict.reason})')
+            elif verdict.intent is None and (owners := router.exact_owners(text)):
+                # An example of several intents: kitsoki routes it by the room (only one is allowed
+                # there), so it is modeled all the same.
+                key = (story, owners[0])
+                routed[key] += phrasing.count
+                example.setdefault(key, f'"{phrasing.text}" is an example of {story}:{" and ".join(owners)} '
+                                        "(the room decides which)")
     if routed:
         # Ties go to the project's own story: it is what the project models for itself.
         key, count = max(routed.items(), key=lambda kv: (kv[1], kv[0][0] != ROOT_INSTANCE, kv[0]))
@@ -157,10 +180,10 @@ def _map_binding(recipe: Recipe, inventory: Inventory) -> Mapping:
                        reason=f"the transcripts use {provider} for {iface}, and dev-story has no {iface} provider for "
                               f"it: a suggestion for dev-story, not a change to this project")
     if row is not None and row.handler == handler:
-        how = "is bound to" if row.source == "override" else "defaults to"
+        how = {"override": "is bound to", "profile": "is bound by the project profile to"}.get(row.source, "defaults to")
         return Mapping(classification="ALREADY-MODELED", score=1.0, near=bound, near_at=_where(row),
                        reason=f"{iface} {how} {handler}, which is what {provider} needs")
-    if row is not None and row.source == "override":
+    if row is not None and row.source in ("override", "profile"):
         return Mapping(classification="ENRICH", score=0.5, near=bound, near_at=_where(row),
                        reason=f"{iface} is bound to {row.handler}, but the transcripts use {provider} ({handler})")
     return Mapping(classification="GAP", score=0.0, near=bound,
@@ -176,9 +199,11 @@ def _map_world(recipe: Recipe, inventory: Inventory) -> Mapping:
         return Mapping(classification="GAP", score=0.0, near=near,
                        reason=f"{key} is not a dev-story world key: a suggestion for dev-story")
     if row is not None:
+        where = "the project profile's" if row.source == "profile" else "root.overrides.world."
         if str(row.value) == str(value):
             return Mapping(classification="ALREADY-MODELED", score=1.0, near=near, near_at=_where(row),
-                           reason=f"root.overrides.world.{key} is already {value!r}")
+                           reason=f"{where}{key} is already {value!r}" if row.source != "profile"
+                           else f"{key} is already {value!r} (set by the project profile)")
         return Mapping(classification="ENRICH", score=0.5, near=near, near_at=_where(row),
                        reason=f"root.overrides.world.{key} is {row.value!r}; the transcripts consistently use {value!r}")
     if key in DEV_STORY_WORLD_DEFAULTS and str(DEV_STORY_WORLD_DEFAULTS[key]) == str(value):

@@ -2,17 +2,15 @@
 
 In order: every path stays inside the workspace (relative, no `..`, no symlink on the way, nothing
 under `.git/` or `.artifacts/`); the author artifact matches kitsoki's schema; the staged tree (the
-live tree overlaid with the draft, in a scratch copy) loads with the same loader the apply gate
-reloads with; and the draft does what it says (the phrasings it adds route to its intent). A draft
+live tree with the draft's bytes standing in for its files, nothing copied) loads with the same
+loader the apply gate reloads with; and the draft does what it says (the phrasings it adds route to its intent). A draft
 that fails any of these is never surfaced.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
@@ -21,7 +19,7 @@ import jsonschema
 from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError
 from core.kitsoki.inventory import build_inventory
 from core.kitsoki.routing import Router
-from core.kitsoki.story import MATERIALIZED_DIR, Workspace, load_workspace, relative, story_app_files
+from core.kitsoki.story import MATERIALIZED_DIR, Workspace, load_workspace, relative
 
 AUTHOR_ARTIFACT_SCHEMA: dict = {
     "$schema": "http://json-schema.org/draft-07/schema#",
@@ -83,45 +81,21 @@ def check_artifact(artifact: Mapping) -> None:
         raise DraftInvalid(f"author_artifact.json {where}: {exc.message}") from None
 
 
-def _copy_inputs(workspace: Workspace, scratch: Path) -> None:
-    """Copy what the loader reads (config files, every story folder's YAML) into scratch."""
-    root = workspace.path
-    for name in (CONFIG_FILE, LOCAL_CONFIG_FILE):
-        if (root / name).is_file():
-            shutil.copy2(root / name, scratch / name)
-    folders = {app.parent for app, _ in story_app_files(root, workspace.config)}
-    for folder in sorted(folders):
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "node_modules"]
-            for filename in filenames:
-                if filename.endswith((".yaml", ".yml")):
-                    source = Path(dirpath) / filename
-                    target = scratch / relative(root, source)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(source, target)
-
-
 def staged_load(workspace: Workspace, files: Mapping[str, bytes]) -> Workspace:
-    """Load the live tree overlaid with `files`; raise DraftInvalid with the loader's problems,
-    their file paths given relative to the workspace."""
-    with tempfile.TemporaryDirectory(prefix="kitsoki-miner-stage-") as tmp:
-        scratch = Path(tmp)
-        _copy_inputs(workspace, scratch)
-        for rel, data in files.items():
-            target = scratch / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        if not (scratch / CONFIG_FILE).exists():
-            (scratch / CONFIG_FILE).write_bytes(b"")
-        try:
-            staged = load_workspace(scratch)
-        except ConfigError as exc:
-            problems = "; ".join(
-                f"{relative(scratch, issue.file)}:{issue.line}:{issue.column}: "
-                f"{issue.key + ': ' if issue.key else ''}{issue.message}" for issue in exc.issues[:5])
-            raise DraftInvalid(f"the staged tree does not load: {problems}") from None
-        staged.path = workspace.path  # for the caller, the staged tree stands for the workspace
-        return staged
+    """Load the live tree with `files` (workspace-relative path -> bytes) standing in for what is
+    on disk; raise DraftInvalid with the loader's problems, their paths relative to the workspace.
+
+    Nothing is copied: the draft's bytes overlay the cached tree, so only the stories that read a
+    changed file are loaded again."""
+    root = workspace.path
+    overlay = {str(Path(os.path.abspath(root / rel))): data for rel, data in files.items()}
+    try:
+        return load_workspace(root, overlay=overlay)
+    except ConfigError as exc:
+        problems = "; ".join(
+            f"{relative(root, issue.file)}:{issue.line}:{issue.column}: "
+            f"{issue.key + ': ' if issue.key else ''}{issue.message}" for issue in exc.issues[:5])
+        raise DraftInvalid(f"the staged tree does not load: {problems}") from None
 
 
 def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapping,

@@ -75,6 +75,15 @@ export interface MineStatus {
   mined_through?: number;
   pending?: number;
   proposer_error?: string | null;
+  dev_story?: DevStorySource | null;
+}
+
+/** Where the root instance's dev-story came from (kitsoki-repo, checkout, library or missing). */
+export interface DevStorySource {
+  kind: string;
+  path?: string;
+  kitsoki_commit?: string;
+  message?: string;
 }
 
 export interface MineStatusResult {

@@ -1,0 +1,167 @@
+"""Small stories, one per kitsoki loader rule: what kitsoki loads and what it refuses, with its reason.
+
+Written from kitsoki's own cases (internal/app/*_test.go and testdata at 1f4abf0e): each case is a
+set of files (`app.yaml` is the story under test) and None when kitsoki loads it, else a piece of
+the reason kitsoki gives. tests/test_story.py loads each with our loader; the same table was run
+through `kitsoki validate` to check the verdicts.
+"""
+
+from __future__ import annotations
+
+HEAD = "app: { id: t, version: 0.1.0 }\nroot: a\n"
+GO = "intents:\n  go: { examples: [go] }\n"
+
+
+def story(body: str, head: str = HEAD + GO) -> str:
+    return head + body
+
+
+CASES: dict[str, tuple[dict[str, str], str | None]] = {
+    # --- decoding is strict -------------------------------------------------------------------
+    "unknown-state-key": ({"app.yaml": story("states:\n  a:\n    descripton: typo\n")}, 'unknown field "descripton"'),
+    "unknown-top-key": ({"app.yaml": story("colour: red\nstates:\n  a: {}\n")}, 'unknown field "colour"'),
+    "on-is-a-map-of-lists": ({"app.yaml": story("states:\n  a:\n    on:\n      go: { target: a }\n")},
+                             "mapping was used where sequence is expected"),
+    "bool-field-takes-only-bools": ({"app.yaml": story("states:\n  a:\n    terminal: yes\n")},
+                                    "cannot unmarshal string into Go struct field AppDef.States of type bool"),
+    "string-field-takes-any-scalar": ({"app.yaml": story("states:\n  a:\n    description: 5\n")}, None),
+    "int-field-takes-a-whole-float": ({"app.yaml": story("states:\n  a: {}\n", HEAD +
+                                                          "intents:\n  go: { priority: 2.0 }\n")}, None),
+    "duplicate-key": ({"app.yaml": story("states:\n  a: {}\n", HEAD + "intents:\n  go: {}\n  go: {}\n")},
+                      'mapping key "go" already defined at [4:3]'),
+    "world-var-extra-keys-pass": ({"app.yaml": story("world:\n  x: { type: string, default: '', description: d }\n"
+                                                     "states:\n  a: {}\n")}, None),
+    # --- metadata and root --------------------------------------------------------------------
+    "app-id-required": ({"app.yaml": "app: { version: 1 }\nroot: a\nstates:\n  a: {}\n"}, "app.id is required"),
+    "root-required": ({"app.yaml": "app: { id: t }\nstates:\n  a: {}\n"}, "root: unsupported value type <nil>"),
+    "root-must-exist": ({"app.yaml": "app: { id: t }\nroot: b\nstates:\n  a: {}\n"},
+                        'root: state "b" is not declared in states'),
+    # --- on: and targets ------------------------------------------------------------------------
+    "wildcard-always-valid": ({"app.yaml": story("states:\n  a:\n    on:\n      '*': [{ target: a }]\n")}, None),
+    "intent-must-be-declared": ({"app.yaml": story("states:\n  a:\n    on:\n      jump: [{ target: a }]\n")},
+                                'on: "jump" — intent not declared in intents library or state.intents'),
+    "state-local-intent": ({"app.yaml": story("states:\n  a:\n    intents:\n      hop: {}\n    on:\n"
+                                              "      hop: [{ target: a }]\n")}, None),
+    "ancestor-intent-does-not-count": ({"app.yaml": story(
+        "states:\n  a:\n    type: compound\n    initial: b\n    intents:\n      hop: {}\n    states:\n      b:\n"
+        "        on:\n          hop: [{ target: a }]\n")}, 'on: "hop" — intent not declared'),
+    "targets-are-absolute": ({"app.yaml": story("states:\n  a:\n    type: compound\n    initial: b\n    states:\n"
+                                                "      b:\n        on:\n          go: [{ target: c }]\n      c: {}\n")},
+                             'transition target "c" (resolved: "c") does not exist'),
+    "relative-and-dotted-targets": ({"app.yaml": story(
+        "states:\n  a:\n    type: compound\n    initial: b\n    states:\n      b:\n        on:\n"
+        "          go: [{ target: ../c }, { target: a.c }, { target: a/c }, { target: . }]\n      c: {}\n")}, None),
+    "template-target-passes": ({"app.yaml": story("states:\n  a:\n    on:\n      go: [{ target: '{{ world.t }}' }]\n")},
+                               None),
+    # --- compound and parallel --------------------------------------------------------------------
+    "compound-initial-must-exist": ({"app.yaml": story("states:\n  a:\n    type: compound\n    initial: z\n"
+                                                       "    states:\n      b: {}\n")}, 'initial child "z" does not exist'),
+    "parallel-needs-two-regions": ({"app.yaml": story("states:\n  a:\n    type: parallel\n    states:\n      r1: {}\n")},
+                                   "parallel state must declare at least 2 child regions (got 1)"),
+    "parallel-has-no-initial": ({"app.yaml": story("states:\n  a:\n    type: parallel\n    initial: r1\n    states:\n"
+                                                   "      r1: {}\n      r2: {}\n")}, "parallel state must not declare initial"),
+    # --- other load checks ------------------------------------------------------------------------
+    "relevant-world-keys": ({"app.yaml": story("states:\n  a:\n    relevant_world: [nope]\n")},
+                            'relevant_world key "nope" is not declared in world schema'),
+    "relevant-world-reserved-keys": ({"app.yaml": story("states:\n  a:\n    relevant_world: [last_error, host_error]\n")},
+                                     None),
+    "default-intent-needs-an-arm": ({"app.yaml": story("states:\n  a:\n    default_intent: go\n")},
+                                    'default_intent "go" has no matching on: arc in this state'),
+    "default-intent-one-string-slot": ({"app.yaml": story("states:\n  a:\n    default_intent: go\n    on:\n"
+                                                          "      go: [{ target: a }]\n")},
+                                       "must declare exactly one required string slot"),
+    "hosts-allow-list": ({"app.yaml": story("hosts: [host.run]\nstates:\n  a:\n    on_enter:\n"
+                                            "      - invoke: host.git\n")}, 'invoke "host.git" is not declared in app hosts'),
+    "timeout-after-parses": ({"app.yaml": story("states:\n  a:\n    timeout: { after: soon, target: a }\n")},
+                             'timeout.after "soon"'),
+    "timeout-days": ({"app.yaml": story("states:\n  a:\n    timeout: { after: 11d, target: a }\n")}, None),
+    "timeout-target-exists": ({"app.yaml": story("states:\n  a:\n    timeout: { after: 1m, target: z }\n")},
+                              'transition target "z" (resolved: "z") does not exist'),
+    "decider-values": ({"app.yaml": story("states:\n  a:\n    decider: robot\n")}, 'decider "robot" is invalid'),
+    "exit-without-exits-block": ({"app.yaml": story("states:\n  a:\n    on:\n      go: [{ target: '@exit:gone' }]\n")},
+                                 'transition target "@exit:gone" (resolved: "@exit:gone") does not exist'),
+    "exit-must-be-declared": ({"app.yaml": story("exits:\n  done: {}\nstates:\n  a:\n    on:\n"
+                                                 "      go: [{ target: '@exit:gone' }]\n")},
+                              "@exit:gone referenced but not declared in exits:"),
+    "exit-synthesised": ({"app.yaml": story("exits:\n  done: {}\nstates:\n  a:\n    on:\n"
+                                            "      go: [{ target: '@exit:done' }]\n")}, None),
+    "effect-target-only-in-on-complete": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - target: a\n")},
+                                          "target: is only allowed inside on_complete"),
+    # --- routing (loader_routing_test.go) ---------------------------------------------------------
+    "template-naming-undeclared-slots-loads": ({"app.yaml": story(
+        "states:\n  a:\n    on:\n      go: [{ target: a }]\n",
+        HEAD + "intents:\n  go: { synonyms: [wade, 'buy {items} for {total_cost}'] }\n")}, None),
+    "slot-synonyms-only-on-enum": ({"app.yaml": story("states:\n  a: {}\n", HEAD +
+        "intents:\n  go:\n    slots:\n      total_cost: { type: int, synonyms: { a: [b] } }\n")},
+        "synonyms: is only valid on enum slots"),
+    "slot-synonyms-key-in-values": ({"app.yaml": story("states:\n  a: {}\n", HEAD +
+        "intents:\n  go:\n    slots:\n      colour: { type: enum, values: [red], synonyms: { purple: [violet] } }\n")},
+        'synonyms key "purple" is not in values'),
+    "empty-synonym": ({"app.yaml": story("states:\n  a: {}\n", HEAD + "intents:\n  go: { synonyms: [wade, ' '] }\n")},
+                      "synonyms[1] is empty"),
+    "semantic-bar-order": ({"app.yaml": story("routing: { semantic_high_bar: 0.5, semantic_mid_bar: 0.7 }\n"
+                                              "states:\n  a: {}\n")}, "must be greater than routing.semantic_mid_bar"),
+    # --- include ------------------------------------------------------------------------------------
+    "include-duplicate-intent": ({"app.yaml": story("include: [rooms/*.yaml]\nstates:\n  a: {}\n"),
+                                  "rooms/r.yaml": "intents:\n  go: {}\n"}, 'include: intent "go" is already declared'),
+    "include-duplicate-world": ({"app.yaml": story("include: [rooms/*.yaml]\nworld:\n  x: { type: int }\nstates:\n  a: {}\n"),
+                                 "rooms/r.yaml": "world:\n  x: { type: int }\n"},
+                                'include: world variable "x" is already declared'),
+    "include-missing-literal-is-empty": ({"app.yaml": story("include: [rooms/none.yaml]\nstates:\n  a: {}\n")}, None),
+    "include-room-is-strict": ({"app.yaml": story("include: [rooms/*.yaml]\nstates:\n  a: {}\n"),
+                                "rooms/r.yaml": "states:\n  b:\n    colour: red\n"}, 'unknown field "colour"'),
+    # --- phases ---------------------------------------------------------------------------------------
+    "phases-expand": ({"app.yaml": story(
+        "phase_templates:\n  step:\n    parameters: { label: { type: string, required: true } }\n    states:\n"
+        "      '{id}_executing':\n        description: '{{ tpl.label }}'\n        on:\n"
+        "          go: [{ target: '{{ phase.next.done }}' }]\n      '{id}_error': { terminal: true }\n"
+        "phases:\n  template: step\n  graph:\n    p1: { label: one, next: { done: p2 } }\n"
+        "    p2: { label: two, next: { done: terminated } }\n"
+        "states:\n  a:\n    on:\n      go: [{ target: p1_executing }]\n  terminated: { terminal: true }\n")}, None),
+    "phases-missing-template": ({"app.yaml": story("phase_templates: {}\nphases:\n  template: nope\n  graph:\n    p1: {}\n"
+                                                   "states:\n  a: {}\n")}, 'phases.template "nope": not found'),
+    "phases-required-parameter": ({"app.yaml": story(
+        "phase_templates:\n  step:\n    parameters: { label: { type: string, required: true } }\n    states: {}\n"
+        "phases:\n  template: step\n  graph:\n    p1: {}\nstates:\n  a: {}\n")},
+        'missing required template parameter "label"'),
+    # --- imports ---------------------------------------------------------------------------------------
+    "import-folds": ({"app.yaml": story(
+        "world:\n  goal: { type: string, default: x }\n"
+        "imports:\n  kid:\n    source: ../kid\n    world_in: { target: '{{ world.goal }}' }\n"
+        "    intents: { import: [poke] }\n    exits: { done: { to: a, set: { goal: done } } }\n"
+        "    host_bindings: { transport: host.append_to_file }\n"
+        "states:\n  a:\n    on:\n      go: [{ target: kid }]\n      poke: [{ target: a }]\n"),
+        "../kid/app.yaml": "app: { id: kid }\nroot: k1\nintents:\n  poke: {}\n  next: {}\n"
+                           "exports: { intents: [poke] }\nexits: { done: {} }\n"
+                           "world:\n  target: { type: string, default: '' }\n"
+                           "host_interfaces:\n  transport: { default: host.x, operations: { post: {} } }\n"
+                           "states:\n  k1:\n    on:\n      next: [{ target: k2, when: \"world.target != ''\" }]\n"
+                           "  k2:\n    on_enter:\n      - invoke: iface.transport.post\n"
+                           "    on:\n      next: [{ target: '@exit:done' }]\n"}, None),
+    "import-lift-needs-export": ({"app.yaml": story(
+        "imports:\n  kid: { source: ../kid, intents: { import: [poke] } }\nstates:\n  a: {}\n"),
+        "../kid/app.yaml": "app: { id: kid }\nroot: k1\nintents:\n  poke: {}\nstates:\n  k1: {}\n"},
+        "intents.import.poke: child does not declare it in exports.intents"),
+    "import-world-in-key": ({"app.yaml": story("imports:\n  kid: { source: ../kid, world_in: { nope: x } }\n"
+                                               "states:\n  a: {}\n"),
+                             "../kid/app.yaml": "app: { id: kid }\nroot: k1\nstates:\n  k1: {}\n"},
+                            'world_in.nope: child does not declare world key "nope"'),
+    "import-exit-must-be-mapped": ({"app.yaml": story("imports:\n  kid: { source: ../kid }\nstates:\n  a: {}\n"),
+                                    "../kid/app.yaml": "app: { id: kid }\nroot: k1\nintents:\n  go: {}\nexits: { done: {} }\n"
+                                                       "states:\n  k1:\n    on:\n      go: [{ target: '@exit:done' }]\n"},
+                                   "child uses @exit:done but parent does not map it"),
+    "import-no-reach-into-child": ({"app.yaml": story("imports:\n  kid: { source: ../kid }\nstates:\n  a:\n    on:\n"
+                                                      "      go: [{ target: kid.k2 }]\n"),
+                                    "../kid/app.yaml": "app: { id: kid }\nroot: k1\nstates:\n  k1: {}\n  k2: {}\n"},
+                                   'reaches into the imported child "kid" past its entry "k1"'),
+    "import-alias-shape": ({"app.yaml": story("imports:\n  Kid: { source: ../kid }\nstates:\n  a: {}\n"),
+                            "../kid/app.yaml": "app: { id: kid }\nroot: k1\nstates:\n  k1: {}\n"},
+                           "imports.Kid: alias must match"),
+    "import-cycle": ({"app.yaml": story("imports:\n  kid: { source: ../kid }\nstates:\n  a: {}\n"),
+                      "../kid/app.yaml": "app: { id: kid }\nroot: k1\nimports:\n  back: { source: ../t }\n"
+                                         "states:\n  k1: {}\n"}, "cycle detected"),
+    "import-binding-names-an-interface": ({"app.yaml": story("imports:\n  kid: { source: ../kid, host_bindings: "
+                                                             "{ nope: host.x } }\nstates:\n  a: {}\n"),
+                                           "../kid/app.yaml": "app: { id: kid }\nroot: k1\nstates:\n  k1: {}\n"},
+                                          "host_bindings.nope: no matching host_interface"),
+}
