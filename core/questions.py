@@ -36,6 +36,12 @@ class QuestionBook:
                 out.append(question_id)
         return out
 
+    def known(self, ids: Iterable[str]) -> None:
+        """Proposals that were already open when this session began: they were asked about when
+        they were raised, so re-drafting them does not ask again."""
+        with self._lock:
+            self._asked.update(ids)
+
     def settle(self, question_id: str) -> bool:
         """A verdict landed. True when the question was still waiting (the editors should drop it)."""
         with self._lock:

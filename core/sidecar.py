@@ -121,6 +121,7 @@ class WorkspaceSidecar:
             log.warning("could not check for interrupted accepts: %s", exc)
         self._load_config()
         self.refresh()
+        self.questions.known(card.recipe_id for card in self._cards.all)
         mining = self.config.mining if self.config else None
         enabled = self.mining_override if self.mining_override is not None else bool(mining and mining.enabled)
         if mining is not None:
@@ -340,7 +341,8 @@ def mining_note(miner: MinerStatus) -> str | None:
     last = miner.last_pass
     if not miner.enabled:
         return "mining is off (mining.enabled in .kitsoki.yaml, or the editor's mining option)"
-    if last is None or last.sessions > 0:
+    # A live pass that finds nothing new is normal; a seed pass, or one that saw no transcript at all, is not.
+    if last is None or last.sessions > 0 or (last.trigger == "live" and last.files_seen > 0):
         return None
     where = ", ".join(miner.transcript_dirs) or "no folder"
     return (f"the last pass read 0 sessions; it looked in {where}. Point mining.transcript_dirs "

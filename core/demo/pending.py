@@ -51,7 +51,9 @@ def _lua(text: str) -> str:
     return json.dumps(text)  # a JSON string is a valid Lua string literal for paths
 
 
-def lay_out_pending(into: Path | None = None, command: list[str] | None = None) -> PendingDemo:
+def lay_out_pending(into: Path | None = None, command: list[str] | None = None, *, staged: bool = True) -> PendingDemo:
+    """`staged=False` leaves the mining to the server's own first pass (it then raises the
+    proposals itself, with their question cards)."""
     root, workspace, transcripts = lay_out(into)
     command = command or server_command()
     (workspace / ".kitsoki.local.yaml").write_text(
@@ -63,9 +65,10 @@ def lay_out_pending(into: Path | None = None, command: list[str] | None = None) 
     settings.parent.mkdir()
     settings.write_text(json.dumps({"kitsoki.serverCommand": command}, indent=2) + "\n")
 
-    report, recipes = run_pass(workspace, repo=workspace, dirs=[transcripts], trigger="seed", workers=1)
-    record_pass(Trace(trace_path(workspace)), report)
-    run_proposer(workspace, recipes)
+    if staged:
+        report, recipes = run_pass(workspace, repo=workspace, dirs=[transcripts], trigger="seed", workers=1)
+        record_pass(Trace(trace_path(workspace)), report)
+        run_proposer(workspace, recipes)
     demo = PendingDemo(root=root, workspace=workspace, transcripts=transcripts, server_command=command,
                        proposals=inbox(workspace))
     if (NVIM_PLUGIN / "lua" / "kitsoki" / "init.lua").is_file():

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 _SHELL_TOOLS = frozenset({"bash", "shell", "exec", "exec_command", "local_shell"})
-_EMPTY_GO_VALUE = re.compile(r"\b(got|want) \(")
+_EMPTY_GO_VALUE = re.compile(r"\b(got|want)  \(")
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
