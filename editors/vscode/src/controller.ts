@@ -177,11 +177,10 @@ export class Controller implements vscode.Disposable {
     this.renderStatus();
   }
 
-  serverUp(): void {
+  async serverUp(): Promise<void> {
     this.server = { state: 'running', note: this.server.note };
     this.renderStatus();
-    void this.refresh();
-    void this.refreshNote();
+    await Promise.all([this.refresh(), this.refreshNote()]);
   }
 
   /** What mining has to say (where a pass that read 0 sessions looked), for the status item. */

@@ -120,12 +120,13 @@ async function start(context: vscode.ExtensionContext, controller: Controller, f
     },
   };
   const languageClient = new LanguageClient('kitsoki', 'kitsoki-miner', serverOptions, clientOptions);
+  let started = false; // the first start is awaited below; later changes are restarts and stops
   client = languageClient;
   controller.attach(languageClient);
   context.subscriptions.push(
     languageClient.onDidChangeState((event) => {
-      if (event.newState === State.Running) {
-        controller.serverUp();
+      if (event.newState === State.Running && started) {
+        void controller.serverUp();
       } else if (event.newState === State.Stopped && client === languageClient) {
         controller.serverDown(`"${line}" is not running`);
       }
@@ -144,7 +145,8 @@ async function start(context: vscode.ExtensionContext, controller: Controller, f
       .then((pick) => pick === 'Show output' && controller.output.show(true));
     return;
   }
-  // controller.serverUp() ran on the change to State.Running.
+  started = true;
+  await controller.serverUp();
 }
 
 export async function deactivate(): Promise<void> {
