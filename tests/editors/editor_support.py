@@ -70,6 +70,6 @@ def publish_screenshots(folder: Path, editor: str) -> Path | None:
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     for shot in sorted(folder.iterdir()):
-        if shot.is_file() and "FAILED" not in shot.name:
+        if shot.suffix == ".png" and "FAILED" not in shot.name:
             shutil.copy2(shot, dest / shot.name)
     return dest

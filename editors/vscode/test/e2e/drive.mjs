@@ -117,7 +117,7 @@ async function openFile(relative) {
   }
   await page.locator('.tab.active', { has: page.locator('.label-name', { hasText: exactly(base) }) })
     .waitFor({ timeout: STEP_TIMEOUT });
-  await page.locator('.editor-instance .monaco-editor').first().click({ position: { x: 300, y: 10 } });
+  await page.locator('.editor-instance .monaco-editor .margin').first().click({ position: { x: 5, y: 10 } });
 }
 
 async function goToLine(line) {
