@@ -149,7 +149,8 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
     # The kept accept is on disk, byte for byte what the diff showed; the reverted one left nothing.
     after = tree(demo.workspace)
     assert config.read_text() == (REPO / "core/demo/workspace/.kitsoki.yaml").read_text().replace(
-        "# we release from main\n", "# we release from main\n      test_cmd: pytest\n")
+        "# we release from main\n",
+        "# we release from main\n      test_cmd: pytest\n    bindings:\n      ticket: host.gh.ticket\n")
     assert after[story.relative_to(demo.workspace).as_posix()] == before[story.relative_to(demo.workspace).as_posix()]
     assert {k: v for k, v in after.items() if k != ".kitsoki.yaml"} == \
         {k: v for k, v in before.items() if k != ".kitsoki.yaml"}

@@ -117,7 +117,7 @@ async function openFile(relative) {
   }
   await page.locator('.tab.active', { has: page.locator('.label-name', { hasText: exactly(base) }) })
     .waitFor({ timeout: STEP_TIMEOUT });
-  await page.locator('.editor-instance .monaco-editor .margin').first().click({ position: { x: 5, y: 10 } });
+  await page.locator('.editor-instance .monaco-editor .margin-view-overlays').first().click({ position: { x: 5, y: 10 } });
 }
 
 async function goToLine(line) {
@@ -281,6 +281,27 @@ async function main() {
       check(!/got {2}\(/.test(toast.text), `an empty value reads as nothing: "${toast.text}"`);
       await waitForLens("Accept again: Add 1 synonym to release-desk's deploy (runs flows)");
       return { confirmation, toast };
+    });
+
+    await step('refine-opens-a-labelled-draft', async () => {
+      await closeToasts();
+      await openFile('.kitsoki.yaml');
+      await waitForLens('Accept: Bind ticket to host.gh.ticket (runs flows)'); // alone on its line now
+      await clickLens('Refine');
+      const tab = page.locator('.tab.active', { hasText: 'DRAFT .kitsoki.yaml (kitsoki-miner proposal)' });
+      await tab.waitFor({ timeout: STEP_TIMEOUT }).catch(async () => {
+        throw new Error(`the draft's tab reads "${await page.locator('.tab.active').innerText()}"`);
+      });
+      await waitForLens('DRAFT of .kitsoki.yaml for "Bind ticket to host.gh.ticket": not the live file');
+      return { tab: await tab.innerText(), lenses: await lensTexts() };
+    });
+
+    await step('accept-the-draft-closes-it', async () => {
+      await clickLens('Accept this draft (runs flows)');
+      await confirmAccept('Bind ticket to host.gh.ticket');
+      await waitForToast(/kept "Bind ticket to host\.gh\.ticket": flows green/, 'the accepted draft');
+      await page.locator('.tab', { hasText: 'DRAFT .kitsoki.yaml' }).waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
+      return { tabs: await page.locator('.tab').allInnerTexts() };
     });
 
     if (config.questionsWorkspace) {
