@@ -107,11 +107,11 @@ def test_neovim_in_a_real_terminal(tmp_path, shots):
         tmux.type("23G")
         tmux.type(":KitsokiMine accept")
         tmux.keys("Enter")
-        screen = tmux.wait_for(r"^Which proposal\?", 10)
+        screen = tmux.wait_for(r"^Which proposal\?(.|\n)*Type number and <Enter>", 10)
         assert screen.count(PROMPT) == 1, screen
         tmux.type("1")
         tmux.keys("Enter")
-        screen = tmux.wait_for(r"^Accept \"Set world\.test_cmd to 'pytest'\"\?", 10)
+        screen = tmux.wait_for(r"^Accept \"Set world\.test_cmd to 'pytest'\"\?(.|\n)*Type number and <Enter>", 10)
         assert "run flows preview.yaml, release.yaml" in screen, screen
         assert screen.count(PROMPT) == 1, "one question on screen:\n" + screen
         screenshot(tmux, shots / "02-confirm-accept.png", CHROMIUM, "Neovim: accept asks first")
@@ -129,7 +129,7 @@ def test_neovim_in_a_real_terminal(tmp_path, shots):
         tmux.type("14G")
         tmux.type(":KitsokiMine accept")
         tmux.keys("Enter")
-        tmux.wait_for(r"^Accept \"Add 1 synonym to release-desk's deploy\"\?", 10)
+        tmux.wait_for(r"^Accept \"Add 1 synonym to release-desk's deploy\"\?(.|\n)*Type number and <Enter>", 10)
         tmux.type("1")
         tmux.keys("Enter")
         screen = never_press_enter(tmux, r"Failing:")
@@ -156,7 +156,8 @@ def test_neovim_in_a_real_terminal(tmp_path, shots):
     tmux = Tmux(f"kitsoki-test-q-{os.getpid()}")
     tmux.start(shlex.split(walkthrough_line(fresh)), isolated_env(tmp_path), fresh.workspace)
     try:
-        screen = tmux.wait_for(r"^Capture as structure\? Set world\.test_cmd to 'pytest'", 40, "the first question")
+        screen = tmux.wait_for(r"^Capture as structure\? Set world\.test_cmd to 'pytest'(.|\n)*Type number and <Enter>", 40,
+                               "the first question")
         assert screen.count("Capture as structure?") == 1 and screen.count(PROMPT) == 1, screen
         screenshot(tmux, shots / "06-one-question.png", CHROMIUM, "Neovim: one question")
         tmux.keys("Enter")  # later
