@@ -17,8 +17,11 @@ demo: venv
 	$(BIN)/kitsoki-miner demo
 
 # Every test, the real editors included (tests/editors: code-server in Chromium, Neovim in tmux).
+# tests/adversarial runs on its own: its conftest.py and tests/conftest.py are both imported as the
+# module `conftest`, and in one run the tests that `from conftest import ...` get the wrong one.
 test: venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --ignore=tests/adversarial
+	$(BIN)/python -m pytest -q tests/adversarial
 
 # Only the tests in the real editors.
 test-editors: venv
