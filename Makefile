@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv demo test bench clean
+.PHONY: venv demo test test-editors screenshots vsix bench clean
 
 $(BIN)/kitsoki-miner: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,21 @@ venv: $(BIN)/kitsoki-miner
 demo: venv
 	$(BIN)/kitsoki-miner demo
 
+# Every test, the real editors included (tests/editors: code-server in Chromium, Neovim in tmux).
 test: venv
 	$(BIN)/python -m pytest -q
+
+# Only the tests in the real editors.
+test-editors: venv
+	$(BIN)/python -m pytest -q tests/editors tests/test_nvim_client.py tests/test_vscode_client.py
+
+# The README's screenshots, made by the real-editor tests.
+screenshots: venv
+	KITSOKI_SCREENSHOTS=docs/screenshots $(BIN)/python -m pytest -q tests/editors
+
+# The VS Code extension, as editors/vscode/kitsoki-miner.vsix.
+vsix:
+	cd editors/vscode && npm ci --no-audit --no-fund && npm run package
 
 bench: venv
 	$(BIN)/python tests/bench/ingest.py

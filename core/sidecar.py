@@ -28,19 +28,22 @@ from typing import Literal
 from pydantic import BaseModel
 
 from core.apply import recover
+from core.apply.gates import GatePreview, gate_preview
 from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError, KitsokiConfig, load_config
 from core.kitsoki.imports import Sources
-from core.kitsoki.story import MATERIALIZED_DIR
+from core.kitsoki.story import MATERIALIZED_DIR, load_workspace
 from core.kitsoki.workspace import DevStorySource, dev_story_source
 from core.locks import WorkspaceBusy
 from core.mining.passes import PassReport
 from core.mining.recipes import Recipe
 from core.mining.service import MinerService, MinerStatus, trace_path
 from core.proposals.decide import VERDICT_LOCK_TIMEOUT, Decision, decide
-from core.proposals.inbox import inbox
+from core.proposals.inbox import history, inbox
 from core.proposals.model import Proposal
 from core.proposals.proposer import ProposerReport, run_proposer
-from core.proposals.settings import configured_drafter
+from core.proposals.settings import SettingsError, configured_drafter, gate_settings
+from core.proposals.staging import load_proposal
+from core.questions import QuestionBook
 from core.trace import Trace, TraceBusyError
 
 log = logging.getLogger("kitsoki_miner.sidecar")
@@ -59,7 +62,9 @@ class SidecarEvents:
     """(workspace, every open card, the workspace-relative files whose cards changed)."""
     decided: Callable[[Path, Decision], None] | None = None
     raised: Callable[[Path, list[Proposal]], None] | None = None
-    """Proposals raised (or re-drafted) by a proposer run: the question cards to ask."""
+    """Proposals raised by a proposer run and never asked about before: the question cards to ask."""
+    questions_withdrawn: Callable[[Path, list[str], str], None] | None = None
+    """(workspace, question ids, why): questions that no longer wait (decided, or no longer open)."""
 
 
 class MineStatus(BaseModel):
@@ -76,6 +81,8 @@ class MineStatus(BaseModel):
     dev_story: DevStorySource | None = None
     """Where the root instance's dev-story comes from: KITSOKI_REPO, a kitsoki checkout, or the
     library we carry (with the kitsoki commit it was read from)."""
+    note: str | None = None
+    """What a person should know about mining here, e.g. where a pass that read 0 sessions looked."""
 
 
 @dataclass
@@ -100,6 +107,7 @@ class WorkspaceSidecar:
         self.proposer_error: str | None = None
         self.miner: MinerService | None = None
         self._cards = _Cards()
+        self.questions = QuestionBook()
         self.generation = 0
         """Counts inbox refreshes that changed something: answers built from the cards keep until it moves."""
         self._cards_lock = threading.Lock()
@@ -118,6 +126,7 @@ class WorkspaceSidecar:
             log.warning("could not check for interrupted accepts: %s", exc)
         self._load_config()
         self.refresh()
+        self.questions.known(card.recipe_id for card in self._cards.all)
         mining = self.config.mining if self.config else None
         enabled = self.mining_override if self.mining_override is not None else bool(mining and mining.enabled)
         if mining is not None:
@@ -158,7 +167,7 @@ class WorkspaceSidecar:
                               dev_story=source)
         miner: MinerStatus = self.miner.status()
         return MineStatus(workspace=str(self.workspace), pending=pending, proposer_error=self.proposer_error,
-                          dev_story=source, **miner.model_dump(exclude={"slug"}))
+                          dev_story=source, note=mining_note(miner), **miner.model_dump(exclude={"slug"}))
 
     def control(self, action: Control, dirs: list[Path] | None = None) -> MineStatus:
         if self.miner is None:
@@ -221,6 +230,7 @@ class WorkspaceSidecar:
                 self.generation += 1
         if changed and self.events.proposals_changed is not None:
             self.events.proposals_changed(self.workspace, fresh, changed - {""})
+        self._withdraw(self.questions.sweep(new.by_id), "its proposal is no longer open")
         return changed - {""}
 
     def propose(self, recipes: list[Recipe] | None = None) -> ProposerReport | None:
@@ -236,7 +246,7 @@ class WorkspaceSidecar:
                 self.refresh()
                 return None
         self.refresh()
-        raised = [c for rid in report.raised if (c := self.card(rid)) is not None]
+        raised = [c for rid in self.questions.ask(report.raised) if (c := self.card(rid)) is not None]
         if raised and self.events.raised is not None:
             self.events.raised(self.workspace, raised)
         return report
@@ -249,13 +259,29 @@ class WorkspaceSidecar:
                   if verdict == "accept" else {})
         try:
             decision = decide(self.workspace, recipe_id, verdict, **kwargs)
+            if self.questions.settle(decision.recipe_id):
+                self._withdraw([decision.recipe_id], f"answered: {decision.verdict}")
         finally:
             self.refresh()
         if self.events.decided is not None:
             self.events.decided(self.workspace, decision)
         return decision
 
+    def gate_preview(self, recipe_id: str) -> GatePreview:
+        """What accepting this proposal will run (for the confirmation asked before an accept)."""
+        return planned_gate(self.workspace)
+
+    def closed_state(self, recipe_id: str) -> tuple[str | None, Proposal | None]:
+        """For a proposal that left the inbox: where it stands (accepted, rejected, withdrawn) and
+        its last staged card, if it is still on disk."""
+        state = history(Trace(trace_path(self.workspace))).get(recipe_id)
+        return state, load_proposal(self.workspace, recipe_id)
+
     # -- event plumbing --------------------------------------------------------------------------------
+
+    def _withdraw(self, ids: list[str], why: str) -> None:
+        if ids and self.events.questions_withdrawn is not None:
+            self.events.questions_withdrawn(self.workspace, ids, why)
 
     def _started(self) -> None:
         if self.events.pass_started is not None:
@@ -315,3 +341,28 @@ class WorkspaceSidecar:
                         log.exception("refresh after a kitsoki file change failed")
         except Exception:  # noqa: BLE001
             log.exception("kitsoki file watcher stopped")
+
+
+def mining_note(miner: MinerStatus) -> str | None:
+    """Say where a pass looked when it read nothing, so an empty inbox is never a silent mystery."""
+    last = miner.last_pass
+    if not miner.enabled:
+        return "mining is off (mining.enabled in .kitsoki.yaml, or the editor's mining option)"
+    # A live pass that finds nothing new is normal; a seed pass, or one that saw no transcript at all, is not.
+    if last is None or last.sessions > 0 or (last.trigger == "live" and last.files_seen > 0):
+        return None
+    where = ", ".join(miner.transcript_dirs) or "no folder"
+    return (f"the last pass read 0 sessions; it looked in {where}. Point mining.transcript_dirs "
+            f"(.kitsoki.local.yaml) or the editor's transcriptDirs at your transcripts")
+
+
+def planned_gate(workspace: Path) -> GatePreview:
+    """The flow gate an accept in this workspace runs, as a person is told before it: the same
+    stories and settings core.proposals.decide.accept gates with."""
+    try:
+        model = load_workspace(workspace)
+        settings = gate_settings(model.config)
+    except (ValueError, SettingsError) as exc:
+        return GatePreview(kind="unknown", runs=[], note=f"the workspace does not load: {exc}")
+    apps = [story.path for story in model.stories if any((story.dir / "flows").glob("*.yaml"))]
+    return gate_preview(workspace, settings, apps)

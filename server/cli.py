@@ -72,6 +72,9 @@ def add_commands(sub, folder_type) -> None:
                                       "them, raise proposals and accept two through the flow gate: one that "
                                       "stays (flows green) and one that is reverted (a flow goes red).")
     demo.add_argument("--into", type=Path, help="an empty or new folder for the demo (default: a new temp folder)")
+    demo.add_argument("--pending", action="store_true",
+                      help="accept nothing: leave the proposals waiting for an editor, with mining pointed at "
+                           "the demo's transcripts and editor settings that start this server")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,6 +141,8 @@ def _add_serve(sub) -> None:
                            description="Run the kitsoki-miner language server for an editor: stdio by default, "
                                        "or TCP with --tcp HOST:PORT.")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on TCP instead of stdio")
+    # Language clients (vscode-languageclient's TransportKind.stdio among them) append --stdio.
+    serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default)")
     serve.add_argument("--log", type=Path, help="write the server's log to this file")
 
 
@@ -335,6 +340,9 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.log:
         logging.basicConfig(filename=args.log, level=logging.INFO,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.tcp and args.stdio:
+        sys.stderr.write("kitsoki-miner serve: choose --stdio or --tcp, not both\n")
+        return 2
     serve(args.tcp)
     return 0
 

@@ -159,6 +159,11 @@ def _flows(workspace: Path, args, out) -> int:
 
 def _demo(args, out, err) -> int:
     try:
+        if getattr(args, "pending", False):
+            from core.demo.pending import describe, lay_out_pending
+
+            out.write(describe(lay_out_pending(args.into)) + "\n")
+            return 0
         run_demo(args.into, say=lambda text: out.write(text + "\n"))
     except DemoError as exc:
         return _fail(err, f"demo: {exc}")

@@ -32,6 +32,18 @@ from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.uris import from_fs_path, to_fs_path
 
 from server import methods as M
+from server.views import (
+    card_of,
+    code_actions_impl,
+    decided_text,
+    detail_of,
+    diagnostics_for,
+    hover_impl,
+    lenses_impl,
+    question_of,
+    uri_of,
+)
+from server.views import rel_path as _rel
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -58,7 +70,7 @@ class _Lazy:
 
 P = _Lazy("server.protocol")
 _core = {name: _Lazy(name) for name in ("core.sidecar", "core.proposals.decide", "core.proposals.staging",
-                                         "core.locks")}
+                                         "core.locks", "core.proposals.wording")}
 
 log = logging.getLogger("kitsoki_miner.server")
 
@@ -142,7 +154,10 @@ class KitsokiServer(LanguageServer):
         return value
 
     def report_server_error(self, error: Exception, source) -> None:
-        # Quietly: a log message, not a pop-up, for errors outside a request.
+        # A refusal (bad params, a closed proposal) is an answer the client shows as it sees fit;
+        # only real failures reach the log, quietly: a log message, not a pop-up.
+        if isinstance(error, JsonRpcInvalidParams):
+            return
         self.window_log_message(types.LogMessageParams(type=types.MessageType.Error,
                                                        message=f"{SOURCE}: {type(error).__name__}: {error}"))
 
@@ -216,168 +231,6 @@ def validated(model: type[BaseModel], params: Any, method: str) -> Any:
         raise JsonRpcInvalidParams(P.problems(exc, method)) from None
 
 
-# -- cards ----------------------------------------------------------------------------------------------
-
-
-def uri_of(workspace: Path, rel: str) -> str:
-    return from_fs_path(str(workspace / rel)) or (workspace / rel).as_uri()
-
-
-def card_of(workspace: Path, proposal: Proposal) -> P.Card:
-    files = [P.FileCard(uri=uri_of(workspace, change.path), path=change.path,
-                        line=max(min(change.changed_lines or [1]) - 1, 0),
-                        changed_lines=[line - 1 for line in change.changed_lines], added=change.added,
-                        created=change.before_sha256 is None)
-             for change in proposal.files]
-    return P.Card(id=proposal.recipe_id, workspace=from_fs_path(str(workspace)) or str(workspace),
-                  title=proposal.title, kind=proposal.kind, rung=proposal.rung, target=proposal.target,
-                  priority=proposal.priority, status=proposal.status,
-                  classification=proposal.mapping.classification, score=proposal.mapping.score,
-                  reason=proposal.mapping.reason, failure=proposal.failure, suggestion_only=proposal.suggestion_only,
-                  files=files, question_id=proposal.recipe_id)
-
-
-def detail_of(workspace: Path, proposal: Proposal) -> P.ProposalDetail:
-    card = card_of(workspace, proposal)
-    evidence = proposal.evidence
-    return P.ProposalDetail(
-        **card.model_dump(), diff=proposal.diff, summary_markdown=proposal.summary_markdown,
-        evidence=P.Evidence(sessions=evidence.sessions, phrasings=evidence.phrasings,
-                            action_signature=evidence.action_signature,
-                            cites=[c.model_dump(mode="json") for c in evidence.cites], value=evidence.value),
-        draft_uris=[uri_of(_core['core.proposals.staging'].stage_dir(workspace, proposal.recipe_id), c.path) for c in proposal.files])
-
-
-def question_of(proposal: Proposal) -> P.QuestionNotification:
-    where = ", ".join(c.path for c in proposal.files) or "dev-story (a suggestion)"
-    return P.QuestionNotification(question_id=proposal.recipe_id, questions=[P.Question(
-        question=proposal.title,
-        options=[P.QuestionOption(label="accept", description=f"apply to {where}; kept only if the flows stay green"),
-                 P.QuestionOption(label="refine", description="open the staged draft to edit before accepting"),
-                 P.QuestionOption(label="dismiss", description="reject; this recipe is not raised again")])])
-
-
-def _range(line: int) -> types.Range:
-    return types.Range(start=types.Position(line=line, character=0), end=types.Position(line=line + 1, character=0))
-
-
-def lenses_impl(ls: KitsokiServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-    sidecar = ls.sidecar_for(params.text_document.uri)
-    if sidecar is None:
-        return []
-    rel = _rel(sidecar, params.text_document.uri)
-    cards = sidecar.cards(rel)
-    if not cards:
-        return []
-    lenses = [types.CodeLens(range=_range(0), command=types.Command(
-        title=f"kitsoki-miner: {len(cards)} proposal{'s' if len(cards) != 1 else ''} for this file",
-        command=M.CMD_SHOW, arguments=[{"uri": params.text_document.uri}]))]
-    for card in cards:
-        change = next(c for c in card.files if c.path == rel)
-        line = max(min(change.changed_lines or [1]) - 1, 0)
-        arg = [{"id": card.recipe_id}]
-        if card.status == "stale":
-            lenses.append(types.CodeLens(range=_range(line), command=types.Command(
-                title=f"Stale: {card.title} (the file changed; re-drafting)", command=M.CMD_PROPOSE, arguments=arg)))
-            continue
-        accept = "Accept again" if card.status == "held" else "Accept"
-        lenses += [
-            types.CodeLens(range=_range(line), command=types.Command(
-                title=f"{accept}: {card.title} (runs flows)", command=M.CMD_ACCEPT, arguments=arg)),
-            types.CodeLens(range=_range(line), command=types.Command(title="Refine", command=M.CMD_REFINE,
-                                                                     arguments=arg)),
-            types.CodeLens(range=_range(line), command=types.Command(title="Reject", command=M.CMD_REJECT,
-                                                                     arguments=arg)),
-            types.CodeLens(range=_range(line), command=types.Command(title="Diff", command=M.CMD_DIFF,
-                                                                     arguments=[{"id": card.recipe_id,
-                                                                                 "uri": params.text_document.uri}])),
-        ]
-    return lenses
-
-
-def _rel(sidecar: WorkspaceSidecar, uri: str) -> str:
-    path = Path(to_fs_path(uri) if "://" in uri else uri).absolute()
-    try:
-        return path.relative_to(sidecar.workspace).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def diagnostics_for(sidecar: WorkspaceSidecar, rel: str) -> list[types.Diagnostic]:
-    out = []
-    for card in sidecar.cards(rel):
-        change = next(c for c in card.files if c.path == rel)
-        lines = sorted({max(line - 1, 0) for line in change.changed_lines}) or [0]
-        what = ("stale: the file changed since it was drafted" if card.status == "stale" else
-                f"held: the last accept was reverted ({card.failure})" if card.status == "held" else
-                "accept, refine or reject")
-        message = (f"kitsoki-miner proposal: {card.title} [{card.mapping.classification}, rung {card.rung}, "
-                   f"priority {card.priority:g}] — {what}")
-        start = lines[0]
-        end = lines[-1]
-        out.append(types.Diagnostic(
-            range=types.Range(start=types.Position(line=start, character=0),
-                              end=types.Position(line=end + 1, character=0)),
-            message=message, severity=types.DiagnosticSeverity.Information, source=SOURCE, code=card.kind,
-            data={"id": card.recipe_id}))
-    return out
-
-
-def hover_impl(ls: KitsokiServer, params: types.HoverParams) -> types.Hover | None:
-    sidecar = ls.sidecar_for(params.text_document.uri)
-    if sidecar is None:
-        return None
-    rel = _rel(sidecar, params.text_document.uri)
-    line = params.position.line
-    parts = []
-    for card in sidecar.cards(rel):
-        change = next(c for c in card.files if c.path == rel)
-        lines = {max(n - 1, 0) for n in change.changed_lines}
-        if line in lines or line == min(lines or {0}):
-            parts.append(_hover_text(card))
-    if not parts:
-        return None
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)))
-
-
-def _hover_text(card: Proposal) -> str:
-    ev = card.evidence
-    lines = [card.summary_markdown, "",
-             f"*{card.mapping.classification}* (score {card.mapping.score:g}): {card.mapping.reason}"]
-    if ev.phrasings:
-        lines += ["", "Asked as: " + "; ".join(f'"{t}" ×{n}' for t, n in ev.phrasings[:5])]
-    if ev.cites:
-        lines += ["", "Cites: " + ", ".join(f"`{Path(c.path).name}:{c.line_start}`" for c in ev.cites[:5])]
-    if card.failure:
-        lines += ["", f"Last accept reverted: {card.failure}"]
-    return "\n".join(lines)
-
-
-def code_actions_impl(ls: KitsokiServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-    sidecar = ls.sidecar_for(params.text_document.uri)
-    if sidecar is None:
-        return []
-    rel = _rel(sidecar, params.text_document.uri)
-    wanted = range(params.range.start.line, params.range.end.line + 1)
-    actions = []
-    for card in sidecar.cards(rel):
-        if card.status == "stale" or card.suggestion_only:
-            continue
-        change = next(c for c in card.files if c.path == rel)
-        lines = {max(n - 1, 0) for n in change.changed_lines}
-        if not lines & set(wanted):
-            continue
-        arg = [{"id": card.recipe_id}]
-        actions.append(types.CodeAction(title=f"Accept proposal (runs flows): {card.title}",
-                                        kind=types.CodeActionKind.QuickFix,
-                                        command=types.Command(title="Accept proposal (runs flows)",
-                                                              command=M.CMD_ACCEPT, arguments=arg)))
-        actions.append(types.CodeAction(title=f"Reject proposal: {card.title}", kind=types.CodeActionKind.QuickFix,
-                                        command=types.Command(title="Reject proposal", command=M.CMD_REJECT,
-                                                              arguments=arg)))
-    return actions
-
-
 # -- custom requests -----------------------------------------------------------------------------------
 
 
@@ -412,11 +265,14 @@ def proposals_impl(ls: KitsokiServer, params: Any) -> dict:
 def proposal_impl(ls: KitsokiServer, params: Any) -> dict:
     p = validated(P.ProposalParams, params, M.PROPOSAL)
     sidecar, card = ls.find_card(p.id)
-    return detail_of(sidecar.workspace, card).model_dump(mode="json")
+    return detail_of(sidecar.workspace, card, gate=sidecar.gate_preview(card.recipe_id)).model_dump(mode="json")
 
 
 def proposal_content_impl(ls: KitsokiServer, params: Any) -> dict:
     p = validated(P.ProposalContentParams, params, M.PROPOSAL_CONTENT)
+    closed = closed_content(ls, p)
+    if closed is not None:
+        return closed
     sidecar, card = ls.find_card(p.id)
     rel = _rel(sidecar, p.uri)
     if rel not in {c.path for c in card.files}:
@@ -426,6 +282,23 @@ def proposal_content_impl(ls: KitsokiServer, params: Any) -> dict:
     except OSError as exc:
         raise JsonRpcInternalError(f"the staged draft of {p.id} is missing: {exc}") from None
     return P.ProposalContentResult(text=text).model_dump(mode="json")
+
+
+def closed_content(ls: KitsokiServer, p: P.ProposalContentParams) -> dict | None:
+    """A diff tab outlives its proposal: once decided, its right side says so over the live file
+    (an editor asks again after every change), instead of an error and an empty document."""
+    sidecar = ls.sidecar_for(p.uri)
+    if sidecar is None or sidecar.card(p.id) is not None:
+        return None
+    state, proposal = sidecar.closed_state(p.id)
+    rel = _rel(sidecar, p.uri)
+    if state is None or proposal is None or rel not in {c.path for c in proposal.files}:
+        return None
+    try:
+        live = (sidecar.workspace / rel).read_text(encoding="utf-8")
+    except OSError:
+        live = ""
+    return P.ProposalContentResult(text=decided_text(state, proposal.title, live), state=state).model_dump(mode="json")
 
 
 def answer_of(params: P.AnswerQuestionParams, card: Proposal) -> str:
@@ -577,9 +450,24 @@ async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.Deci
     return result
 
 
+async def choose_impl(ls: KitsokiServer, recipe_id: str) -> Any:
+    """kitsoki.choose for a client that does not handle it itself (both of ours do): ask with
+    window/showMessageRequest, then run what was picked."""
+    _, card = ls.find_card(recipe_id)
+    picks = {"Accept (runs flows)": "accept", "Refine": "refine", "Reject": "reject"}
+    answer = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
+        type=types.MessageType.Info, message=f"kitsoki-miner proposal: {card.title}",
+        actions=[types.MessageActionItem(title=t) for t in picks]))
+    if answer is None or answer.title not in picks:
+        return None
+    return (await decide_impl(ls, card.recipe_id, picks[answer.title])).model_dump(mode="json")
+
+
 def _decision_result(sidecar: WorkspaceSidecar, decision: Decision) -> P.DecisionResult:
+    wording = _core['core.proposals.wording']
     return P.DecisionResult(recipe_id=decision.recipe_id, verdict=decision.verdict, flows_green=decision.flows_green,
-                            reverted=decision.reverted, failure=decision.failure,
+                            reverted=decision.reverted,
+                            failure=wording.readable_failure(decision.failure) if decision.failure else None,
                             draft_uri=from_fs_path(decision.draft_path) if decision.draft_path else None,
                             files=[uri_of(sidecar.workspace, f) for f in decision.files])
 
@@ -626,7 +514,7 @@ def _id_arg(args: tuple, command: str) -> str:
     if isinstance(first, str) and first:
         return first
     if isinstance(first, dict):
-        model = P.DiffArgs if command == M.CMD_DIFF else P.IdArgs
+        model = P.DiffArgs if command in (M.CMD_DIFF, M.CMD_CHOOSE) else P.IdArgs
         return validated(model, first, command).id
     raise JsonRpcInvalidParams(f"{command}: the argument must be a proposal id or {{\"id\": \"<id>\"}}, got {first!r}")
 
@@ -700,14 +588,19 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
             **_decision_result(sidecar, decision).model_dump(), workspace=from_fs_path(str(workspace)) or "",
             title=decision.title,
             gate_summary=decision.gate.summary if decision.gate else None,
-            gate_failures=decision.gate.failures[:20] if decision.gate else []))
+            gate_failures=_core['core.proposals.wording'].readable_failures(decision.gate.failures[:20])
+            if decision.gate else []))
 
     def raised(workspace: Path, cards: list[Proposal]) -> None:
         for card in cards:
             ls.notify(M.QUESTION, question_of(card))
 
+    def withdrawn(workspace: Path, ids: list[str], why: str) -> None:
+        ls.notify(M.QUESTION_WITHDRAWN, P.QuestionWithdrawnNotification(
+            workspace=from_fs_path(str(workspace)) or str(workspace), question_ids=ids, reason=why))
+
     return _core['core.sidecar'].SidecarEvents(pass_started=started, pass_progress=progress, pass_ran=ran, proposals_changed=changed,
-                         decided=decided, raised=raised)
+                         decided=decided, raised=raised, questions_withdrawn=withdrawn)
 
 
 # -- the server -------------------------------------------------------------------------------------------
@@ -816,6 +709,10 @@ def build_server() -> KitsokiServer:
         sidecar, card = ls.find_card(_id_arg(args, M.CMD_DIFF))
         return P.DiffResult(id=card.recipe_id, diff=card.diff).model_dump(mode="json")
 
+    @server.command(M.CMD_CHOOSE)
+    async def choose(ls: KitsokiServer, *args):
+        return await choose_impl(ls, _id_arg(args, M.CMD_CHOOSE))
+
     @server.command(M.CMD_SHOW)
     def show_proposals(ls: KitsokiServer, *args):
         uri = _uri_arg(args, M.CMD_SHOW)
@@ -865,7 +762,17 @@ def stop_sidecars(ls: KitsokiServer) -> None:
     ls.work.shutdown(wait=False, cancel_futures=True)
 
 
+class _NoRefusalTracebacks(logging.Filter):
+    """pygls logs every handler exception with its traceback, and an editor shows the server's
+    stderr: a refusal (InvalidParams, answered to the client) is not a crash, so it is not logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, JsonRpcInvalidParams)
+
+
 def serve(tcp: str | None = None) -> None:
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_NoRefusalTracebacks())
     server = build_server()
     if tcp:
         host, _, port = tcp.rpartition(":")

@@ -15,6 +15,7 @@ PASS_RAN = "kitsoki/passRan"
 PROPOSALS_CHANGED = "kitsoki/proposalsChanged"
 PROPOSAL_DECIDED = "kitsoki/proposalDecided"
 QUESTION = "kitsoki/question"
+QUESTION_WITHDRAWN = "kitsoki/questionWithdrawn"
 
 # workspace/executeCommand
 CMD_ACCEPT = "kitsoki.accept"
@@ -26,7 +27,10 @@ CMD_PAUSE = "kitsoki.pause"
 CMD_RESUME = "kitsoki.resume"
 CMD_PROPOSE = "kitsoki.propose"
 CMD_SHOW = "kitsoki.showProposals"
-COMMANDS = (CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW)
+CMD_CHOOSE = "kitsoki.choose"
+"""The one lens of a proposal that shares its line with others: asks what to do with it."""
+COMMANDS = (CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW,
+            CMD_CHOOSE)
 
 QUESTION_HEADER = "Capture as structure?"
 """kitsoki's TUI card header for a mining proposal (internal/tui/mine_command.go)."""

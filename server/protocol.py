@@ -11,7 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.apply.gates import GatePreview
 from core.mining.passes import PassReport
+from core.proposals.hunks import Hunk
 from core.sidecar import MineStatus
 
 from server.methods import *  # noqa: F403 - the names are part of the protocol module
@@ -56,6 +58,8 @@ class FileCard(BaseModel):
     """0-based lines the change touches."""
     added: list[str]
     created: bool = False
+    hunks: list[Hunk] = Field(default_factory=list)
+    """Each change block: the live lines it removes and the live line its new lines follow."""
 
 
 class Card(BaseModel):
@@ -100,6 +104,8 @@ class ProposalDetail(Card):
     evidence: Evidence
     draft_uris: list[str]
     """The staged draft files (what refine opens)."""
+    gate: GatePreview | None = None
+    """What an accept will run (the flows), for the confirmation asked before it."""
 
 
 class ProposalContentParams(_Params):
@@ -110,6 +116,9 @@ class ProposalContentParams(_Params):
 
 class ProposalContentResult(BaseModel):
     text: str
+    state: str | None = None
+    """Set when the proposal is no longer open (accepted, rejected, withdrawn): the text then says
+    so above the live file, instead of a draft that no longer exists."""
 
 
 class AnswerQuestionParams(_Params):
@@ -207,6 +216,14 @@ class QuestionNotification(BaseModel):
     kind: Literal["proposal", "learnings"] = "proposal"
 
 
+class QuestionWithdrawnNotification(BaseModel):
+    """Questions that no longer wait: their proposal was decided, or left the inbox."""
+
+    workspace: str
+    question_ids: list[str]
+    reason: str
+
+
 # -- command arguments ---------------------------------------------------------------------------
 
 
@@ -252,6 +269,7 @@ class Protocol(BaseModel):
     proposals_changed: ProposalsChangedNotification
     proposal_decided: ProposalDecidedNotification
     question: QuestionNotification
+    question_withdrawn: QuestionWithdrawnNotification
     evolve_params: EvolveParams
     runs_params: RunsParams
     id_args: IdArgs

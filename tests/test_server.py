@@ -121,9 +121,10 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
     assert lenses[0].range.start.line == 0 and "2 proposals" in lenses[0].command.title
     world = by_kind["world"]
     line = world["files"][0]["line"]
-    titles = [lens.command.title for lens in lenses if lens.range.start.line == line]
-    assert "Accept: Set world.test_cmd to 'pytest' (runs flows)" in titles
-    assert {"Refine", "Reject", "Diff"} <= set(titles)
+    # two proposals insert after that line: one lens each, above where their lines would go
+    titles = [lens.command.title for lens in lenses if lens.range.start.line == line + 1]
+    assert titles == ["[1/2] Set world.test_cmd to 'pytest': accept · refine · reject · diff…",
+                      "[2/2] Bind ticket to host.gh.ticket: accept · refine · reject · diff…"]
     assert (ws / ".kitsoki.yaml").read_text().splitlines()[line].strip() == "base_branch: main   # we release from main"
 
     # Information diagnostics on the lines a proposal would change
@@ -137,7 +138,7 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=app_uri),
         position=types.Position(line=by_kind["intent"]["files"][0]["line"], character=4)))
-    assert "take the build live" in hover.contents.value and "Cites:" in hover.contents.value
+    assert "take the build live" in hover.contents.value and ".jsonl:" in hover.contents.value
 
     # a code action that accepts
     actions = await client.text_document_code_action_async(types.CodeActionParams(

@@ -50,10 +50,11 @@ def test_lenses_sit_on_the_first_changed_line_with_a_summary_on_top(served):
     lenses = lenses_impl(server, types.CodeLensParams(text_document=doc(ws / ".kitsoki.yaml")))
     assert lenses[0].range.start.line == 0 and lenses[0].command.title == "kitsoki-miner: 2 proposals for this file"
     text = (ws / ".kitsoki.yaml").read_text().splitlines()
-    per_proposal = [lens for lens in lenses[1:] if lens.command.command == "kitsoki.accept"]
+    # Both insert after the same line: one lens each, right where their lines would go.
+    per_proposal = [lens for lens in lenses[1:] if lens.command.command == "kitsoki.choose"]
     assert len(per_proposal) == 2
     for lens in per_proposal:
-        assert "# we release from main" in text[lens.range.start.line]
+        assert "# we release from main" in text[lens.range.start.line - 1]
     assert lenses_impl(server, types.CodeLensParams(text_document=doc(ws / "README.md"))) == []
 
 

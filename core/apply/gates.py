@@ -390,3 +390,39 @@ def choose_gate(workspace: Path, settings: GateSettings, app_yamls: list[Path]) 
         gates = [kitsoki_gate(app, settings.flows, settings.timeout_s, settings.kitsoki) for app in app_yamls]
         return _all_of(gates, "kitsoki")
     return builtin_gate(settings.flows, settings.timeout_s)
+
+
+# ── what an accept will run (asked before it) ─────────────────────────────────────────────────
+
+
+class GatePreview(BaseModel):
+    """What the gate `choose_gate` picks for these settings will run, told to a person before an
+    accept: the kind, and the flow files (or the command) it runs."""
+
+    kind: str
+    runs: list[str]
+    """Workspace-relative flow files, or the command line for a command gate."""
+    note: str | None = None
+
+
+def gate_preview(workspace: Path, settings: GateSettings, app_yamls: list[Path]) -> GatePreview:
+    """The one place that says which flows an accept runs (the gate's scope may narrow later to
+    the apps a change touches: change it here and in choose_gate together)."""
+    kind = settings.kind
+    if kind == "auto":
+        kind = "command" if settings.command else "kitsoki" if shutil.which(settings.kitsoki) else "builtin"
+    if kind == "command":
+        return GatePreview(kind="command", runs=[shlex.join(settings.command or [])])
+    if kind == "kitsoki":
+        files: list[str] = []
+        for app in app_yamls:
+            found = Path(workspace).glob(settings.flows) if settings.flows else (Path(app).parent / "flows").glob("*.yaml")
+            files += [name for name in sorted(_shown_path(p, workspace) for p in found) if name not in files]
+        return GatePreview(kind="kitsoki", runs=files)
+    from core.flows import discover_fixtures  # lazy, as in builtin_gate
+    from core.kitsoki.story import load_workspace
+
+    stories = load_workspace(workspace).stories
+    found = discover_fixtures(Path(workspace), stories, settings.flows)
+    return GatePreview(kind="builtin", runs=[_shown_path(p, workspace) for p in found],
+                       note=None if found else "no flow fixture matches: the gate is red (nothing is kept)")

@@ -25,6 +25,7 @@ from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, relative
 from core.mining.recipes import Recipe
 from core.proposals.mapper import PROVIDER_HANDLERS
 from core.proposals.model import Mapping
+from core.proposals.wording import actions_text, cite_text, classification_text, plural
 from core.trace import ProposalKind
 
 AGENT_TASK = "host.agent.task"
@@ -99,21 +100,22 @@ def _text(read: Reader, path: str) -> str:
 
 def _evidence_line(recipe: Recipe) -> str:
     cite = recipe.instances[0] if recipe.instances else None
-    where = f" First seen at `{Path(cite.path).name}:{cite.line_start}-{cite.line_end}`." if cite else ""
+    where = f" First seen at `{cite_text(cite.path, cite.line_start, cite.line_end)}`." if cite else ""
     asks = ""
     if recipe.phrasings:
         asks = " Asked as " + ", ".join(f'"{p.text}" ×{p.count}' for p in recipe.phrasings[:3]) + "."
     actions = ""
     if recipe.action_signature:
-        actions = " Actions: " + ", ".join(f"`{s}`" for s in recipe.action_signature[:4]) + "."
-    return (f"Seen in {recipe.sessions} sessions ({len(recipe.instances)} times, priority {recipe.priority:g})."
+        actions = " Actions: " + actions_text(recipe.action_signature) + "."
+    return (f"Seen in {plural(recipe.sessions, 'session')} ({plural(len(recipe.instances), 'time')}, "
+            f"priority {recipe.priority:g})."
             f"{asks}{actions}{where}")
 
 
 def _summary(headline: str, recipe: Recipe, mapping: Mapping, files: list[str]) -> str:
     changed = ", ".join(f"`{f}`" for f in files) if files else "no file (a suggestion)"
     return (f"**{headline}**\n\n{_evidence_line(recipe)}\n\n"
-            f"Mapper: {mapping.classification} — {mapping.reason}.\n\nChanges {changed}.")
+            f"{classification_text(mapping.classification, mapping.near)}: {mapping.reason}.\n\nChanges {changed}.")
 
 
 def draft(recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inventory, read: Reader) -> Draft:

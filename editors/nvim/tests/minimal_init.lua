@@ -21,5 +21,6 @@ require('kitsoki').setup({
     transcriptDirs = { (assert(vim.env.KITSOKI_TRANSCRIPTS, 'KITSOKI_TRANSCRIPTS is not set')) },
     watch = true,
   },
+  question_delay = 200,
 })
 vim.o.statusline = "%f %{v:lua.require'kitsoki'.statusline()}"

@@ -171,36 +171,38 @@ local function file_of(card, uri)
   end
 end
 
---- The extmarks drawn in buf equal the cards' lines and added text.
+--- The extmarks drawn in buf show each card where its lines would go: its own header, then the
+--- lines it adds (highlighted), at the row its first hunk follows.
 local function check_marks_match(buf, cards)
   local uri = vim.uri_from_bufnr(buf)
-  local want = {}
+  local got = marks(buf)
+  local want_rows = {}
   for _, card in ipairs(cards) do
     local file = file_of(card, uri)
     if file then
-      table.insert(want, { row = file.line, added = file.added, title = card.title })
-    end
-  end
-  local got = marks(buf)
-  eq(#got, #want, 'one extmark per proposal in ' .. vim.fs.basename(api.nvim_buf_get_name(buf)))
-  for _, w in ipairs(want) do
-    local found
-    for _, m in ipairs(got) do
-      local details = m[4]
-      if m[2] == w.row and details.virt_lines[1][1][1]:find(w.title, 1, true) then
-        found = details
+      local hunk = file.hunks[1]
+      want_rows[hunk.after] = true
+      local found
+      for _, m in ipairs(got) do
+        for i, line in ipairs(m[4].virt_lines or {}) do
+          local text = table.concat(vim.tbl_map(function(c) return c[1] end, line))
+          if m[2] == hunk.after and text:find(card.title, 1, true) then
+            found = { details = m[4], at = i }
+          end
+        end
       end
+      check(found, ('a preview at row %d headed %q; got %s'):format(hunk.after, card.title, vim.inspect(got)))
+      local lines = {}
+      for i = found.at + 1, found.at + #hunk.added do
+        local chunks = found.details.virt_lines[i]
+        eq(chunks[#chunks][2], 'KitsokiAdded', 'added lines are highlighted')
+        table.insert(lines, chunks[#chunks][1])
+      end
+      eq(lines, hunk.added, 'the lines it adds follow its header')
+      check(vim.trim(found.details.sign_text or '') ~= '', 'a sign on the row')
     end
-    check(found, ('an extmark at row %d for %q; got %s'):format(w.row, w.title, vim.inspect(got)))
-    eq(vim.trim(found.sign_text), 'K+', 'the sign')
-    local lines = {}
-    for i = 2, #found.virt_lines do
-      local chunk = found.virt_lines[i][1]
-      eq(chunk[2], 'DiffAdd', 'added lines are highlighted DiffAdd')
-      table.insert(lines, chunk[1])
-    end
-    eq(lines, w.added, 'the virt_lines are the added lines')
   end
+  eq(#got, vim.tbl_count(want_rows), 'one extmark per place lines would go in ' .. vim.fs.basename(api.nvim_buf_get_name(buf)))
 end
 
 local function main()
@@ -227,16 +229,19 @@ local function main()
 
   test('proposals render as extmarks at the cards\' lines after kitsoki/proposalsChanged', function()
     wait(30000, function()
-      return (state.pending[state.ws_key(ws)] or 0) == 3 and #marks(config_buf) == 2
-    end, '3 pending proposals and 2 extmarks on .kitsoki.yaml')
+      return (state.pending[state.ws_key(ws)] or 0) == 3 and #(state.marks[config_buf] or {}) == 2
+    end, '3 pending proposals, 2 of them drawn on .kitsoki.yaml')
     local cards = ask('kitsoki/proposals').proposals
     for _, card in ipairs(cards) do
       by_kind[card.kind] = card
     end
     eq(vim.tbl_count(by_kind), 3, 'three kinds')
     check_marks_match(config_buf, cards)
-    eq(api.nvim_buf_get_lines(config_buf, by_kind.world.files[1].line, by_kind.world.files[1].line + 1, false)[1],
-      '      base_branch: main   # we release from main', 'the world proposal sits on the line it follows')
+    eq(api.nvim_buf_get_lines(config_buf, by_kind.world.files[1].hunks[1].after, by_kind.world.files[1].hunks[1].after + 1, false)[1],
+      '      base_branch: main   # we release from main', 'the world proposal is drawn below the line it follows')
+    local _, pos = mark_of(config_buf, by_kind.world.id)
+    local _, pos2 = mark_of(config_buf, by_kind.binding.id)
+    eq(pos[1], pos2[1], 'both insert at the same place: one spot, numbered 1/2 and 2/2')
 
     vim.cmd.edit(vim.fn.fnameescape(app_path))
     app_buf = api.nvim_get_current_buf()
@@ -248,56 +253,58 @@ local function main()
     vim.cmd.buffer(config_buf)
   end, true)
 
-  test('code lenses per proposal, refreshed by the client', function()
-    local world = by_kind.world
-    wait(10000, function()
-      for _, lens in ipairs(vim.lsp.codelens.get(config_buf)) do
-        if lens.command and lens.command.title == "Accept: Set world.test_cmd to 'pytest' (runs flows)" then
-          return lens.range.start.line == world.files[1].line
-        end
-      end
-    end, 'the Accept lens of the world proposal')
+  test('the server\'s end-of-line lenses are off by default (the previews carry the actions)', function()
+    vim.wait(300)
+    eq(#vim.lsp.codelens.get(config_buf), 0, 'no lenses asked for')
   end)
 
-  test('operator questions are queued and asked one at a time through vim.ui.select', function()
+  test('one question at a time, about the file in view, each asked once', function()
     wait(10000, function()
       return #held == 1
     end, 'the first question to be asked')
     local asked = seen_of('kitsoki.question')
-    eq(#asked, 1, 'one question at a time (the handler never blocks)')
-    check(asked[1].prompt:find('Capture as structure?', 1, true), 'kitsoki\'s header: ' .. asked[1].prompt)
+    eq(#asked, 1, 'one question, not three in a row')
+    check(asked[1].prompt:find("Capture as structure? Set world.test_cmd to 'pytest'", 1, true),
+      'the highest-priority card of the file in view: ' .. asked[1].prompt)
     eq(vim.tbl_map(function(o)
       return o.label
     end, asked[1].items), { 'accept', 'refine', 'dismiss' }, 'the card\'s options')
     eq(#state.questions, 3, 'three waiting')
-    while #held > 0 do -- cancel each: nothing is decided
-      table.remove(held, 1)(nil)
-      wait(5000, function()
-        return #held > 0 or #state.questions == 0
-      end, 'the next question')
-    end
-    eq(#seen_of('kitsoki.question'), 3, 'all three were asked')
-    eq(kitsoki.statusline(), 'kitsoki: 3 proposals', 'no marker once none waits')
+    table.remove(held, 1)(nil) -- "later"
+    vim.wait(1000)
+    eq(#seen_of('kitsoki.question'), 1, 'cancelling does not bring up the next one')
+    eq(kitsoki.statusline(), 'kitsoki: 3 proposals [?3]', 'they wait in the statusline')
+    vim.cmd.buffer(app_buf)
+    wait(5000, function()
+      return #held == 1
+    end, 'the question about app.yaml once it is in view')
+    check(seen_of('kitsoki.question')[2].prompt:find('Add 1 synonym', 1, true), 'the app.yaml card')
+    table.remove(held, 1)(nil)
+    vim.cmd.buffer(config_buf)
+    wait(5000, function()
+      return #held == 1
+    end, 'back on .kitsoki.yaml: its other card')
+    local third = seen_of('kitsoki.question')[3]
+    check(third.prompt:find('Bind ticket', 1, true), 'the binding card, not the world one again: ' .. third.prompt)
+    table.remove(held, 1)(nil)
+    vim.wait(800)
+    eq(#seen_of('kitsoki.question'), 3, 'each card asked once')
     picks['kitsoki.question'] = nil
   end)
 
   test('the Accept lens asks first (a client-side command), and cancel changes nothing', function()
     local before = read(config_path)
-    local lens
-    for _, l in ipairs(vim.lsp.codelens.get(config_buf)) do
-      if l.command and l.command.command == 'kitsoki.accept' and l.command.arguments[1].id == by_kind.world.id then
-        lens = l
-      end
-    end
-    check(lens, 'the world Accept lens')
+    local lens = { title = 'Accept', command = 'kitsoki.accept', arguments = { { id = by_kind.world.id } } }
     picks['kitsoki.confirm'] = label('cancel')
-    client:exec_cmd(lens.command, { bufnr = config_buf })
+    client:exec_cmd(lens, { bufnr = config_buf })
     wait(5000, function()
       return has_message('cancelled')
     end, 'the cancelled accept')
     local confirm = seen_of('kitsoki.confirm')
     eq(#confirm, 1, 'asked once')
     check(confirm[1].prompt:find("Set world.test_cmd to 'pytest'", 1, true), confirm[1].prompt)
+    check(confirm[1].labels[1]:find('run flows preview.yaml, release.yaml', 1, true),
+      'the confirmation names the flows it runs: ' .. confirm[1].labels[1])
     eq(read(config_path), before, 'nothing written')
   end)
 

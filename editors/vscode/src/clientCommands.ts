@@ -12,4 +12,5 @@ export const CLIENT_COMMANDS = {
   mineNow: 'kitsoki.client.mineNow',
   pause: 'kitsoki.client.pause',
   resume: 'kitsoki.client.resume',
+  showOutput: 'kitsoki.client.showOutput',
 } as const;

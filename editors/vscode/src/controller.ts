@@ -22,7 +22,7 @@ import {
 import * as P from './protocol';
 import { parseProposalUri, PROPOSAL_SCHEME, proposalUriParts, sameFile } from './proposalUri';
 import { ClientState } from './state';
-import { statusView } from './status';
+import { type ServerView, statusView } from './status';
 
 export const EXECUTE_COMMAND = 'workspace/executeCommand';
 
@@ -35,6 +35,25 @@ export interface Rpc {
 type Next = (command: string, args: any[]) => vscode.ProviderResult<any>;
 
 type Verdict = typeof P.CMD_ACCEPT | typeof P.CMD_REFINE | typeof P.CMD_REJECT;
+
+/** What the confirmation before an accept says the gate will run. */
+export function gateText(gate: P.GatePreview | null | undefined): string {
+  if (gate === undefined || gate === null) {
+    return 'the flow gate';
+  }
+  if (gate.kind === 'command') {
+    return `the gate command \`${gate.runs.join(' ')}\``;
+  }
+  if (gate.runs.length === 0) {
+    return `the flow gate (${gate.note ?? 'no flow fixture found'})`;
+  }
+  return `${gate.runs.length === 1 ? 'the flow' : `its ${gate.runs.length} flows`} (${gate.runs.join(', ')})`;
+}
+
+/** A `file:` URI inside a proposal's staged draft (`.artifacts/mining/<id>/...`). */
+export function isDraftOf(uriPath: string, id: string): boolean {
+  return uriPath.includes(`/.artifacts/mining/${id}/`);
+}
 
 function idOf(arg: unknown): string | undefined {
   if (typeof arg === 'string' && arg) {
@@ -56,14 +75,17 @@ function uriOf(arg: unknown): string | undefined {
 export class Controller implements vscode.Disposable {
   readonly state = new ClientState();
   readonly status: vscode.StatusBarItem;
-  readonly lineDecoration: vscode.TextEditorDecorationType;
+  readonly insertDecoration: vscode.TextEditorDecorationType;
+  readonly replacedDecoration: vscode.TextEditorDecorationType;
   readonly noteDecoration: vscode.TextEditorDecorationType;
+  private server: ServerView = { state: 'starting' };
+  /** The question card on screen (a closable progress notification), if any. */
+  private shownQuestion: { id: string; close: () => void } | undefined;
   private rpc: Rpc | undefined;
   private readonly contentChanged = new vscode.EventEmitter<vscode.Uri>();
   private readonly disposables: vscode.Disposable[] = [];
   private refreshing: Promise<void> | undefined;
   private refreshAgain = false;
-  private asking = false;
 
   /** vscode-languageclient's middleware: the lenses' server commands land here first. */
   readonly middleware = {
@@ -74,10 +96,19 @@ export class Controller implements vscode.Disposable {
   constructor(readonly output: vscode.OutputChannel) {
     this.status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
     this.status.name = 'kitsoki-miner proposals';
-    this.lineDecoration = vscode.window.createTextEditorDecorationType({
+    // An insertion goes between two lines: a dashed edge under the line the new lines follow.
+    this.insertDecoration = vscode.window.createTextEditorDecorationType({
       isWholeLine: true,
-      backgroundColor: new vscode.ThemeColor('diffEditor.insertedLineBackground'),
+      borderStyle: 'dashed',
+      borderWidth: '0 0 2px 0',
+      borderColor: new vscode.ThemeColor('editorGutter.addedBackground'),
       overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.addedForeground'),
+      overviewRulerLane: vscode.OverviewRulerLane.Left,
+    });
+    this.replacedDecoration = vscode.window.createTextEditorDecorationType({
+      isWholeLine: true,
+      backgroundColor: new vscode.ThemeColor('diffEditor.removedLineBackground'),
+      overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.modifiedForeground'),
       overviewRulerLane: vscode.OverviewRulerLane.Left,
     });
     this.noteDecoration = vscode.window.createTextEditorDecorationType({
@@ -98,10 +129,12 @@ export class Controller implements vscode.Disposable {
       [CLIENT_COMMANDS.mineNow, () => this.mineControl('now')],
       [CLIENT_COMMANDS.pause, () => this.mineControl('pause')],
       [CLIENT_COMMANDS.resume, () => this.mineControl('resume')],
+      [CLIENT_COMMANDS.showOutput, () => this.output.show(true)],
     ];
     this.disposables.push(
       this.status,
-      this.lineDecoration,
+      this.insertDecoration,
+      this.replacedDecoration,
       this.noteDecoration,
       this.contentChanged,
       vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, {
@@ -125,7 +158,46 @@ export class Controller implements vscode.Disposable {
       ),
       rpc.onNotification(P.PROPOSAL_DECIDED, (note: P.ProposalDecidedNotification) => this.onDecided(note)),
       rpc.onNotification(P.QUESTION, (note: P.QuestionNotification) => this.onQuestion(note)),
+      rpc.onNotification(P.QUESTION_WITHDRAWN, (note: P.QuestionWithdrawnNotification) => this.onWithdrawn(note)),
     );
+  }
+
+  // -- the server's life -----------------------------------------------------------------------------
+
+  /** Restricted Mode: nothing starts until the folder is trusted; the status item says so. */
+  waitForTrust(): void {
+    this.server = { state: 'waiting-for-trust' };
+    this.renderStatus();
+  }
+
+  /** The server stopped (or never started): say so where a person looks, and how to find out why. */
+  serverDown(reason: string): void {
+    this.server = { state: 'down', reason };
+    this.output.appendLine(`the server is down: ${reason}`);
+    this.renderStatus();
+  }
+
+  async serverUp(): Promise<void> {
+    this.server = { state: 'running', note: this.server.note };
+    this.renderStatus();
+    await Promise.all([this.refresh(), this.refreshNote()]);
+  }
+
+  /** What mining has to say (where a pass that read 0 sessions looked), for the status item. */
+  async refreshNote(): Promise<void> {
+    try {
+      const result = await this.request(P.MINE_STATUS, {});
+      const notes = result.workspaces.map((w) => w.note).filter((n): n is string => typeof n === 'string' && n !== '');
+      if (this.server.state === 'running' || this.server.state === 'starting') {
+        this.server = { ...this.server, note: notes.length ? notes.join('\n') : undefined };
+      }
+      for (const note of notes) {
+        this.output.appendLine(`mining: ${note}`);
+      }
+      this.renderStatus();
+    } catch (error) {
+      this.output.appendLine(`${P.MINE_STATUS} failed: ${errorText(error)}`);
+    }
   }
 
   dispose(): void {
@@ -171,6 +243,8 @@ export class Controller implements vscode.Disposable {
       case P.CMD_REFINE:
       case P.CMD_REJECT:
         return this.verdict(command, args[0]);
+      case P.CMD_CHOOSE:
+        return this.choose(idOf(args[0]), uriOf(args[0]));
       default:
         if ((P.COMMANDS as readonly string[]).includes(command)) {
           return this.serverCommand(command as P.ServerCommand, args as never);
@@ -190,6 +264,7 @@ export class Controller implements vscode.Disposable {
     if (note.proposer_error) {
       void vscode.window.showWarningMessage(`kitsoki-miner: the proposer failed: ${note.proposer_error}`);
     }
+    void this.refreshNote();
   }
 
   private onProposalsChanged(note: P.ProposalsChangedNotification): void {
@@ -207,32 +282,85 @@ export class Controller implements vscode.Disposable {
   private onDecided(note: P.ProposalDecidedNotification): void {
     const title = this.state.titleOf(note.recipe_id);
     this.state.decided(note);
+    this.withdrawQuestion(note.recipe_id);
     this.renderStatus();
     this.renderDecorations();
+    // An open diff of this proposal now says what became of it.
+    for (const document of vscode.workspace.textDocuments) {
+      if (parseProposalUri(document.uri)?.id === note.recipe_id) {
+        this.contentChanged.fire(document.uri);
+      }
+    }
+    const gone = note.verdict === 'reject' || (note.verdict === 'accept' && !note.reverted);
+    if (gone) {
+      void this.closeDraftTabs(note.recipe_id);
+    }
     void this.say(decisionMessage(note, title));
   }
 
+  /** A kept or rejected proposal's staged draft is closed (unless it has unsaved edits). */
+  private async closeDraftTabs(id: string): Promise<void> {
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((group) => group.tabs)
+      .filter((tab) => tab.input instanceof vscode.TabInputText && !tab.isDirty && isDraftOf(tab.input.uri.path, id));
+    if (tabs.length > 0) {
+      await vscode.window.tabGroups.close(tabs, true);
+    }
+  }
+
+  /**
+   * A question is shown once, when it arrives and no other is on screen: a notification that
+   * closes itself when the question is answered or withdrawn. Closing it means "later": the
+   * question still waits behind the status item.
+   */
   private onQuestion(note: P.QuestionNotification): void {
     this.state.question(note);
     this.renderStatus();
-    if (this.asking) {
+    const mode = vscode.workspace.getConfiguration('kitsoki').get<string>('questions', 'notify');
+    if (this.shownQuestion !== undefined || mode === 'statusBar') {
       return;
     }
-    this.asking = true;
     const first = note.questions[0];
-    const text = `kitsoki-miner: ${first?.header ?? P.QUESTION_HEADER} "${first?.question ?? note.question_id}"`;
-    void Promise.resolve(vscode.window.showInformationMessage(text, 'Answer…', 'Later')).then(
-      (pick) => {
-        this.asking = false;
-        if (pick === 'Answer…') {
-          return this.answerQuestion(note.question_id);
-        }
-        return undefined;
-      },
-      () => {
-        this.asking = false;
-      },
-    );
+    let close: () => void = () => undefined;
+    const closed = new Promise<void>((resolve) => {
+      close = resolve;
+    });
+    const shown = { id: note.question_id, close };
+    this.shownQuestion = shown;
+    const link = `command:${CLIENT_COMMANDS.answerQuestion}?${encodeURIComponent(JSON.stringify([note.question_id]))}`;
+    void Promise.resolve(
+      vscode.window.withProgress(
+        {
+          location: vscode.ProgressLocation.Notification,
+          title: `kitsoki-miner: ${first?.header ?? P.QUESTION_HEADER} "${first?.question ?? note.question_id}"`,
+          cancellable: true,
+        },
+        (progress, token) => {
+          progress.report({ message: `[Answer…](${link}) (Cancel: later, from the status bar)` });
+          token.onCancellationRequested(() => close());
+          return closed;
+        },
+      ),
+    ).finally(() => {
+      if (this.shownQuestion === shown) {
+        this.shownQuestion = undefined;
+      }
+    });
+  }
+
+  private withdrawQuestion(id: string): void {
+    this.state.answered(id);
+    if (this.shownQuestion?.id === id) {
+      this.shownQuestion.close();
+      this.shownQuestion = undefined;
+    }
+  }
+
+  private onWithdrawn(note: P.QuestionWithdrawnNotification): void {
+    for (const id of note.question_ids) {
+      this.withdrawQuestion(id);
+    }
+    this.renderStatus();
   }
 
   private async say(message: Message): Promise<void> {
@@ -279,11 +407,15 @@ export class Controller implements vscode.Disposable {
   }
 
   renderStatus(): void {
-    const view = statusView(this.state.pendingTotal(), this.state.questions().length);
+    const view = statusView(this.state.pendingTotal(), this.state.questions().length, this.server);
     this.status.text = view.text;
     this.status.tooltip = view.tooltip;
     this.status.command = view.command;
-    this.status.backgroundColor = view.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    this.status.backgroundColor = view.error
+      ? new vscode.ThemeColor('statusBarItem.errorBackground')
+      : view.warning
+        ? new vscode.ThemeColor('statusBarItem.warningBackground')
+        : undefined;
   }
 
   renderDecorations(): void {
@@ -292,12 +424,11 @@ export class Controller implements vscode.Disposable {
       if (document.uri.scheme !== 'file') {
         continue;
       }
-      const found = decorationsFor(this.state.cards, document.uri.toString());
+      const found = decorationsFor(this.state.cards, document.uri.toString(), document.lineCount);
       const inside = (line: number) => line >= 0 && line < document.lineCount;
-      editor.setDecorations(
-        this.lineDecoration,
-        found.lines.filter(inside).map((line) => new vscode.Range(line, 0, line, 0)),
-      );
+      const ranges = (lines: number[]) => lines.filter(inside).map((line) => new vscode.Range(line, 0, line, 0));
+      editor.setDecorations(this.insertDecoration, ranges(found.insertBelow));
+      editor.setDecorations(this.replacedDecoration, ranges(found.replaced));
       editor.setDecorations(
         this.noteDecoration,
         found.notes
@@ -398,6 +529,9 @@ export class Controller implements vscode.Disposable {
     if (id === undefined) {
       return undefined;
     }
+    if (command === P.CMD_ACCEPT && !(await this.confirmAccept(id))) {
+      return undefined;
+    }
     const result = await this.serverCommand(command, [{ id }]);
     if (result !== undefined) {
       this.state.answered(id);
@@ -405,6 +539,74 @@ export class Controller implements vscode.Disposable {
       await this.openDraft(result);
     }
     return result;
+  }
+
+  /**
+   * An accept changes files and runs the flows: ask first, naming the proposal, the files and the
+   * flows the gate runs (`kitsoki.confirmAccept: false` skips the question).
+   */
+  async confirmAccept(id: string): Promise<boolean> {
+    if (!vscode.workspace.getConfiguration('kitsoki').get<boolean>('confirmAccept', true)) {
+      return true;
+    }
+    let detail: P.ProposalDetail | undefined;
+    try {
+      detail = await this.request(P.PROPOSAL, { id });
+    } catch (error) {
+      void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
+      return false;
+    }
+    const files = (detail.files ?? []).map((f) => f.path).join(', ') || 'no file';
+    const pick = await vscode.window.showWarningMessage(
+      `Accept "${detail.title}"?`,
+      {
+        modal: true,
+        detail:
+          `This changes ${files}, then runs ${gateText(detail.gate)}. The change is kept only if they pass; ` +
+          `otherwise every byte is restored.`,
+      },
+      'Accept',
+    );
+    return pick === 'Accept';
+  }
+
+  /** The lens of a proposal that shares its line: what to do with it. */
+  async choose(id: string | undefined, uri?: string): Promise<void> {
+    const card = await this.cardFor(id, 'Which proposal?');
+    if (card === undefined) {
+      return;
+    }
+    const action = await vscode.window.showQuickPick(actionItems(card), { title: card.title, placeHolder: 'What now?' });
+    await this.act(card, action?.action, uri);
+  }
+
+  private async act(card: P.Card, action: string | undefined, uri?: string): Promise<void> {
+    switch (action) {
+      case 'accept':
+        await this.verdict(P.CMD_ACCEPT, card.id);
+        break;
+      case 'refine':
+        await this.verdict(P.CMD_REFINE, card.id);
+        break;
+      case 'reject':
+        await this.verdict(P.CMD_REJECT, card.id);
+        break;
+      case 'diff':
+        await this.showDiff(uri !== undefined ? { id: card.id, uri } : card.id);
+        break;
+      case 'open': {
+        const file = (card.files ?? [])[0];
+        if (file !== undefined) {
+          const position = new vscode.Position(file.line, 0);
+          await vscode.window.showTextDocument(vscode.Uri.parse(file.uri), {
+            selection: new vscode.Range(position, position),
+          });
+        }
+        break;
+      }
+      default:
+        break;
+    }
   }
 
   private async openDraft(result: P.DecisionResult): Promise<void> {
@@ -432,32 +634,7 @@ export class Controller implements vscode.Disposable {
       return;
     }
     const action = await vscode.window.showQuickPick(actionItems(card), { title: card.title, placeHolder: 'What now?' });
-    switch (action?.action) {
-      case 'accept':
-        await this.verdict(P.CMD_ACCEPT, card.id);
-        break;
-      case 'refine':
-        await this.verdict(P.CMD_REFINE, card.id);
-        break;
-      case 'reject':
-        await this.verdict(P.CMD_REJECT, card.id);
-        break;
-      case 'diff':
-        await this.showDiff(card.id);
-        break;
-      case 'open': {
-        const file = (card.files ?? [])[0];
-        if (file !== undefined) {
-          const position = new vscode.Position(file.line, 0);
-          await vscode.window.showTextDocument(vscode.Uri.parse(file.uri), {
-            selection: new vscode.Range(position, position),
-          });
-        }
-        break;
-      }
-      case undefined:
-        break;
-    }
+    await this.act(card, action?.action);
   }
 
   async answerQuestion(questionId?: string): Promise<P.DecisionResult | undefined> {
@@ -502,6 +679,9 @@ export class Controller implements vscode.Disposable {
         picks.push(chosen.label);
       }
     }
+    if (note.kind !== 'learnings' && picks[0] === 'accept' && !(await this.confirmAccept(note.question_id))) {
+      return undefined;
+    }
     let result: P.DecisionResult;
     try {
       result = await this.request(P.ANSWER_QUESTION, { question_id: note.question_id, answers: answersOf(note, picks) });
@@ -510,7 +690,7 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
       return undefined;
     }
-    this.state.answered(note.question_id);
+    this.withdrawQuestion(note.question_id);
     this.renderStatus();
     await this.openDraft(result);
     return result;

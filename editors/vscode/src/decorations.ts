@@ -1,18 +1,20 @@
 /**
- * Where a file's proposals are drawn: the lines they change get an added-line background, and the
- * first changed line of each card shows the lines it would add after the text. Pure: the glue turns
+ * Where a file's proposals are drawn, from each card's hunks: an insertion is a dashed line under
+ * the live line its new lines would follow (that is where they go), with the lines it adds after
+ * the text; a replacement marks the live lines it replaces. When several proposals put lines at
+ * the same place, the note says how many and the hover shows each on its own. Pure: the glue turns
  * these numbers into `vscode.Range`s.
  */
 
-import type { Card } from './protocol';
+import type { Card, FileCard, Hunk } from './protocol';
 import { sameFile } from './proposalUri';
 
-const MAX_NOTE = 160;
+const MAX_NOTE = 120;
 
 export interface ProposalNote {
-  /** 0-based line that carries the note (a card's first changed line). */
+  /** 0-based line that carries the note. */
   line: number;
-  /** `after.contentText`: the added lines, one line of text. */
+  /** `after.contentText`: one line of text. */
   text: string;
   /** Markdown for the hover. */
   hover: string;
@@ -20,8 +22,10 @@ export interface ProposalNote {
 }
 
 export interface FileDecorations {
-  /** 0-based lines with the added-line background, sorted, each once. */
-  lines: number[];
+  /** 0-based lines whose bottom edge marks an insertion point, sorted, each once. */
+  insertBelow: number[];
+  /** 0-based lines marked as replaced (or deleted), sorted, each once. */
+  replaced: number[];
   notes: ProposalNote[];
 }
 
@@ -39,9 +43,25 @@ function clip(text: string): string {
   return text.length > MAX_NOTE ? `${text.slice(0, MAX_NOTE - 1)}…` : text;
 }
 
-export function decorationsFor(cards: Card[], fileUri: string): FileDecorations {
-  const lines = new Set<number>();
-  const notes = new Map<number, { texts: string[]; hovers: string[]; ids: string[] }>();
+/** The card's hunks, or one made of its older fields (a server without hunks). */
+export function hunksOf(file: FileCard): Hunk[] {
+  if (file.hunks && file.hunks.length > 0) {
+    return file.hunks;
+  }
+  const at = file.changed_lines.length ? Math.min(...file.changed_lines) : file.line;
+  return [{ after: at, removed: [], added: file.added }];
+}
+
+interface Spot {
+  line: number;
+  entries: { card: Card; hunk: Hunk }[];
+}
+
+export function decorationsFor(cards: Card[], fileUri: string, lineCount = Number.MAX_SAFE_INTEGER): FileDecorations {
+  const insertBelow = new Set<number>();
+  const replaced = new Set<number>();
+  const spots = new Map<number, Spot>();
+  const last = Math.max(lineCount - 1, 0);
   for (const card of cards) {
     if (!draws(card)) {
       continue;
@@ -50,34 +70,48 @@ export function decorationsFor(cards: Card[], fileUri: string): FileDecorations 
       if (file.created || !sameFile(file.uri, fileUri)) {
         continue;
       }
-      const changed = file.changed_lines.length ? file.changed_lines : [file.line];
-      for (const line of changed) {
-        if (line >= 0) {
-          lines.add(line);
+      for (const hunk of hunksOf(file)) {
+        const removed = hunk.removed ?? [];
+        let line: number;
+        if (removed.length > 0) {
+          removed.forEach((l) => replaced.add(Math.min(l, last)));
+          line = Math.min(removed[0]!, last);
+        } else {
+          line = Math.min(Math.max(hunk.after, 0), last);
+          insertBelow.add(line);
         }
+        const spot = spots.get(line) ?? { line, entries: [] };
+        spot.entries.push({ card, hunk });
+        spots.set(line, spot);
       }
-      const at = Math.max(Math.min(...changed), 0);
-      const note = notes.get(at) ?? { texts: [], hovers: [], ids: [] };
-      const held = card.status === 'held' ? 'held: ' : '';
-      note.texts.push(`${held}${addedText(file.added)}`);
-      note.hovers.push(
-        `**kitsoki-miner proposal** (${card.kind}, ${card.status}): ${card.title}\n\n` +
-          '```yaml\n' + file.added.join('\n') + '\n```' +
-          (card.failure ? `\n\nLast accept reverted: ${card.failure}` : ''),
-      );
-      note.ids.push(card.id);
-      notes.set(at, note);
     }
   }
+  const notes = [...spots.values()]
+    .sort((a, b) => a.line - b.line)
+    .map((spot) => {
+      const ids = [...new Set(spot.entries.map((e) => e.card.id))];
+      const hover = spot.entries
+        .map(({ card, hunk }, i) =>
+          `**kitsoki-miner proposal${spot.entries.length > 1 ? ` ${i + 1} of ${spot.entries.length}` : ''}**: ` +
+          `${card.title} (${card.kind}, ${card.status})\n\n` +
+          '```yaml\n' + (hunk.added ?? []).join('\n') + '\n```' +
+          (card.failure ? `\n\nLast accept reverted: ${card.failure}` : ''),
+        )
+        .join('\n\n---\n\n');
+      let text: string;
+      if (ids.length > 1) {
+        text = `  ⤵ ${ids.length} proposals add lines here (hover to see each)`;
+      } else {
+        const { card, hunk } = spot.entries[0]!;
+        const held = card.status === 'held' ? 'held: ' : '';
+        const verb = (hunk.removed ?? []).length > 0 ? '→' : '⤵';
+        text = clip(`  ${verb} ${held}${addedText(hunk.added ?? [])}`);
+      }
+      return { line: spot.line, text, hover, ids };
+    });
   return {
-    lines: [...lines].sort((a, b) => a - b),
-    notes: [...notes.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([line, note]) => ({
-        line,
-        text: clip(`  ${note.texts.join('   │   ')}`),
-        hover: note.hovers.join('\n\n---\n\n'),
-        ids: note.ids,
-      })),
+    insertBelow: [...insertBelow].sort((a, b) => a - b),
+    replaced: [...replaced].sort((a, b) => a - b),
+    notes,
   };
 }

@@ -2,17 +2,34 @@
  * Activation wiring only: start `kitsoki-miner serve` through vscode-languageclient and hand the
  * client to the controller. Everything the editor shows lives in controller.ts and the pure
  * modules beside it.
+ *
+ * The server is a program named by the settings that runs the project's flows on accept, so it
+ * starts only in a trusted folder: in Restricted Mode the status item says it waits for trust,
+ * and the server starts the moment the folder is trusted.
  */
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import * as vscode from 'vscode';
-import { LanguageClient, type LanguageClientOptions, type ServerOptions, TransportKind } from 'vscode-languageclient/node';
+import {
+  CloseAction,
+  type CloseHandlerResult,
+  ErrorAction,
+  type ErrorHandlerResult,
+  LanguageClient,
+  type LanguageClientOptions,
+  type ServerOptions,
+  State,
+  TransportKind,
+} from 'vscode-languageclient/node';
 
 import { Controller } from './controller';
 import { errorText } from './messages';
-import { DOCUMENT_SELECTOR, serverCommand } from './settings';
+import { defaultServerCommand, DOCUMENT_SELECTOR, type Executable, serverCommand } from './settings';
+
+/** vscode-languageclient's own rule: at most this many restarts in three minutes. */
+const MAX_RESTARTS = 4;
 
 let client: LanguageClient | undefined;
 
@@ -29,44 +46,113 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
     controller.status.hide();
     return controller;
   }
-  const config = vscode.workspace.getConfiguration('kitsoki');
-  let executable;
-  try {
-    executable = serverCommand(config.get<unknown>('serverCommand'), folder);
-  } catch (error) {
-    void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
+  if (vscode.workspace.isTrusted === false) {
+    output.appendLine(`${folder} is not trusted (Restricted Mode): the server starts once you trust it`);
+    controller.waitForTrust();
+    context.subscriptions.push(
+      vscode.workspace.onDidGrantWorkspaceTrust(() => {
+        void start(context, controller, folder);
+      }),
+    );
     return controller;
   }
+  await start(context, controller, folder);
+  return controller;
+}
+
+function executableFor(folder: string): Executable {
+  const config = vscode.workspace.getConfiguration('kitsoki');
+  const inspected = config.inspect<unknown>('serverCommand');
+  const set = [inspected?.globalValue, inspected?.workspaceValue, inspected?.workspaceFolderValue].some(
+    (value) => value !== undefined,
+  );
+  if (set) {
+    return serverCommand(config.get<unknown>('serverCommand'), folder);
+  }
+  const pathDirs = (process.env['PATH'] ?? '').split(path.delimiter);
+  return defaultServerCommand(folder, (file) => fs.existsSync(file), pathDirs);
+}
+
+async function start(context: vscode.ExtensionContext, controller: Controller, folder: string): Promise<void> {
+  if (client !== undefined) {
+    return;
+  }
+  const config = vscode.workspace.getConfiguration('kitsoki');
+  let executable: Executable;
+  try {
+    executable = executableFor(folder);
+  } catch (error) {
+    controller.serverDown(errorText(error));
+    void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
+    return;
+  }
+  const line = [executable.command, ...executable.args].join(' ');
   const serverOptions: ServerOptions = {
     command: executable.command,
     args: executable.args,
-    transport: TransportKind.stdio,
+    transport: TransportKind.stdio, // the client appends --stdio; `kitsoki-miner serve` takes it
     options: { cwd: folder },
   };
+  const restarts: number[] = [];
   const clientOptions: LanguageClientOptions = {
     documentSelector: DOCUMENT_SELECTOR,
     initializationOptions: config.get<Record<string, unknown>>('initializationOptions') ?? {},
     middleware: controller.middleware,
-    outputChannel: output,
+    outputChannel: controller.output,
+    errorHandler: {
+      error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),
+      closed: (): CloseHandlerResult => {
+        const now = Date.now();
+        restarts.push(now);
+        while (restarts.length > 0 && now - restarts[0]! > 3 * 60 * 1000) {
+          restarts.shift();
+        }
+        if (restarts.length > MAX_RESTARTS) {
+          controller.serverDown(`"${line}" stopped ${restarts.length} times in three minutes`);
+          return {
+            action: CloseAction.DoNotRestart,
+            message: `kitsoki-miner: the server "${line}" keeps stopping; it is not restarted. The kitsoki-miner output says why.`,
+          };
+        }
+        controller.serverDown(`"${line}" stopped; restarting it`);
+        return { action: CloseAction.Restart, handled: true };
+      },
+    },
   };
-  client = new LanguageClient('kitsoki', 'kitsoki-miner', serverOptions, clientOptions);
-  controller.attach(client);
+  const languageClient = new LanguageClient('kitsoki', 'kitsoki-miner', serverOptions, clientOptions);
+  let started = false; // the first start is awaited below; later changes are restarts and stops
+  client = languageClient;
+  controller.attach(languageClient);
+  context.subscriptions.push(
+    languageClient.onDidChangeState((event) => {
+      if (event.newState === State.Running && started) {
+        void controller.serverUp();
+      } else if (event.newState === State.Stopped && client === languageClient) {
+        controller.serverDown(`"${line}" is not running`);
+      }
+    }),
+  );
   try {
-    await client.start();
+    await languageClient.start();
   } catch (error) {
-    const line = [executable.command, ...executable.args].join(' ');
-    void vscode.window.showErrorMessage(
-      `kitsoki-miner: could not start "${line}": ${errorText(error)}. Set kitsoki.serverCommand ` +
-        `(e.g. ["<venv>/bin/kitsoki-miner", "serve"]) and reload the window.`,
-    );
-    return controller;
+    controller.serverDown(`could not start "${line}": ${errorText(error)}`);
+    void vscode.window
+      .showErrorMessage(
+        `kitsoki-miner: could not start "${line}": ${errorText(error)}. Set kitsoki.serverCommand ` +
+          `(e.g. ["<venv>/bin/kitsoki-miner", "serve"]) and reload the window.`,
+        'Show output',
+      )
+      .then((pick) => pick === 'Show output' && controller.output.show(true));
+    return;
   }
-  await controller.refresh();
-  return controller;
+  started = true;
+  await controller.serverUp();
 }
 
 export async function deactivate(): Promise<void> {
   const running = client;
   client = undefined;
-  await running?.stop();
+  if (running !== undefined && running.state !== State.Stopped) {
+    await running.stop().catch(() => undefined); // a server that never started has nothing to stop
+  }
 }

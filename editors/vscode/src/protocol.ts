@@ -20,6 +20,7 @@ export const PASS_RAN = 'kitsoki/passRan';
 export const PROPOSALS_CHANGED = 'kitsoki/proposalsChanged';
 export const PROPOSAL_DECIDED = 'kitsoki/proposalDecided';
 export const QUESTION = 'kitsoki/question';
+export const QUESTION_WITHDRAWN = 'kitsoki/questionWithdrawn';
 export const EVOLVE = 'kitsoki/evolve';
 export const RUNS = 'kitsoki/runs';
 
@@ -34,8 +35,11 @@ export const CMD_PAUSE = 'kitsoki.pause';
 export const CMD_RESUME = 'kitsoki.resume';
 export const CMD_PROPOSE = 'kitsoki.propose';
 export const CMD_SHOW = 'kitsoki.showProposals';
+/** The one lens of a proposal that shares its line with others: asks what to do with it. */
+export const CMD_CHOOSE = 'kitsoki.choose';
 export const COMMANDS = [
   CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW,
+  CMD_CHOOSE,
 ] as const;
 export type ServerCommand = (typeof COMMANDS)[number];
 
@@ -76,6 +80,8 @@ export interface MineStatus {
   pending?: number;
   proposer_error?: string | null;
   dev_story?: DevStorySource | null;
+  /** What a person should know about mining here, e.g. where a pass that read 0 sessions looked. */
+  note?: string | null;
 }
 
 /** Where the root instance's dev-story came from (kitsoki-repo, checkout, library or missing). */
@@ -102,6 +108,16 @@ export interface ProposalsParams {
   uri?: string | null;
 }
 
+/** One change block of a file. */
+export interface Hunk {
+  /** 0-based live line the added lines follow; -1 when they go before the first line. */
+  after: number;
+  /** 0-based live lines the block replaces or deletes. */
+  removed?: number[];
+  /** The lines the block puts there. */
+  added?: string[];
+}
+
 export interface FileCard {
   uri: string;
   /** Workspace-relative. */
@@ -112,6 +128,8 @@ export interface FileCard {
   changed_lines: number[];
   added: string[];
   created?: boolean;
+  /** Each change block: the live lines it removes and the live line its new lines follow. */
+  hunks?: Hunk[];
 }
 
 /** A proposal as an editor shows it. */
@@ -155,6 +173,16 @@ export interface ProposalDetail extends Card {
   evidence: Evidence;
   /** The staged draft files (what refine opens). */
   draft_uris: string[];
+  /** What an accept will run (the flows), for the confirmation asked before it. */
+  gate?: GatePreview | null;
+}
+
+/** What the flow gate of an accept runs: its kind and the flow files (or the command). */
+export interface GatePreview {
+  kind: string;
+  /** Workspace-relative flow files, or the command line for a command gate. */
+  runs: string[];
+  note?: string | null;
 }
 
 export interface ProposalContentParams {
@@ -165,6 +193,8 @@ export interface ProposalContentParams {
 
 export interface ProposalContentResult {
   text: string;
+  /** Set when the proposal is no longer open (accepted, rejected, withdrawn). */
+  state?: string | null;
 }
 
 /** kitsoki's answer_question shape: {question_id, answers: {"<question>": "<label>"}}. */
@@ -223,6 +253,13 @@ export interface QuestionNotification {
   questions: Question[];
   /** What answers it: a proposal (accept/refine/dismiss) or learnings (a multi-select). */
   kind?: 'proposal' | 'learnings';
+}
+
+/** Questions that no longer wait: their proposal was decided, or left the inbox. */
+export interface QuestionWithdrawnNotification {
+  workspace: string;
+  question_ids: string[];
+  reason: string;
 }
 
 // -- command arguments (server/protocol.py IdArgs, and what server/lsp.py's lenses pass) -----------
@@ -286,6 +323,7 @@ export interface NotificationMap {
   [PROPOSALS_CHANGED]: ProposalsChangedNotification;
   [PROPOSAL_DECIDED]: ProposalDecidedNotification;
   [QUESTION]: QuestionNotification;
+  [QUESTION_WITHDRAWN]: QuestionWithdrawnNotification;
 }
 
 export interface CommandMap {
@@ -298,6 +336,7 @@ export interface CommandMap {
   [CMD_RESUME]: { args: [UriArgs] | []; result: MineStatusResult };
   [CMD_PROPOSE]: { args: unknown[]; result: { reports: Record<string, unknown>[] } };
   [CMD_SHOW]: { args: [UriArgs] | []; result: ProposalsResult };
+  [CMD_CHOOSE]: { args: [DiffArgs | string]; result: DecisionResult | null };
 }
 
 export type RequestMethod = keyof RequestMap;

@@ -36,6 +36,26 @@ export function serverCommand(setting: unknown, workspaceFolder?: string): Execu
   return { command, args };
 }
 
+/**
+ * The server to start when `kitsoki.serverCommand` is not set anywhere: `kitsoki-miner` when it
+ * is on PATH, else the workspace's own `.venv/bin/kitsoki-miner` (a clone after `make venv`),
+ * else the plain default (whose failure to start then says what to set).
+ */
+export function defaultServerCommand(
+  folder: string | undefined,
+  exists: (path: string) => boolean,
+  pathDirs: string[],
+): Executable {
+  const [program, ...args] = DEFAULT_SERVER_COMMAND as [string, ...string[]];
+  if (pathDirs.some((dir) => dir !== '' && exists(`${dir}/${program}`))) {
+    return { command: program, args };
+  }
+  if (folder !== undefined && exists(`${folder}/.venv/bin/${program}`)) {
+    return { command: `${folder}/.venv/bin/${program}`, args };
+  }
+  return { command: program, args };
+}
+
 export interface FileFilter {
   scheme: 'file';
   language: 'yaml';

@@ -1,30 +1,66 @@
-/** The status bar item's look, from the pending count and the questions waiting. Pure. */
+/** The status bar item's look, from the server's state, the pending count and the questions waiting. Pure. */
 
 import { CLIENT_COMMANDS } from './clientCommands';
 
 export interface StatusView {
   text: string;
   tooltip: string;
-  /** Draw with `statusBarItem.warningBackground`: a question waits for an answer. */
+  /** Draw with `statusBarItem.warningBackground`: a question waits for an answer, or trust. */
   warning: boolean;
+  /** Draw with `statusBarItem.errorBackground`: the server is not running. */
+  error: boolean;
   /** What a click runs. */
   command: string;
 }
 
-export function statusView(pending: number, waiting: number): StatusView {
-  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+export interface ServerView {
+  /** 'waiting-for-trust': Restricted Mode; 'down': the server stopped or never started. */
+  state: 'starting' | 'running' | 'down' | 'waiting-for-trust';
+  /** Why it is down. */
+  reason?: string | undefined;
+  /** What mining has to say (e.g. where a pass that read 0 sessions looked). */
+  note?: string | undefined;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+export function statusView(pending: number, waiting: number, server: ServerView = { state: 'running' }): StatusView {
+  if (server.state === 'waiting-for-trust') {
+    return {
+      text: '$(shield) kitsoki-miner: trust this folder to start',
+      tooltip:
+        'kitsoki-miner waits: in Restricted Mode it does not start its server (a program from your settings ' +
+        'that runs the project\'s flows on accept). Click to manage workspace trust.',
+      warning: true,
+      error: false,
+      command: 'workbench.trust.manage',
+    };
+  }
+  if (server.state === 'down') {
+    return {
+      text: '$(error) kitsoki-miner: server stopped',
+      tooltip: `kitsoki-miner: ${server.reason ?? 'the server is not running'}. Click to open the kitsoki-miner output.`,
+      warning: false,
+      error: true,
+      command: CLIENT_COMMANDS.showOutput,
+    };
+  }
+  const note = server.note ? `\n\n${server.note}` : '';
+  const starting = server.state === 'starting' ? ' (starting)' : '';
   if (waiting > 0) {
     return {
       text: `$(question) proposals: ${pending}`,
-      tooltip: `kitsoki-miner: ${plural(waiting, 'question')} waiting for an answer, ${plural(pending, 'proposal')} open. Click to answer.`,
+      tooltip: `kitsoki-miner: ${plural(waiting, 'question')} waiting for an answer, ${plural(pending, 'proposal')} open. Click to answer.${note}`,
       warning: true,
+      error: false,
       command: CLIENT_COMMANDS.answerQuestion,
     };
   }
   return {
-    text: `proposals: ${pending}`,
-    tooltip: `kitsoki-miner: ${plural(pending, 'proposal')} open. Click to list them.`,
+    text: `${server.note && pending === 0 ? '$(info) ' : ''}proposals: ${pending}${starting}`,
+    tooltip: `kitsoki-miner: ${plural(pending, 'proposal')} open. Click to list them.${note}`,
     warning: false,
+    error: false,
     command: CLIENT_COMMANDS.showProposals,
   };
 }

@@ -116,8 +116,9 @@ test('the client is built from the settings and started', () => {
   assert.equal(client.clientOptions.outputChannel, stub.outputChannels[0]);
   assert.ok(client.started);
   assert.deepEqual([...client.handlers.keys()].sort(),
-    [P.PASS_RAN, P.PROPOSALS_CHANGED, P.PROPOSAL_DECIDED, P.QUESTION].sort());
-  assert.deepEqual(client.requests.map((r) => r.method), [P.PROPOSALS], 'the cards are asked for once started');
+    [P.PASS_RAN, P.PROPOSALS_CHANGED, P.PROPOSAL_DECIDED, P.QUESTION, P.QUESTION_WITHDRAWN].sort());
+  assert.deepEqual(client.requests.map((r) => r.method), [P.PROPOSALS, P.MINE_STATUS],
+    'the cards and what mining has to say are asked for once started');
 });
 
 async function activateAgain(folders: string[], config: Record<string, unknown>): Promise<void> {
@@ -157,23 +158,29 @@ test('the status bar follows proposalsChanged, kitsoki/proposals and questions',
   await controller.refresh();
   assert.equal(status().text, 'proposals: 2');
 
-  stub.buttons.push('Later');
   client.notify(P.QUESTION, question('w1', "Set world.test_cmd to 'pytest'"));
+  client.notify(P.QUESTION, question('b1', 'Bind ticket to host.gh.ticket'));
   assert.equal(status().backgroundColor?.id, 'statusBarItem.warningBackground');
   assert.equal(status().command, CLIENT_COMMANDS.answerQuestion);
   assert.match(status().text, /proposals: 2$/);
-  assert.match(stub.messages[0]!.text, /Capture as structure\? "Set world\.test_cmd to 'pytest'"/);
-  assert.deepEqual(stub.messages[0]!.items, ['Answer…', 'Later']);
+  assert.equal(stub.progress.length, 1, 'one question card on screen; the second waits behind the status item');
+  assert.match(stub.progress[0]!.options.title, /Capture as structure\? "Set world\.test_cmd to 'pytest'"/);
+  assert.match(stub.progress[0]!.messages[0]!, /^\[Answer…\]\(command:kitsoki\.client\.answerQuestion\?/);
 
   client.notify(P.PROPOSAL_DECIDED, decided('w1', 'accept', { title: "Set world.test_cmd to 'pytest'" }));
-  assert.equal(status().backgroundColor, undefined, 'a decided question no longer waits');
+  await tick();
+  assert.equal(stub.progress[0]!.closed, true, 'the card of a decided proposal closes itself');
+  client.notify(P.QUESTION_WITHDRAWN, { workspace: 'file:///ws', question_ids: ['b1'], reason: 'no longer open' });
+  assert.equal(status().backgroundColor, undefined, 'no question waits any more');
   assert.equal(status().command, CLIENT_COMMANDS.showProposals);
+  assert.equal(stub.progress.length, 1, 'nothing else popped up');
 });
 
 test('a question answered from the quick pick goes to kitsoki/answerQuestion', async () => {
   client.notify(P.QUESTION, question('i1', "Add 1 synonym to release-desk's deploy"));
   client.responder = () => decided('i1', 'accept', { reverted: true, failure: 'red' });
   stub.pickers.push('accept');
+  stub.buttons.push('Accept'); // the confirmation an accept asks first
   const result = await stub.commands.get(CLIENT_COMMANDS.answerQuestion)!();
   assert.deepEqual(client.requests.at(-1), {
     method: P.ANSWER_QUESTION,
@@ -184,26 +191,27 @@ test('a question answered from the quick pick goes to kitsoki/answerQuestion', a
   assert.equal(status().backgroundColor, undefined);
 });
 
-test('decorations are set on the proposal lines and cleared when decided', async () => {
+test('decorations mark where the lines would go and clear when decided', async () => {
   const editor = configEditor();
   const other = stub.editor(stub.document(vscode.Uri.file('/ws/README.md'), 'x'));
   stub.visibleTextEditors = [editor, other];
   stub.visibleEditorsChanged.fire(stub.visibleTextEditors);
-  const [lineType, noteType] = [controller.lineDecoration as unknown as { key: string }, controller.noteDecoration as unknown as { key: string }];
+  const [lineType, noteType] = [controller.insertDecoration as unknown as { key: string }, controller.noteDecoration as unknown as { key: string }];
   const lineOptions = stub.decorationTypes.find((t) => t.key === lineType.key)!.options;
-  assert.equal(lineOptions.backgroundColor.id, 'diffEditor.insertedLineBackground');
+  assert.equal(lineOptions.borderWidth, '0 0 2px 0', 'an edge under the line the new lines follow');
+  assert.equal(lineOptions.backgroundColor, undefined, 'the unchanged line itself is not painted as added');
   assert.equal(lineOptions.isWholeLine, true);
   assert.deepEqual(editor.decorations.get(lineType.key)!.map((r) => r.start.line), [22]);
   const notes = editor.decorations.get(noteType.key)!;
   assert.equal(notes.length, 1);
   assert.equal(notes[0].range.start.line, 22);
   assert.equal(notes[0].range.end.character, '      base_branch: main'.length, 'the note sits after the line text');
-  assert.equal(notes[0].renderOptions.after.contentText, '  + test_cmd: pytest   │   + bindings: ⏎ ticket: host.gh.ticket');
+  assert.equal(notes[0].renderOptions.after.contentText, '  ⤵ 2 proposals add lines here (hover to see each)');
   assert.deepEqual(other.decorations.get(lineType.key), []);
 
   client.notify(P.PROPOSAL_DECIDED, decided('w1', 'accept', { title: 'World' }));
   assert.equal(editor.decorations.get(noteType.key)![0].renderOptions.after.contentText,
-    '  + bindings: ⏎ ticket: host.gh.ticket');
+    '  ⤵ + bindings: ⏎ ticket: host.gh.ticket');
   assert.deepEqual(stub.messages.at(-1), { level: 'info', text: 'kitsoki-miner: kept "World": flows green.', items: [] });
   client.notify(P.PROPOSAL_DECIDED, decided('b1', 'reject'));
   assert.deepEqual(editor.decorations.get(lineType.key), []);
@@ -226,7 +234,7 @@ test('a reverted accept warns with the failing flows and keeps the held card dra
   const output = stub.outputChannels[0];
   assert.ok(output.shown, 'the button opens the output');
   assert.ok(output.lines.some((l: string) => l.includes('FAIL routing.yaml')));
-  assert.equal(app.decorations.get((controller.lineDecoration as unknown as { key: string }).key)!.length, 1);
+  assert.equal(app.decorations.get((controller.insertDecoration as unknown as { key: string }).key)!.length, 1);
 });
 
 test('the Diff lens opens vscode.diff on a kitsoki-proposal: URI served by kitsoki/proposalContent', async () => {
@@ -266,6 +274,7 @@ test('lens verdicts go to the server as workspace/executeCommand; refusals are s
       ? Promise.reject(new Error('refused: .kitsoki.yaml has unsaved edits in the editor; save or revert them first'))
       : decided('b1', 'refine', { draft_uri: 'file:///ws/.artifacts/mining/b1/.kitsoki.yaml' });
   const next = () => assert.fail('server commands are not left to the default handler');
+  stub.buttons.push('Accept');
   await client.clientOptions.middleware.executeCommand(P.CMD_ACCEPT, [{ id: 'w1' }], next);
   assert.deepEqual(client.requests.at(-1), {
     method: 'workspace/executeCommand', params: { command: P.CMD_ACCEPT, arguments: [{ id: 'w1' }] },
@@ -297,6 +306,7 @@ test('the file lens and the proposals command: pick a card, then an action', asy
 test('client commands: accept picks a card, mining controls call kitsoki/mineControl', async () => {
   client.responder = (method) => (method === P.MINE_CONTROL ? { workspaces: [{ workspace: '/ws', enabled: true, paused: true, running: false }] } : decided('w1', 'accept'));
   stub.pickers.push("Set world.test_cmd to 'pytest'");
+  stub.buttons.push('Accept');
   await stub.commands.get(CLIENT_COMMANDS.accept)!();
   assert.deepEqual(client.requests.at(-1)!.params, { command: P.CMD_ACCEPT, arguments: [{ id: 'w1' }] });
   await stub.commands.get(CLIENT_COMMANDS.reject)!('b1');
@@ -321,4 +331,104 @@ test('deactivate stops the client; disposing the subscriptions unregisters every
   assert.equal(stub.contentProviders.size, 0);
   assert.ok(status().disposed);
   assert.ok(stub.decorationTypes.every((t) => t.disposed));
+});
+
+test('an accept asks first, naming the proposal and the flows; cancelling sends nothing', async () => {
+  client.responder = (method) => (method === P.PROPOSAL
+    ? { ...cards[1], diff: '', summary_markdown: '', evidence: {}, draft_uris: [],
+        gate: { kind: 'builtin', runs: ['stories/release-desk/flows/preview.yaml'] } }
+    : decided('w1', 'accept'));
+  const sent = () => client.requests.filter((r) => r.method === 'workspace/executeCommand').length;
+  await client.clientOptions.middleware.executeCommand(P.CMD_ACCEPT, [{ id: 'w1' }], () => assert.fail());
+  assert.deepEqual(stub.modals.at(-1), {
+    text: "Accept \"Set world.test_cmd to 'pytest'\"?",
+    detail: 'This changes .kitsoki.yaml, then runs the flow (stories/release-desk/flows/preview.yaml). ' +
+      'The change is kept only if they pass; otherwise every byte is restored.',
+  });
+  assert.equal(sent(), 0, 'no answer, no accept');
+  stub.config['kitsoki.confirmAccept'] = false;
+  await client.clientOptions.middleware.executeCommand(P.CMD_ACCEPT, [{ id: 'w1' }], () => assert.fail());
+  assert.equal(sent(), 1, 'the setting skips the question');
+  assert.equal(stub.modals.length, 1);
+});
+
+test('the lens of a proposal sharing its line asks what to do with that proposal', async () => {
+  client.responder = (method, params) => (method === P.PROPOSALS ? { proposals: cards } : decided(params.arguments[0].id, 'reject'));
+  stub.pickers.push('Reject');
+  await client.clientOptions.middleware.executeCommand(P.CMD_CHOOSE, [{ id: 'b1', uri: CONFIG_URI }], () => assert.fail());
+  assert.deepEqual(stub.quickPicks.at(-1)!.items.map((i: { label: string }) => i.label),
+    ['Accept', 'Refine', 'Reject', 'Show diff', 'Open file']);
+  assert.equal(stub.quickPicks.at(-1)!.options.title, 'Bind ticket to host.gh.ticket');
+  assert.deepEqual(client.requests.at(-1)!.params, { command: P.CMD_REJECT, arguments: [{ id: 'b1' }] });
+});
+
+test('a kept proposal closes its staged draft tab; a dirty one stays', async () => {
+  const draft = { input: new vscode.TabInputText(vscode.Uri.file('/ws/.artifacts/mining/w1/.kitsoki.yaml')), isDirty: false };
+  const dirty = { input: new vscode.TabInputText(vscode.Uri.file('/ws/.artifacts/mining/b1/.kitsoki.yaml')), isDirty: true };
+  const live = { input: new vscode.TabInputText(vscode.Uri.file('/ws/.kitsoki.yaml')), isDirty: false };
+  stub.tabs = [draft, dirty, live];
+  client.notify(P.PROPOSAL_DECIDED, decided('w1', 'accept'));
+  client.notify(P.PROPOSAL_DECIDED, decided('b1', 'reject'));
+  await tick();
+  assert.deepEqual(stub.tabs.map((t) => Boolean(t.closed)), [true, false, false]);
+});
+
+test('in Restricted Mode nothing starts until the folder is trusted, and the status says why', async () => {
+  await extension.deactivate();
+  for (const disposable of context.subscriptions.splice(0)) {
+    disposable.dispose();
+  }
+  stub.reset();
+  fake.LanguageClient.instances = [];
+  stub.workspaceFolders = [{ uri: vscode.Uri.file(FOLDER), name: 'ws', index: 0 }];
+  stub.trusted = false;
+  await extension.activate(context as never);
+  assert.equal(fake.LanguageClient.instances.length, 0);
+  assert.match(status().text, /trust this folder to start/);
+  assert.equal(status().command, 'workbench.trust.manage');
+  stub.trusted = true;
+  stub.trustGranted.fire();
+  await tick();
+  assert.equal(fake.LanguageClient.instances.length, 1, 'trusting the folder starts the server');
+  assert.ok(fake.LanguageClient.instances[0]!.started);
+});
+
+test('a server that cannot start turns the status red and offers the output', async () => {
+  await extension.deactivate();
+  for (const disposable of context.subscriptions.splice(0)) {
+    disposable.dispose();
+  }
+  stub.reset();
+  fake.LanguageClient.instances = [];
+  stub.workspaceFolders = [{ uri: vscode.Uri.file(FOLDER), name: 'ws', index: 0 }];
+  stub.config = { 'kitsoki.serverCommand': ['/nowhere/kitsoki-miner', 'serve'] };
+  const original = fake.LanguageClient.prototype.start;
+  fake.LanguageClient.prototype.start = async function () {
+    throw new Error('spawn /nowhere/kitsoki-miner ENOENT');
+  };
+  try {
+    await extension.activate(context as never);
+  } finally {
+    fake.LanguageClient.prototype.start = original;
+  }
+  assert.equal(status().text, '$(error) kitsoki-miner: server stopped');
+  assert.equal(status().backgroundColor?.id, 'statusBarItem.errorBackground');
+  assert.equal(status().command, CLIENT_COMMANDS.showOutput);
+  assert.match(status().tooltip, /could not start "\/nowhere\/kitsoki-miner serve": spawn \/nowhere\/kitsoki-miner ENOENT/);
+  assert.match(stub.messages.at(-1)!.text, /Set kitsoki\.serverCommand/);
+  assert.deepEqual(stub.messages.at(-1)!.items, ['Show output']);
+  // the closed handler gives up after vscode-languageclient's five restarts, and says so
+  const handler = fake.LanguageClient.instances[0]!.clientOptions.errorHandler;
+  const actions = Array.from({ length: 5 }, () => handler.closed().action);
+  assert.deepEqual(actions, [2, 2, 2, 2, 1]);
+});
+
+test('the default server: kitsoki-miner on PATH, else the workspace venv', () => {
+  const { defaultServerCommand } = require('../src/settings') as typeof import('../src/settings');
+  const has = (files: string[]) => (file: string) => files.includes(file);
+  assert.deepEqual(defaultServerCommand('/ws', has(['/usr/bin/kitsoki-miner']), ['/usr/bin']),
+    { command: 'kitsoki-miner', args: ['serve'] });
+  assert.deepEqual(defaultServerCommand('/ws', has(['/ws/.venv/bin/kitsoki-miner']), ['/usr/bin']),
+    { command: '/ws/.venv/bin/kitsoki-miner', args: ['serve'] });
+  assert.deepEqual(defaultServerCommand('/ws', has([]), ['/usr/bin']), { command: 'kitsoki-miner', args: ['serve'] });
 });

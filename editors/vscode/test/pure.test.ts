@@ -45,13 +45,26 @@ describe('status', () => {
   test('counts, and warns while a question waits', () => {
     assert.deepEqual(statusView(3, 0), {
       text: 'proposals: 3', tooltip: 'kitsoki-miner: 3 proposals open. Click to list them.', warning: false,
-      command: 'kitsoki.client.showProposals',
+      error: false, command: 'kitsoki.client.showProposals',
     });
     const waiting = statusView(1, 2);
     assert.equal(waiting.text, '$(question) proposals: 1');
     assert.equal(waiting.warning, true);
     assert.equal(waiting.command, 'kitsoki.client.answerQuestion');
     assert.match(waiting.tooltip, /2 questions waiting/);
+  });
+  test('a dead server, Restricted Mode and an empty pass each say so', () => {
+    const down = statusView(0, 0, { state: 'down', reason: '"kitsoki-miner serve" stopped 5 times in three minutes' });
+    assert.equal(down.text, '$(error) kitsoki-miner: server stopped');
+    assert.equal(down.error, true);
+    assert.equal(down.command, 'kitsoki.client.showOutput', 'a click opens the output');
+    assert.match(down.tooltip, /stopped 5 times/);
+    const trust = statusView(0, 0, { state: 'waiting-for-trust' });
+    assert.match(trust.text, /trust this folder to start/);
+    assert.equal(trust.command, 'workbench.trust.manage');
+    const empty = statusView(0, 0, { state: 'running', note: 'the last pass read 0 sessions; it looked in /a, /b' });
+    assert.equal(empty.text, '$(info) proposals: 0');
+    assert.match(empty.tooltip, /it looked in \/a, \/b/);
   });
 });
 
@@ -93,33 +106,45 @@ describe('client state', () => {
 });
 
 describe('decorations', () => {
-  test('changed lines get the background; the first one shows the added lines', () => {
+  test('an insertion is marked under the line its lines follow; two at one place share one note', () => {
     const found = decorationsFor(demoCards(), 'file:///ws/.kitsoki.yaml');
-    assert.deepEqual(found.lines, [22]);
+    assert.deepEqual(found.insertBelow, [22]);
+    assert.deepEqual(found.replaced, []);
     assert.equal(found.notes.length, 1);
-    assert.equal(found.notes[0]!.text, '  + test_cmd: pytest   │   + bindings: ⏎ ticket: host.gh.ticket');
+    assert.equal(found.notes[0]!.text, '  ⤵ 2 proposals add lines here (hover to see each)');
     assert.deepEqual(found.notes[0]!.ids, ['w1', 'b1']);
-    assert.match(found.notes[0]!.hover, /```yaml\n {6}test_cmd: pytest\n```/);
-    assert.deepEqual(decorationsFor(demoCards(), 'file:///ws/elsewhere.yaml'), { lines: [], notes: [] });
+    assert.match(found.notes[0]!.hover, /proposal 1 of 2\*\*: Set world.test_cmd[^]*```yaml\n {6}test_cmd: pytest\n```/);
+    assert.match(found.notes[0]!.hover, /proposal 2 of 2\*\*: Bind ticket/);
+    assert.deepEqual(decorationsFor(demoCards(), 'file:///ws/elsewhere.yaml'), { insertBelow: [], replaced: [], notes: [] });
+    const alone = decorationsFor(demoCards().slice(0, 2), 'file:///ws/.kitsoki.yaml');
+    assert.equal(alone.notes[0]!.text, '  ⤵ + test_cmd: pytest');
+  });
+  test('a replacement marks the lines it replaces', () => {
+    const cards = demoCards();
+    cards[1]!.files![0]!.hunks = [{ after: 21, removed: [22], added: ['      base_branch: trunk'] }];
+    const found = decorationsFor(cards.slice(1, 2), CONFIG_URI);
+    assert.deepEqual(found.replaced, [22]);
+    assert.deepEqual(found.insertBelow, []);
+    assert.equal(found.notes[0]!.text, '  → + base_branch: trunk');
   });
   test('stale cards, suggestions and created files draw nothing; held ones say so', () => {
     const cards = demoCards();
     cards[1]!.status = 'stale';
     cards[2]!.suggestion_only = true;
-    assert.deepEqual(decorationsFor(cards, CONFIG_URI), { lines: [], notes: [] });
+    assert.deepEqual(decorationsFor(cards, CONFIG_URI), { insertBelow: [], replaced: [], notes: [] });
     cards[0]!.status = 'held';
     cards[0]!.failure = '1 of 3 flows failed';
     const held = decorationsFor(cards, APP_URI).notes[0]!;
-    assert.match(held.text, /^ {2}held: \+ synonyms:/);
+    assert.match(held.text, /^ {2}⤵ held: \+ synonyms:/);
     assert.match(held.hover, /Last accept reverted: 1 of 3 flows failed/);
     cards[0]!.files![0]!.created = true;
-    assert.deepEqual(decorationsFor(cards, APP_URI).lines, []);
+    assert.deepEqual(decorationsFor(cards, APP_URI).insertBelow, []);
   });
   test('long notes are clipped', () => {
     assert.equal(addedText(['', '  ']), '(removes lines)');
     const cards = demoCards();
     cards[1]!.files![0]!.added = ['x'.repeat(500)];
-    assert.ok(decorationsFor(cards, CONFIG_URI).notes[0]!.text.length <= 160);
+    assert.ok(decorationsFor(cards.slice(1, 2), CONFIG_URI).notes[0]!.text.length <= 120);
   });
 });
 

@@ -99,10 +99,10 @@ test('the whole loop against the real server', { timeout: 300_000 }, async (t) =
     const lines = fs.readFileSync(path.join(demo.ws, '.kitsoki.yaml'), 'utf-8').split('\n');
     assert.equal(lines[file.line]?.trim(), 'base_branch: main   # we release from main');
     const found = decorationsFor(cards, configUri);
-    assert.deepEqual(found.lines, [file.line]);
-    assert.equal(found.notes.length, 1, 'world and binding share one note line');
-    assert.match(found.notes[0]!.text, /\+ test_cmd: pytest/);
-    assert.match(found.notes[0]!.text, /\+ bindings: ⏎ ticket: host\.gh\.ticket/);
+    assert.deepEqual(found.insertBelow, [file.line], 'both insert right under that line');
+    assert.equal(found.notes.length, 1, 'world and binding share one insertion point');
+    assert.match(found.notes[0]!.text, /2 proposals add lines here/);
+    assert.match(found.notes[0]!.hover, /test_cmd: pytest[^]*bindings:\n {6}ticket: host\.gh\.ticket/);
     assert.deepEqual(decorationsFor(cards, appUri).notes.map((n) => n.ids), [[byKind('intent').id]]);
   });
 

@@ -9,7 +9,7 @@ local levels = vim.log.levels
 local val = state.val
 local M = {}
 
-M.verbs = { 'status', 'pause', 'resume', 'now', 'scope', 'queue', 'accept', 'refine', 'dismiss', 'diff' }
+M.verbs = { 'status', 'pause', 'resume', 'now', 'scope', 'queue', 'accept', 'refine', 'dismiss', 'diff', 'log' }
 
 local VERDICT = { accept = 'accept', refine = 'refine', dismiss = 'reject', reject = 'reject' }
 
@@ -133,7 +133,7 @@ function M.after_decision(client, result, title)
   local msg, level
   if result.verdict == 'accept' then
     if result.reverted then
-      msg = ('kitsoki: reverted "%s": %s; every byte restored, the proposal is held'):format(
+      msg = ('kitsoki: reverted "%s" (every byte restored; held): %s'):format(
         title, val(result.failure) or 'the flow gate was red')
       level = levels.WARN
     else
@@ -175,7 +175,8 @@ function M.send(client, card, verdict, done)
         table.concat(dirty, ', ')), levels.ERROR)
       return
     end
-    state.notify(('kitsoki: accepting "%s": running the flow gate...'):format(card.title))
+    -- No message that waits for Enter: a note on the command line and the statusline while it runs.
+    state.progress(('kitsoki: accepting "%s": running the flows…'):format(card.title))
   end
   state.request(client, 'workspace/executeCommand', {
     command = 'kitsoki.' .. verdict,
@@ -188,11 +189,35 @@ function M.send(client, card, verdict, done)
   end)
 end
 
+--- What the gate of an accept runs, in a few words (from kitsoki/proposal's `gate`).
+function M.gate_text(gate)
+  gate = val(gate)
+  if not gate then
+    return 'the flow gate'
+  end
+  if gate.kind == 'command' then
+    return ('`%s`'):format(table.concat(gate.runs or {}, ' '))
+  end
+  local names = {}
+  for _, run in ipairs(gate.runs or {}) do
+    table.insert(names, vim.fs.basename(run))
+  end
+  if #names == 0 then
+    return 'the flow gate (' .. (val(gate.note) or 'no flow fixture found') .. ')'
+  end
+  return ('%s %s'):format(#names == 1 and 'flow' or 'flows', table.concat(names, ', '))
+end
+
 --- Neovim applies workspace edits without asking (it ignores needsConfirmation), so an accept
---- always asks here first.
+--- always asks here first: the proposal, the files it changes and the flows it runs
+--- (`confirm_accept = false` in setup() skips the question).
 function M.confirm_accept(card, cb)
+  if state.config.confirm_accept == false then
+    return cb()
+  end
   local items = {
-    { label = 'accept', description = ('apply to %s; kept only if the flows stay green'):format(where(card)) },
+    { label = 'accept', description = ('change %s, run %s; kept only if they pass'):format(where(card),
+      M.gate_text(card.gate)) },
     { label = 'cancel', description = 'change nothing' },
   }
   vim.ui.select(items, {
@@ -210,13 +235,33 @@ function M.confirm_accept(card, cb)
   end)
 end
 
+--- The confirmation for a proposal known by id only (a question card's answer): cb() once confirmed.
+function M.confirm_id(client, id, cb)
+  state.request(client, 'kitsoki/proposal', { id = id }, function(card)
+    if card then
+      M.confirm_accept(card, cb)
+    end
+  end)
+end
+
 function M.accept(client, card)
   if card.status == 'stale' then
     state.notify(('kitsoki: "%s" is stale (its file changed); it is being re-drafted'):format(card.title), levels.WARN)
     return
   end
-  M.confirm_accept(card, function()
-    M.send(client, card, 'accept')
+  local function go(full)
+    M.confirm_accept(full, function()
+      M.send(client, full, 'accept')
+    end)
+  end
+  if val(card.gate) ~= nil or state.config.confirm_accept == false then
+    return go(card)
+  end
+  -- a card from kitsoki/proposals: ask for the detail, which says which flows the gate runs
+  state.request(client, 'kitsoki/proposal', { id = card.id }, function(full)
+    if full then
+      go(full)
+    end
   end)
 end
 
@@ -255,6 +300,13 @@ function M.diff(client, card, uri)
     end
     local fname = vim.uri_to_fname(file.uri)
     local live = state.buf_of(file.uri)
+    local render_live = function(diffing)
+      local buf = state.buf_of(file.uri)
+      if buf then
+        vim.b[buf].kitsoki_diffing = diffing or nil
+        render.refresh_buffer(client, buf)
+      end
+    end
     if live and vim.fn.bufwinid(live) ~= -1 then
       api.nvim_set_current_win(vim.fn.bufwinid(live))
     else
@@ -277,6 +329,7 @@ function M.diff(client, card, uri)
     api.nvim_win_call(live_win, function()
       vim.cmd.diffthis()
     end)
+    render_live(true) -- the previews would clash with the diff's filler lines: only the signs stay
     api.nvim_create_autocmd('BufWipeout', {
       buffer = buf,
       once = true,
@@ -286,6 +339,9 @@ function M.diff(client, card, uri)
             vim.cmd.diffoff()
           end)
         end
+        vim.schedule(function()
+          render_live(false)
+        end)
       end,
     })
   end)
@@ -346,7 +402,7 @@ local function status_line(ws)
   if ws.transcript_dirs and #ws.transcript_dirs > 0 then
     table.insert(parts, 'transcripts: ' .. table.concat(ws.transcript_dirs, ', '))
   end
-  for _, key in ipairs({ 'last_error', 'proposer_error' }) do
+  for _, key in ipairs({ 'note', 'last_error', 'proposer_error' }) do
     if val(ws[key]) then
       table.insert(parts, key:gsub('_', ' ') .. ': ' .. ws[key])
     end
@@ -365,7 +421,15 @@ local function show_status(client, result)
     table.insert(lines, status_line(ws))
   end
   state.changed()
-  state.notify(#lines > 0 and table.concat(lines, '\n') or 'kitsoki: no kitsoki workspace is served')
+  if #lines == 0 then
+    return state.notify('kitsoki: no kitsoki workspace is served')
+  end
+  table.insert(state.messages, table.concat(lines, '\n'))
+  local shown = {}
+  for _, line in ipairs(lines) do
+    vim.list_extend(shown, vim.split(line, '; ', { plain = true }))
+  end
+  state.float(shown)
 end
 
 local function each_client(fn)
@@ -423,7 +487,7 @@ function M.run(args)
         return state.notify('kitsoki: no open proposals')
       end
       vim.ui.select(entries, {
-        prompt = ('kitsoki: %d open proposals'):format(#entries),
+        prompt = ('kitsoki: %d open proposal%s'):format(#entries, #entries == 1 and '' or 's'),
         kind = 'kitsoki.proposal',
         format_item = function(entry)
           return describe(entry.card)
@@ -434,12 +498,28 @@ function M.run(args)
         end
       end)
     end)
+  elseif verb == 'log' then
+    return M.show_log()
   elseif verb == 'accept' or verb == 'refine' or verb == 'dismiss' or verb == 'reject' or verb == 'diff' then
     return M.resolve(rest[1], function(client, card)
       M.act(client, card, verb == 'reject' and 'dismiss' or verb)
     end)
   end
   state.notify(('kitsoki: unknown verb %q; one of %s'):format(verb, table.concat(M.verbs, ' ')), levels.ERROR)
+end
+
+--- Every message of this session, in full (the command line shows each on one line).
+function M.show_log()
+  vim.cmd('botright new')
+  local buf = api.nvim_get_current_buf()
+  vim.bo[buf].buftype, vim.bo[buf].bufhidden, vim.bo[buf].swapfile = 'nofile', 'wipe', false
+  local lines = {}
+  for _, msg in ipairs(state.messages) do
+    vim.list_extend(lines, vim.split(msg, '\n', { plain = true }))
+  end
+  api.nvim_buf_set_lines(buf, 0, -1, false, #lines > 0 and lines or { 'kitsoki: nothing said yet' })
+  vim.bo[buf].modifiable = false
+  pcall(api.nvim_buf_set_name, buf, 'kitsoki://log')
 end
 
 function M.complete(arglead, cmdline)
@@ -470,7 +550,7 @@ function M.create_user_command()
   end, {
     nargs = '*',
     complete = M.complete,
-    desc = 'kitsoki-miner: status|pause|resume|now|scope <dir>|queue|accept|refine|dismiss|diff [id]',
+    desc = 'kitsoki-miner: status|pause|resume|now|scope <dir>|queue|accept|refine|dismiss|diff [id]|log',
     force = true,
   })
 end
@@ -517,6 +597,13 @@ function M.register_lsp_commands()
     local arg = first_arg(command)
     with_card(ctx, arg.id, function(client, card)
       M.diff(client, card, arg.uri)
+    end)
+  end
+  -- the one lens of a proposal that shares its line with others
+  vim.lsp.commands['kitsoki.choose'] = function(command, ctx)
+    local arg = first_arg(command)
+    with_card(ctx, arg.id, function(client, card)
+      M.choose_action(client, card, arg.uri)
     end)
   end
   vim.lsp.commands['kitsoki.showProposals'] = function(command, ctx)

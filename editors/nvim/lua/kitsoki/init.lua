@@ -21,9 +21,15 @@ M.defaults = {
   filetypes = { 'yaml' },
   root_markers = { '.kitsoki.yaml' },
   init_options = { mining = true, watch = true },
-  --- 'ask': operator-question cards pop up (vim.ui.select) when Neovim is in Normal mode;
-  --- 'quiet': they only show in the statusline and :KitsokiMine queue.
+  --- 'ask': an operator-question card about the file in the current window is asked (vim.ui.select)
+  --- once Neovim has been idle in Normal mode for question_delay ms; one at a time, each once.
+  --- 'quiet': they only show in the statusline ([?N]) and :KitsokiMine queue.
   questions = 'ask',
+  question_delay = 1500,
+  --- Ask before an accept (it changes files and runs the flows); false skips the question.
+  confirm_accept = true,
+  --- Also show the server's code lenses (at the end of the line; the previews carry the same actions).
+  codelens = false,
   --- extra vim.lsp.config fields (capabilities, settings, on_attach ...)
   lsp = {},
 }
@@ -48,10 +54,15 @@ handlers['kitsoki/proposalDecided'] = function(_, params, ctx)
     render.clear_card(params.recipe_id)
   end
   if params.verdict == 'accept' and params.reverted and params.gate_failures and #params.gate_failures > 0 then
+    -- The failing flows in a float by the cursor: a message that long would wait for Enter.
     local known = render.known_cards()[params.recipe_id]
     local title = (params.title and params.title ~= '') and params.title or (known and known.title) or params.recipe_id
-    state.notify(('kitsoki: flow gate failures for "%s":\n  %s'):format(title, table.concat(params.gate_failures, '\n  ')),
-      levels.WARN)
+    local lines = { ('kitsoki: reverted "%s"; every byte restored. Failing:'):format(title) }
+    for _, failure in ipairs(params.gate_failures) do
+      table.insert(lines, '  ' .. failure)
+    end
+    table.insert(state.messages, table.concat(lines, '\n'))
+    state.float(lines)
   end
   pcall(vim.cmd, 'silent! checktime')
   local client = vim.lsp.get_client_by_id(ctx.client_id)
@@ -62,6 +73,12 @@ end
 
 handlers['kitsoki/question'] = function(_, params, ctx)
   questions.push(ctx.client_id, params)
+end
+
+handlers['kitsoki/questionWithdrawn'] = function(_, params, _)
+  for _, id in ipairs(params.question_ids or {}) do
+    questions.drop(id)
+  end
 end
 
 handlers['kitsoki/passRan'] = function(_, params, _)
@@ -96,6 +113,9 @@ local function on_attach(client, bufnr)
     buffer = bufnr,
     callback = function(ev)
       render.refresh_lenses(ev.buf)
+      if ev.event == 'BufEnter' then
+        questions.drain() -- a card about this file may be waiting
+      end
     end,
   })
 end
@@ -113,11 +133,16 @@ function M.statusline()
     n = n + count
   end
   local text = ('kitsoki: %d proposal%s'):format(n, n == 1 and '' or 's')
-  if #state.questions > 0 then
-    text = text .. (' [?%d]'):format(#state.questions)
+  local waiting = 0
+  for _, entry in ipairs(state.questions) do
+    waiting = waiting + (entry.answered and 0 or 1)
   end
-  if next(state.busy) then
-    text = text .. ' (busy)'
+  if waiting > 0 then
+    text = text .. (' [?%d]'):format(waiting)
+  end
+  local _, busy = next(state.busy)
+  if busy then
+    text = text .. (type(busy) == 'string' and busy:find('^Accepting') and ' (running the flows)' or ' (busy)')
   end
   return text
 end

@@ -1,13 +1,21 @@
---- Operator-question cards (kitsoki/question, kitsoki's AskUserQuestion shape), asked one at a
---- time through vim.ui.select. They are queued, never asked from inside the notification handler,
---- and only in Normal mode, so a card never interrupts typing. The answer goes back as
---- kitsoki/answerQuestion {question_id, answers: {"<question>": "<label>"}}.
+--- Operator-question cards (kitsoki/question, kitsoki's AskUserQuestion shape). A person sees at
+--- most one at a time, each at most once, and never before they can use the buffer:
+---
+--- - a card waits until Neovim is idle in Normal mode (no new card for a moment, nothing typed);
+--- - only a card about the file in the current window is asked (the others wait in the statusline's
+---   `[?N]` and `:KitsokiMine queue` until their file is entered);
+--- - one card is asked per burst, through vim.ui.select; cancelling means "later", and that card
+---   is not asked again (it stays in the queue);
+--- - a card is dropped when its proposal is decided or withdrawn (kitsoki/questionWithdrawn).
+---
+--- The answer goes back as kitsoki/answerQuestion {question_id, answers: {"<question>": "<label>"}}.
+--- `questions = 'quiet'` never asks: the cards only wait in the statusline and the queue.
 local state = require('kitsoki.state')
 
 local api = vim.api
 local M = {}
 
-local waiting_for_normal = false
+local timer = nil
 
 function M.push(client_id, card)
   for _, entry in ipairs(state.questions) do
@@ -20,7 +28,7 @@ function M.push(client_id, card)
   M.drain()
 end
 
---- A proposal was decided some other way: its question no longer waits.
+--- A proposal was decided or withdrawn: its question no longer waits.
 function M.drop(question_id)
   for i = #state.questions, 1, -1 do
     local entry = state.questions[i]
@@ -56,10 +64,18 @@ local function answer(entry, answers)
     return
   end
   local title = entry.card.questions[1] and entry.card.questions[1].question
-  state.request(client, 'kitsoki/answerQuestion', { question_id = entry.card.question_id, answers = answers },
-    function(result)
-      require('kitsoki.commands').after_decision(client, result, title)
-    end)
+  local commands = require('kitsoki.commands')
+  local send = function()
+    state.request(client, 'kitsoki/answerQuestion', { question_id = entry.card.question_id, answers = answers },
+      function(result)
+        commands.after_decision(client, result, title)
+      end)
+  end
+  local first = next(answers) and answers[next(answers)]
+  if first == 'accept' and entry.card.kind ~= 'learnings' then
+    return commands.confirm_id(client, entry.card.question_id, send) -- an accept asks first, always
+  end
+  send()
 end
 
 --- Ask each question of the card in turn; cb(answers) with all of them, or cb(nil) when one is cancelled.
@@ -82,47 +98,71 @@ local function ask(questions, i, answers, cb)
   end)
 end
 
-local function ready()
+local function idle()
   local mode = api.nvim_get_mode()
-  return mode.mode == 'n' and not mode.blocking
+  return mode.mode == 'n' and not mode.blocking and vim.fn.getcmdtype() == ''
 end
 
-function M.drain()
-  if state.asking or #state.questions == 0 or state.config.questions ~= 'ask' then
+--- The waiting card to ask now: never asked, about the file in the current window (learnings
+--- cards are about no file: they are asked wherever you are).
+local function next_entry()
+  local known = require('kitsoki.render').known_cards()
+  local here = vim.uri_from_bufnr(api.nvim_get_current_buf())
+  for _, entry in ipairs(state.questions) do
+    if not entry.asked then
+      if entry.card.kind == 'learnings' then
+        return entry
+      end
+      local card = known[entry.card.question_id]
+      for _, file in ipairs(card and card.files or {}) do
+        if state.same_file(file.uri, here) then
+          return entry
+        end
+      end
+    end
+  end
+end
+
+local function ask_now()
+  if state.asking or not idle() then
     return
   end
-  if not ready() then
-    if not waiting_for_normal then
-      waiting_for_normal = true
-      api.nvim_create_autocmd('ModeChanged', {
-        pattern = '*:n',
-        once = true,
-        callback = function()
-          waiting_for_normal = false
-          vim.schedule(M.drain)
-        end,
-      })
-    end
+  local entry = next_entry()
+  if not entry then
     return
   end
   state.asking = true
-  vim.schedule(function()
-    local entry = state.questions[1]
-    if not entry then
-      state.asking = false
-      return
-    end
-    entry.asking = true
-    ask(entry.card.questions or {}, 1, {}, function(answers)
-      state.asking = false
-      entry.asking = false
+  entry.asking, entry.asked = true, true
+  ask(entry.card.questions or {}, 1, {}, function(answers)
+    state.asking = false
+    entry.asking = false
+    if answers and not entry.answered and next(answers) ~= nil then
       remove(entry)
-      if answers and not entry.answered and next(answers) ~= nil then
-        answer(entry, answers)
-      end
-      vim.schedule(M.drain)
-    end)
+      vim.cmd.redraw()
+      answer(entry, answers)
+    elseif entry.answered then
+      remove(entry)
+    end
+    state.changed()
   end)
+end
+
+--- Ask (at most) one waiting card once Neovim has been idle for `question_delay` ms.
+function M.drain()
+  if state.config.questions ~= 'ask' or #state.questions == 0 then
+    return
+  end
+  if not timer then
+    timer = assert(vim.uv.new_timer())
+  end
+  timer:stop()
+  timer:start(state.config.question_delay or 1500, 0, vim.schedule_wrap(function()
+    if idle() then
+      ask_now()
+    else
+      M.drain() -- typing, a prompt or a picker is open: try again later
+    end
+  end))
 end
 
 return M

@@ -8,6 +8,7 @@ local M = {
   questions = {}, -- operator-question cards waiting to be answered, oldest first
   asking = false, -- a question picker is open
   busy = {}, -- $/progress token -> title, while a pass or an accept runs
+  floats = {}, -- the floating window showing the last revert's failing flows
   messages = {}, -- the last messages shown (newest last)
   last_status = nil, -- the last kitsoki/mineStatus (or mineControl) result
   last_decision = nil, -- the last DecisionResult (from a verdict we sent or kitsoki/proposalDecided)
@@ -23,12 +24,45 @@ function M.val(x)
   return x
 end
 
+--- Tell the person something, on one line that fits the command line: a longer message would
+--- stop Neovim at "Press ENTER" (the whole text stays in M.messages, and :KitsokiMine log shows it).
+--- Shown after a redraw, so text left on screen by a picker never makes it scroll.
 function M.notify(msg, level)
   table.insert(M.messages, msg)
   if #M.messages > 100 then
     table.remove(M.messages, 1)
   end
-  vim.notify(msg, level or levels.INFO, { title = 'kitsoki' })
+  vim.schedule(function()
+    pcall(vim.cmd.redraw)
+    local line = msg:gsub('%s*\n%s*', ' · ')
+    local room = math.max((vim.v.echospace or 80) - 1, 20)
+    if vim.fn.strdisplaywidth(line) > room then
+      line = vim.fn.strcharpart(line, 0, room - 1) .. '…'
+    end
+    vim.notify(line, level or levels.INFO, { title = 'kitsoki' })
+  end)
+end
+
+--- Lines in a floating window by the cursor (it closes when the cursor moves): for what is too
+--- long for one message line, like the flows a revert failed or :KitsokiMine status.
+function M.float(lines)
+  vim.schedule(function()
+    pcall(vim.cmd.redraw)
+    local ok, _, win = pcall(vim.lsp.util.open_floating_preview, lines, 'text', {
+      border = 'rounded', focus_id = 'kitsoki', max_width = math.max(math.floor(vim.o.columns * 0.9), 40),
+      close_events = { 'CursorMoved', 'CursorMovedI', 'BufLeave', 'InsertEnter' },
+    })
+    M.floats.last = ok and win or nil
+  end)
+end
+
+--- A note that stays out of the message history (what is running now); the statusline carries it too.
+function M.progress(msg)
+  vim.schedule(function()
+    pcall(vim.cmd.redraw)
+    local room = math.max((vim.v.echospace or 80) - 1, 20)
+    vim.api.nvim_echo({ { vim.fn.strcharpart(msg, 0, room), 'Comment' } }, false, {})
+  end)
 end
 
 --- kitsoki clients, optionally only those attached to bufnr.

@@ -18,14 +18,16 @@ export function demoCards(): P.Card[] {
     card('i1', 'intent', "Add 1 synonym to release-desk's deploy", [{
       uri: APP_URI, path: 'stories/release-desk/app.yaml', line: 13, changed_lines: [13],
       added: ['    synonyms:', '      - take the build live'], created: false,
+      hunks: [{ after: 13, removed: [], added: ['    synonyms:', '      - take the build live'] }],
     }]),
     card('w1', 'world', "Set world.test_cmd to 'pytest'", [{
       uri: CONFIG_URI, path: '.kitsoki.yaml', line: 22, changed_lines: [22], added: ['      test_cmd: pytest'],
-      created: false,
+      created: false, hunks: [{ after: 22, removed: [], added: ['      test_cmd: pytest'] }],
     }]),
     card('b1', 'binding', 'Bind ticket to host.gh.ticket', [{
       uri: CONFIG_URI, path: '.kitsoki.yaml', line: 22, changed_lines: [22],
       added: ['    bindings:', '      ticket: host.gh.ticket'], created: false,
+      hunks: [{ after: 22, removed: [], added: ['    bindings:', '      ticket: host.gh.ticket'] }],
     }]),
   ];
 }

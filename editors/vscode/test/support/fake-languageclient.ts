@@ -12,6 +12,22 @@ export enum TransportKind {
   socket = 3,
 }
 
+export enum State {
+  Stopped = 1,
+  Starting = 3,
+  Running = 2,
+}
+
+export enum ErrorAction {
+  Continue = 1,
+  Shutdown = 2,
+}
+
+export enum CloseAction {
+  DoNotRestart = 1,
+  Restart = 2,
+}
+
 export type Responder = (method: string, params: any) => unknown;
 
 export class LanguageClient {
@@ -21,6 +37,10 @@ export class LanguageClient {
   responder: Responder = () => undefined;
   started = false;
   stopped = false;
+  state: State = State.Stopped;
+  /** start() rejects with this, when set (a server that cannot be started). */
+  failStart: Error | undefined;
+  readonly stateListeners: ((event: { oldState: State; newState: State }) => void)[] = [];
 
   constructor(
     readonly id: string,
@@ -41,12 +61,30 @@ export class LanguageClient {
     return this.responder(method, params);
   }
 
+  onDidChangeState(listener: (event: { oldState: State; newState: State }) => void): { dispose(): void } {
+    this.stateListeners.push(listener);
+    return { dispose: () => undefined };
+  }
+
+  setState(newState: State): void {
+    const oldState = this.state;
+    this.state = newState;
+    for (const listener of this.stateListeners) {
+      listener({ oldState, newState });
+    }
+  }
+
   async start(): Promise<void> {
     this.started = true;
+    if (this.failStart !== undefined) {
+      throw this.failStart;
+    }
+    this.setState(State.Running);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.setState(State.Stopped);
   }
 
   /** Deliver a server notification as the real client would. */

@@ -125,6 +125,16 @@ export enum StatusBarAlignment {
   Right = 2,
 }
 
+export enum ProgressLocation {
+  SourceControl = 1,
+  Window = 10,
+  Notification = 15,
+}
+
+export class TabInputText {
+  constructor(readonly uri: Uri) {}
+}
+
 export enum OverviewRulerLane {
   Left = 1,
   Center = 2,
@@ -205,6 +215,13 @@ export const stub = {
   visibleTextEditors: [] as FakeEditor[],
   textDocuments: [] as FakeDocument[],
   visibleEditorsChanged: new EventEmitter<FakeEditor[]>(),
+  trusted: true,
+  trustGranted: new EventEmitter<void>(),
+  /** Progress notifications (question cards): title, message, and whether they were closed. */
+  progress: [] as { options: any; messages: string[]; closed: boolean; cancel(): void }[],
+  /** Modal messages (the accept confirmation): text, detail. */
+  modals: [] as { text: string; detail: string }[],
+  tabs: [] as { input: unknown; isDirty: boolean; closed?: boolean }[],
 
   reset(): void {
     this.commands.clear();
@@ -222,6 +239,11 @@ export const stub = {
     this.workspaceFolders = undefined;
     this.visibleTextEditors = [];
     this.textDocuments = [];
+    this.trusted = true;
+    this.trustGranted = new EventEmitter<void>();
+    this.progress = [];
+    this.modals = [];
+    this.tabs = [];
   },
 
   document(uri: Uri, text: string): FakeDocument {
@@ -250,7 +272,12 @@ export const stub = {
 function show(level: ShownMessage['level']) {
   return (text: string, ...rest: any[]): Promise<string | undefined> => {
     const items = rest.filter((item): item is string => typeof item === 'string');
-    stub.messages.push({ level, text, items });
+    const options = rest.find((item) => typeof item === 'object' && item !== null);
+    if (options?.modal) {
+      stub.modals.push({ text, detail: options.detail ?? '' });
+    } else {
+      stub.messages.push({ level, text, items });
+    }
     const button = stub.buttons.shift();
     return Promise.resolve(button !== undefined && items.includes(button) ? button : undefined);
   };
@@ -355,7 +382,28 @@ export const window = {
   get visibleTextEditors(): FakeEditor[] {
     return stub.visibleTextEditors;
   },
-  onDidChangeVisibleTextEditors: stub.visibleEditorsChanged.event,
+  onDidChangeVisibleTextEditors: (listener: Listener<FakeEditor[]>) => stub.visibleEditorsChanged.event(listener),
+  withProgress(options: any, task: (progress: any, token: any) => Promise<unknown>): Promise<unknown> {
+    const cancelled = new EventEmitter<void>();
+    const entry = { options, messages: [] as string[], closed: false, cancel: () => cancelled.fire() };
+    stub.progress.push(entry);
+    const result = task({ report: (value: { message?: string }) => entry.messages.push(value.message ?? '') },
+      { isCancellationRequested: false, onCancellationRequested: cancelled.event });
+    return Promise.resolve(result).finally(() => {
+      entry.closed = true;
+    });
+  },
+  tabGroups: {
+    get all() {
+      return [{ tabs: stub.tabs.filter((t) => !t.closed) }];
+    },
+    close(tabs: any[]): Promise<boolean> {
+      for (const tab of tabs) {
+        tab.closed = true;
+      }
+      return Promise.resolve(true);
+    },
+  },
 };
 
 /** An event nobody fires (what vscode-languageclient subscribes to while it builds a client). */
@@ -383,11 +431,19 @@ export const workspace = {
       has(key: string): boolean {
         return `${section}.${key}` in stub.config;
       },
+      inspect<T>(key: string): { globalValue?: T } | undefined {
+        const full = section ? `${section}.${key}` : key;
+        return full in stub.config ? { globalValue: stub.config[full] as T } : {};
+      },
     };
   },
   get workspaceFolders() {
     return stub.workspaceFolders;
   },
+  get isTrusted(): boolean {
+    return stub.trusted;
+  },
+  onDidGrantWorkspaceTrust: (listener: Listener<void>) => stub.trustGranted.event(listener),
   get textDocuments(): FakeDocument[] {
     return stub.textDocuments;
   },

@@ -1,0 +1,104 @@
+"""The demo laid out for an editor: `kitsoki-miner demo --into DIR --pending`.
+
+The same workspace and transcripts as the walkthrough, mined and proposed with the same core
+calls, but nothing is accepted: the proposals wait in `.artifacts/mining/` for a person in an
+editor. Beside them, everything an editor needs to find them with no further set-up:
+
+- `.kitsoki.local.yaml` points `mining.transcript_dirs` at the demo's transcripts (they are in no
+  default location), so the server's own passes read them too;
+- `.vscode/settings.json` starts this very `kitsoki-miner` (the one that laid the demo out);
+- `DIR/nvim-init.lua` runs Neovim with the plugin of this checkout and the same server.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from core.demo.walkthrough import lay_out
+from core.mining.passes import run_pass
+from core.mining.service import record_pass, trace_path
+from core.proposals.inbox import inbox
+from core.proposals.model import Proposal
+from core.proposals.proposer import run_proposer
+from core.trace import Trace
+
+NVIM_PLUGIN = Path(__file__).resolve().parents[2] / "editors" / "nvim"
+"""The Neovim plugin of this checkout (present when installed from a clone, as `make venv` does)."""
+
+
+class PendingDemo(BaseModel):
+    root: Path
+    workspace: Path
+    transcripts: Path
+    server_command: list[str]
+    nvim_init: Path | None = None
+    proposals: list[Proposal] = Field(default_factory=list)
+
+
+def server_command() -> list[str]:
+    """This installation's server: the `kitsoki-miner` script beside this Python, else `-m`."""
+    script = Path(sys.executable).parent / "kitsoki-miner"
+    if script.is_file():
+        return [str(script), "serve"]
+    return [sys.executable, "-m", "server.cli", "serve"]
+
+
+def _lua(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a valid Lua string literal for paths
+
+
+def lay_out_pending(into: Path | None = None, command: list[str] | None = None, *, staged: bool = True) -> PendingDemo:
+    """`staged=False` leaves the mining to the server's own first pass (it then raises the
+    proposals itself, with their question cards)."""
+    root, workspace, transcripts = lay_out(into)
+    command = command or server_command()
+    (workspace / ".kitsoki.local.yaml").write_text(
+        "# Written by `kitsoki-miner demo --pending`: the demo's transcripts are in no default location.\n"
+        "mining:\n"
+        "  transcript_dirs:\n"
+        f"    - {json.dumps(str(transcripts))}\n")
+    settings = workspace / ".vscode" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"kitsoki.serverCommand": command}, indent=2) + "\n")
+
+    if staged:
+        report, recipes = run_pass(workspace, repo=workspace, dirs=[transcripts], trigger="seed", workers=1)
+        record_pass(Trace(trace_path(workspace)), report)
+        run_proposer(workspace, recipes)
+    demo = PendingDemo(root=root, workspace=workspace, transcripts=transcripts, server_command=command,
+                       proposals=inbox(workspace))
+    if (NVIM_PLUGIN / "lua" / "kitsoki" / "init.lua").is_file():
+        demo.nvim_init = root / "nvim-init.lua"
+        demo.nvim_init.write_text(
+            "-- Written by `kitsoki-miner demo --pending`: Neovim with the kitsoki plugin and this demo's server.\n"
+            f"vim.opt.rtp:prepend({_lua(str(NVIM_PLUGIN))})\n"
+            "vim.opt.swapfile = false\n"
+            "vim.o.statusline = \"%f %m%=%{v:lua.require'kitsoki'.statusline()}  %l:%c \"\n"
+            f"require('kitsoki').setup({{ cmd = {{ {', '.join(_lua(part) for part in command)} }} }})\n")
+    return demo
+
+
+def describe(demo: PendingDemo) -> str:
+    """What `demo --pending` prints: where things are and the two commands that open them."""
+    from core.proposals.wording import plural
+
+    lines = [f"Demo workspace with {plural(len(demo.proposals), 'proposal')} pending: {demo.workspace}",
+             f"  transcripts:         {demo.transcripts} (.kitsoki.local.yaml points mining at them)",
+             f"  server:              {' '.join(demo.server_command)} (.vscode/settings.json names it)", "",
+             "Waiting for a verdict:"]
+    for proposal in demo.proposals:
+        where = ", ".join(f"{c.path}:{min(c.changed_lines or [1])}" for c in proposal.files) or "a suggestion"
+        lines.append(f"  {proposal.priority:5.2f}  {proposal.title}  ({where})")
+    lines += ["", "Open it in VS Code (with editors/vscode/kitsoki-miner.vsix installed; trust the folder):",
+              f"  code {demo.workspace}"]
+    if demo.nvim_init is not None:
+        nvim = Path(sys.executable).parent / "nvim"
+        lines += ["Or in Neovim 0.11 (the test extra installs one beside this Python):",
+                  f"  {nvim if nvim.exists() else 'nvim'} -u {demo.nvim_init} {demo.workspace / '.kitsoki.yaml'}"]
+    lines += ["", "Accept \"Set world.test_cmd\" to see a change kept (flows green), and \"Add 1 synonym\" to see one "
+              "reverted (a flow goes red; every byte is restored)."]
+    return "\n".join(lines)
