@@ -353,7 +353,7 @@ def mining_note(miner: MinerStatus) -> str | None:
         return None
     where = ", ".join(miner.transcript_dirs) or "no folder"
     return (f"the last pass read 0 sessions; it looked in {where}. Point mining.transcript_dirs "
-            f"(.kitsoki.local.yaml) or the editor's transcriptDirs at your transcripts")
+            f"(.kitsoki.yaml) or the editor's transcriptDirs at your transcripts")
 
 
 def planned_gate(workspace: Path) -> GatePreview:

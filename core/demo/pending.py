@@ -4,8 +4,9 @@ The same workspace and transcripts as the walkthrough, mined and proposed with t
 calls, but nothing is accepted: the proposals wait in `.artifacts/mining/` for a person in an
 editor. Beside them, everything an editor needs to find them with no further set-up:
 
-- `.kitsoki.local.yaml` points `mining.transcript_dirs` at the demo's transcripts (they are in no
-  default location), so the server's own passes read them too;
+- `.kitsoki.yaml`'s `mining.transcript_dirs` points at the demo's transcripts (they are in no
+  default location), so the server's own passes read them too (not `.kitsoki.local.yaml`: kitsoki,
+  and so this tool, ignores a `mining:` block there);
 - `.vscode/settings.json` starts this very `kitsoki-miner` (the one that laid the demo out);
 - `DIR/nvim-init.lua` runs Neovim with the plugin of this checkout and the same server.
 """
@@ -51,16 +52,25 @@ def _lua(text: str) -> str:
     return json.dumps(text)  # a JSON string is a valid Lua string literal for paths
 
 
+MINING_BLOCK = "mining:\n"
+
+
+def _point_mining_at(config: Path, transcripts: Path) -> None:
+    """Add `transcript_dirs: [<transcripts>]` as the first key of the demo config's mining block."""
+    text = config.read_text(encoding="utf-8")
+    if MINING_BLOCK not in text:
+        raise ValueError(f"{config}: the demo config has no top-level mining: block")
+    addition = ("  # Written by `kitsoki-miner demo --pending`: the demo's transcripts are in no default location.\n"
+                f"  transcript_dirs:\n    - {json.dumps(str(transcripts))}\n")
+    config.write_text(text.replace(MINING_BLOCK, MINING_BLOCK + addition, 1), encoding="utf-8")
+
+
 def lay_out_pending(into: Path | None = None, command: list[str] | None = None, *, staged: bool = True) -> PendingDemo:
     """`staged=False` leaves the mining to the server's own first pass (it then raises the
     proposals itself, with their question cards)."""
     root, workspace, transcripts = lay_out(into)
     command = command or server_command()
-    (workspace / ".kitsoki.local.yaml").write_text(
-        "# Written by `kitsoki-miner demo --pending`: the demo's transcripts are in no default location.\n"
-        "mining:\n"
-        "  transcript_dirs:\n"
-        f"    - {json.dumps(str(transcripts))}\n")
+    _point_mining_at(workspace / ".kitsoki.yaml", transcripts)
     settings = workspace / ".vscode" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"kitsoki.serverCommand": command}, indent=2) + "\n")
@@ -87,7 +97,7 @@ def describe(demo: PendingDemo) -> str:
     from core.proposals.wording import plural
 
     lines = [f"Demo workspace with {plural(len(demo.proposals), 'proposal')} pending: {demo.workspace}",
-             f"  transcripts:         {demo.transcripts} (.kitsoki.local.yaml points mining at them)",
+             f"  transcripts:         {demo.transcripts} (.kitsoki.yaml's mining.transcript_dirs points at them)",
              f"  server:              {' '.join(demo.server_command)} (.vscode/settings.json names it)", "",
              "Waiting for a verdict:"]
     for proposal in demo.proposals:

@@ -46,11 +46,14 @@ def test_demo_pending_lays_out_what_an_editor_needs(tmp_path):
     ws = tmp_path / "d" / "release-desk"
     assert "3 proposals pending" in done.stdout and f"code {ws}" in done.stdout
     assert f"-u {tmp_path / 'd' / 'nvim-init.lua'} {ws / '.kitsoki.yaml'}" in done.stdout
-    assert str(tmp_path / "d" / "transcripts") in (ws / ".kitsoki.local.yaml").read_text()
+    config = (ws / ".kitsoki.yaml").read_text()
+    assert f'transcript_dirs:\n    - "{tmp_path / "d" / "transcripts"}"' in config
+    assert not (ws / ".kitsoki.local.yaml").exists()  # kitsoki ignores mining: there
     settings = json.loads((ws / ".vscode" / "settings.json").read_text())
     assert Path(settings["kitsoki.serverCommand"][0]).is_file() and settings["kitsoki.serverCommand"][1] == "serve"
     assert len(list((ws / ".artifacts" / "mining").glob("*/proposal.json"))) == 3
-    assert (ws / ".kitsoki.yaml").read_text() == (Path(__file__).parents[2] / "core/demo/workspace/.kitsoki.yaml").read_text()
+    shipped = (Path(__file__).parents[2] / "core/demo/workspace/.kitsoki.yaml").read_text().splitlines()
+    assert [line for line in config.splitlines() if line in shipped] == shipped, "only lines were added"
 
 
 def test_hunks_say_where_the_lines_go():
@@ -98,7 +101,7 @@ def test_a_decided_proposal_s_diff_says_so_and_the_gate_names_its_flows(tmp_path
     detail = proposal_impl(server, {"id": world.recipe_id})
     assert detail["gate"] == {"kind": "builtin", "note": None,
                               "runs": ["stories/release-desk/flows/preview.yaml", "stories/release-desk/flows/release.yaml"]}
-    assert detail["files"][0]["hunks"] == [{"after": 22, "removed": [], "added": ["      test_cmd: pytest"]}]
+    assert detail["files"][0]["hunks"] == [{"after": 25, "removed": [], "added": ["      test_cmd: pytest"]}]
     sidecar.decide(world.recipe_id, "accept")
     content = proposal_content_impl(server, {"id": world.recipe_id, "uri": uri})
     assert content["state"] == "accepted"

@@ -104,7 +104,8 @@ def test_neovim_in_a_real_terminal(tmp_path, shots):
         screenshot(tmux, shots / "01-previews.png", CHROMIUM, "Neovim: proposals")
 
         # An accept that is kept: which proposal (two share the line), then the confirmation.
-        tmux.type("23G")
+        anchor = next(i for i, ln in enumerate(config.read_text().splitlines(), 1) if "base_branch: main" in ln)
+        tmux.type(f"{anchor}G")
         tmux.type(":KitsokiMine accept")
         tmux.keys("Enter")
         screen = tmux.wait_for(r"^Which proposal\?(.|\n)*Type number and <Enter>", 10)

@@ -97,6 +97,7 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
     demo = lay_out_pending(tmp_path / "demo")
     questions = lay_out_pending(tmp_path / "fresh", staged=False)
     before = tree(demo.workspace)
+    config_before = (demo.workspace / ".kitsoki.yaml").read_text()
     story = demo.workspace / "stories" / "release-desk" / "app.yaml"
     config = demo.workspace / ".kitsoki.yaml"
 
@@ -148,7 +149,7 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
     steps = {item["name"]: item for item in report["steps"]}
     # The kept accept is on disk, byte for byte what the diff showed; the reverted one left nothing.
     after = tree(demo.workspace)
-    assert config.read_text() == (REPO / "core/demo/workspace/.kitsoki.yaml").read_text().replace(
+    assert config.read_text() == config_before.replace(
         "# we release from main\n",
         "# we release from main\n      test_cmd: pytest\n    bindings:\n      ticket: host.gh.ticket\n")
     assert after[story.relative_to(demo.workspace).as_posix()] == before[story.relative_to(demo.workspace).as_posix()]
