@@ -12,6 +12,22 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
+def pytest_collectstart(collector):
+    """Each folder's conftest.py is imported as the module `conftest` and the last one loaded wins
+    (tests/adversarial's comes first in a whole run): right before a test module is imported, point
+    `conftest` at the one of its own folder, so its `from conftest import ...` means that one."""
+    if not isinstance(collector, pytest.Module):
+        return
+    best = None
+    for plugin in collector.config.pluginmanager.get_plugins():
+        file = getattr(plugin, "__file__", None)
+        if file and Path(file).name == "conftest.py" and collector.path.is_relative_to(Path(file).parent):
+            if best is None or len(Path(file).parts) > len(Path(best.__file__).parts):
+                best = plugin
+    if best is not None:
+        sys.modules["conftest"] = best
+
+
 def pytest_collection_modifyitems(config, items):
     if CORPUS.is_dir():
         return
