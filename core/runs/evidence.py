@@ -30,7 +30,10 @@ class _AllProblems(LineReader):
 
 
 def _json(value) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:  # nested past what orjson writes (255 levels), though it parsed
+        return "[a value nested too deeply to show]"
 
 
 def _blocks(content) -> list[str]:

@@ -141,6 +141,9 @@ class _FileParser:
         self.early_results: dict[str, tuple[ToolResult, str | None]] = {}
         self.assistant_by_msg: dict[str, Turn] = {}
         self.shell_pending: ToolCall | None = None
+        # Every string the reader hands on is redacted, ids and names too; fields with few distinct
+        # values go through a per-file memo, hex ids through clean_id's fast path.
+        self.names = nz.Cleaner(redact)
         self.reader = LineReader(path, start=start, first_line=first_line)
         self.out.accounting = self.reader.accounting
 
@@ -221,10 +224,11 @@ class _FileParser:
         return SourceRef(file=self.file, line=lineno)
 
     def _turn(self, node, kind: TurnKind, rec: dict, lineno: int, **fields) -> Turn:
+        parent = self.parent_of.get(node)
         turn = Turn(
             kind=kind,
-            id=node if type(node) is str else None,
-            parent=self.parent_of.get(node),
+            id=nz.clean_id(node, self.redact) if type(node) is str else None,
+            parent=nz.clean_id(parent, self.redact) if type(parent) is str else None,
             timestamp=nz.parse_time(rec.get("timestamp")),
             sidechain=self.sidechain,
             source=self._ref(lineno),
@@ -285,6 +289,8 @@ class _FileParser:
                 output_chars=len(text),
                 source=self._ref(lineno),
             )
+            if agent:
+                agent = nz.clean_id(agent, self.redact)
             tool_id = block.get("tool_use_id")
             call = self.calls.get(tool_id) if type(tool_id) is str else None
             if call is not None:
@@ -304,7 +310,7 @@ class _FileParser:
             model = msg.get("model")
             turn = self._turn(
                 node, TurnKind.assistant, rec, lineno,
-                model=model if type(model) is str else None,
+                model=self.names[model] if type(model) is str else None,
                 reason="api-error" if rec.get("isApiErrorMessage") else None,
             )
             if type(msg_id) is str:
@@ -330,16 +336,17 @@ class _FileParser:
                     turn.text = nz.cut(f"{turn.text}\n{text}" if turn.text else text, nz.TEXT_CHARS)
             elif kind == "tool_use":
                 call_id = block.get("id")
+                call_id = call_id if type(call_id) is str else f"line:{lineno}"
                 name = block.get("name")
                 call = ToolCall(
-                    id=call_id if type(call_id) is str else f"line:{lineno}",
-                    name=name if type(name) is str else "?",
+                    id=nz.clean_id(call_id, self.redact),
+                    name=self.names[name] if type(name) is str else "?",
                     input=nz.clean_input(block.get("input"), self.redact),
                     source=self._ref(lineno),
                 )
                 turn.tool_calls.append(call)
-                self.calls[call.id] = call
-                early = self.early_results.pop(call.id, None)
+                self.calls[call_id] = call
+                early = self.early_results.pop(call_id, None)
                 if early is not None:
                     call.result, call.subagent = early[0], early[1] or call.subagent
 
@@ -349,17 +356,18 @@ class _FileParser:
         content = rec.get("content")
         text = content if type(content) is str else ""
         kind = TurnKind.compaction if subtype == "compact_boundary" else TurnKind.system
-        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact), reason=subtype)
+        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact),
+                   reason=self.names[subtype] if subtype else None)
 
     def _metadata(self, kind: str, rec: dict) -> None:
         if kind in ("ai-title", "custom-title"):
             title = rec.get("aiTitle") or rec.get("customTitle") or rec.get("title")
             if type(title) is str:
-                self.out.title = title
+                self.out.title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
         elif kind == "summary" and self.out.title is None:
             summary = rec.get("summary")
             if type(summary) is str:
-                self.out.title = summary
+                self.out.title = nz.clean_text(summary, nz.TEXT_CHARS, self.redact)
         elif kind == "progress":
             data = rec.get("data")
             if type(data) is dict and data.get("type") == "agent_progress":
@@ -380,7 +388,7 @@ class _FileParser:
                     seen.add(parent)
                     parent = anchor[parent]
                 parent_of[node] = parent
-                self.turn_at[node].parent = parent
+                self.turn_at[node].parent = nz.clean_id(parent, self.redact) if type(parent) is str else None
         order, dangling, breaks = conversation_order(parent_of)
         out.turns = [self.turn_at[n] for n in order]
         reader = self.reader
@@ -395,7 +403,13 @@ class _FileParser:
             reader.problem(ProblemKind.cycle, line, f"parent links loop back; {node} made a root")
         out.problems = reader.problems
         out.problem_count = reader.problem_count
-        out.orphan_results = {k: r for k, (r, _) in self.early_results.items()}
+        if self.redact:
+            for name in ("session_id", "agent_id", "cwd", "version", "git_branch", "entrypoint", "prompt_source"):
+                value = getattr(out, name)
+                if value is not None:
+                    setattr(out, name, nz.clean_id(value, True))
+            out.agent_progress = {nz.clean_id(a, True): nz.clean_id(t, True) for a, t in out.agent_progress.items()}
+        out.orphan_results = {nz.clean_id(k, self.redact): r for k, (r, _) in self.early_results.items()}
         out.end_offset = reader.end_offset
         out.last_line = reader.first_line - 1 + reader.accounting.lines_read
         return out
@@ -439,8 +453,10 @@ def read_claude_session(
     calls_by_id = {c.id: c for t in (main.turns if main else []) for c in t.tool_calls}
     for path, parsed in agents:
         meta = read_meta(path)
-        agent_id = parsed.agent_id or path.stem.removeprefix("agent-")
-        tool_use = meta.get("toolUseId") if type(meta.get("toolUseId")) is str else spawned_by.get(agent_id)
+        agent_id = parsed.agent_id or nz.clean_id(path.stem.removeprefix("agent-"), redact)
+        tool_use = meta.get("toolUseId")
+        tool_use = nz.clean_id(tool_use, redact) if type(tool_use) is str else spawned_by.get(agent_id)
+        agent_type = meta.get("agentType")
         if tool_use in calls_by_id and calls_by_id[tool_use].subagent is None:
             calls_by_id[tool_use].subagent = agent_id
         subagents.append(
@@ -449,7 +465,7 @@ def read_claude_session(
                 kind=subagent_kind(path),
                 file=str(path),
                 tool_use_id=tool_use,
-                agent_type=meta.get("agentType") if type(meta.get("agentType")) is str else None,
+                agent_type=nz.clean_id(agent_type, redact) if type(agent_type) is str else None,
                 turns=parsed.turns,
             )
         )
@@ -470,7 +486,7 @@ def read_claude_session(
     for f in files:
         models += [m for m in f.models if m not in models]
     return Session(
-        id=head.session_id or (trunk or head.path).stem,
+        id=head.session_id or nz.clean_id((trunk or head.path).stem, redact),
         format="claude",
         project=next((f.cwd for f in files if f.cwd), None),
         files=[str(f.path) for f in files],
