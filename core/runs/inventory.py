@@ -17,6 +17,7 @@ import orjson
 
 from core.runs.model import ProjectEntry, ProjectsPage, SessionIdentity
 from core.transcripts.discover import SessionFiles, discover, first_field
+from core.transcripts.normalize import clean_id
 from core.transcripts.pi import CURRENT_VERSION as PI_VERSION
 
 _TAIL = 256 * 1024
@@ -100,10 +101,11 @@ def identify(unit: SessionFiles) -> SessionIdentity | None:
         supported = project is not None
     if not isinstance(project, str) or not project:
         return None
+    # read straight from the records: redacted like everything else that leaves a reader
     return SessionIdentity(
-        id=sid, format=unit.format, project=os.path.normpath(project), started_at=started,
-        ended_at=max(ends) if ends else started, files=[str(p) for p in paths], bytes=unit.size,
-        version=version_text, supported=supported,
+        id=clean_id(sid, True), format=unit.format, project=clean_id(os.path.normpath(project), True),
+        started_at=started, ended_at=max(ends) if ends else started, files=[str(p) for p in paths],
+        bytes=unit.size, version=clean_id(version_text, True), supported=supported,
     )
 
 

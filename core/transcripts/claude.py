@@ -409,6 +409,7 @@ class _FileParser:
                 if value is not None:
                     setattr(out, name, nz.clean_id(value, True))
             out.agent_progress = {nz.clean_id(a, True): nz.clean_id(t, True) for a, t in out.agent_progress.items()}
+            out.accounting.by_type = nz.clean_keys(out.accounting.by_type)
         out.orphan_results = {nz.clean_id(k, self.redact): r for k, (r, _) in self.early_results.items()}
         out.end_offset = reader.end_offset
         out.last_line = reader.first_line - 1 + reader.accounting.lines_read

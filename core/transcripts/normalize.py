@@ -94,6 +94,15 @@ class Cleaner(dict):
         return out
 
 
+def clean_keys(counts: dict[str, int]) -> dict[str, int]:
+    """Counts keyed by a value read from records (record types): the keys redacted."""
+    out: dict[str, int] = {}
+    for key, n in counts.items():
+        key = clean_id(key, True)
+        out[key] = out.get(key, 0) + n
+    return out
+
+
 def exit_code_of(text: str) -> int | None:
     m = _EXIT_CODE.search(text[:200])
     return int(m.group(1)) if m else None

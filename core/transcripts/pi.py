@@ -251,6 +251,8 @@ class _PiParser:
         if type(header.get("modelId")) is str:
             self._model(header["modelId"])
         # A branched v1 file's header is younger than the entries it copied: take the earliest.
+        if self.redact:
+            self.reader.accounting.by_type = nz.clean_keys(self.reader.accounting.by_type)
         starts = [t for t in (nz.parse_time(header.get("timestamp")), nz.parse_time(self.first_ts)) if t]
         return Session(
             id=sid,

@@ -889,8 +889,14 @@ def _key_redacted(key: str) -> str:
     return out
 
 
-def redact_value(value):
-    """Redact every string inside dicts (values only), lists and tuples.
+MAX_DEPTH = 64
+"""redact_value goes this deep into containers; anything deeper is replaced by DEEPER (a value from
+an untrusted file may nest a thousand levels, and must not make redaction recurse that far)."""
+DEEPER = f"[nested deeper than {MAX_DEPTH} levels: not kept]"
+
+
+def redact_value(value, _depth: int = 0):
+    """Redact every string inside dicts (values and keys), lists and tuples.
 
     A new container is built only where something changed; otherwise the argument itself is
     returned. A string directly under a key that names a secret (`{"password": "hunter2"}`) is
@@ -899,6 +905,8 @@ def redact_value(value):
     t = type(value)
     if t is str:
         return redact_text(value)
+    if (t is dict or t is list or t is tuple) and _depth >= MAX_DEPTH:
+        return DEEPER
     if t is dict:
         changed = None
         renamed = None
@@ -908,7 +916,7 @@ def redact_value(value):
                 if nv is v:
                     nv = _redact_by_key(k, v) or v
             else:
-                nv = redact_value(v)
+                nv = redact_value(v, _depth + 1)
             if nv is not v:
                 if changed is None:
                     changed = dict(value)
@@ -929,7 +937,7 @@ def redact_value(value):
     if t is list or t is tuple:
         items = None
         for i, v in enumerate(value):
-            nv = redact_value(v)
+            nv = redact_value(v, _depth + 1)
             if nv is not v:
                 if items is None:
                     items = list(value)
