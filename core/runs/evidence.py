@@ -124,7 +124,7 @@ def file_pieces(session: str, fmt: str, path: Path, *, redact: bool = True, acco
         expected = lineno + 1
         text, kind = render(fmt, rec)
         if text is None:
-            _omit(account.omitted, lineno, kind)
+            _omit(account.omitted, lineno, redact_text(kind) if redact else kind)  # kind names the record's type
             continue
         account.evidence_records += 1
         yield lineno, (redact_text(text) if redact else text) + "\n"

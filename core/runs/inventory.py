@@ -103,7 +103,7 @@ def identify(unit: SessionFiles) -> SessionIdentity | None:
         return None
     # read straight from the records: redacted like everything else that leaves a reader
     return SessionIdentity(
-        id=clean_id(sid, True), format=unit.format, project=clean_id(os.path.normpath(project), True),
+        id=clean_id(sid, True), format=unit.format, project=os.path.normpath(clean_id(project, True)),
         started_at=started, ended_at=max(ends) if ends else started, files=[str(p) for p in paths],
         bytes=unit.size, version=clean_id(version_text, True), supported=supported,
     )
