@@ -878,14 +878,14 @@ def _redact_by_key(key, value: str) -> str | None:
     return None
 
 
-_KEYS: dict[str, str] = {}
-"""Dict keys already redacted: tool inputs repeat the same few keys on every call."""
+_CLEAN_KEYS: set[str] = set()
+"""Dict keys known to hold nothing to redact: tool inputs repeat the same few keys on every call."""
 
 
 def _key_redacted(key: str) -> str:
     out = redact_text(key)
-    if len(_KEYS) < 4096:
-        _KEYS[key] = out
+    if out is key and len(_CLEAN_KEYS) < 4096:
+        _CLEAN_KEYS.add(key)
     return out
 
 
@@ -921,12 +921,8 @@ def redact_value(value, _depth: int = 0):
                 if changed is None:
                     changed = dict(value)
                 changed[k] = nv
-            if type(k) is str:
-                nk = _KEYS.get(k)
-                if nk is None:
-                    nk = _key_redacted(k)
-                if nk is not k:
-                    renamed = True
+            if type(k) is str and k not in _CLEAN_KEYS and _key_redacted(k) is not k:
+                renamed = True
         if renamed:
             # a secret written as a key ({"ghp_...": 1}): rebuild with redacted keys, order kept
             out = {}
