@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sessions",
         help="list the transcript sessions found, with what each holds",
         description=(
-            "List transcript sessions. With --repo, the sessions Claude Code and Pi recorded for that "
+            "List transcript sessions. With --repo, the sessions Claude Code, Pi and Codex recorded for that "
             "repository; with --dir, every transcript under those folders; with neither, all history "
             "in the default locations, or the bundled example transcripts when there is none."
         ),
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--repo", type=_folder, help="repository whose sessions to find")
     sessions.add_argument("--dir", type=_folder, action="append", default=[], dest="dirs",
                           help="extra folder (or file) of transcripts; repeatable")
-    sessions.add_argument("--format", choices=["auto", "claude", "pi"], default="auto")
+    sessions.add_argument("--format", choices=["auto", "claude", "pi", "codex"], default="auto")
     sessions.add_argument("--since", type=_date, help="only sessions active on or after this date")
     sessions.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sessions.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")

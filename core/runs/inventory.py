@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 
 from core.runs.model import ProjectEntry, ProjectsPage, SessionIdentity
-from core.transcripts.discover import SessionFiles, discover, first_field
+from core.transcripts.discover import SessionFiles, codex_meta, discover, first_field
 from core.transcripts.normalize import clean_id
 from core.transcripts.pi import CURRENT_VERSION as PI_VERSION
 
@@ -92,6 +92,13 @@ def identify(unit: SessionFiles) -> SessionIdentity | None:
         sid = head.get("id") if isinstance(head.get("id"), str) else unit.trunk.stem
         started = parse_instant(head.get("timestamp"))
         version_text = str(version) if version is not None else None
+    elif unit.format == "codex":
+        meta = codex_meta(unit.trunk)
+        project = meta.get("cwd")
+        sid = next((v for v in (meta.get("id"), meta.get("session_id")) if isinstance(v, str) and v), unit.trunk.stem)
+        started = parse_instant(meta.get("timestamp"))
+        version_text = meta.get("cli_version") if isinstance(meta.get("cli_version"), str) else None
+        supported = bool(meta)
     else:
         first = unit.trunk or paths[0]
         project = first_field(first, "cwd")

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 
 from core.transcripts import normalize as nz
+from core.transcripts.accounting import CLAUDE_CONVERSATION, CLAUDE_METADATA
 from core.transcripts.lines import LineReader
 from core.transcripts.model import (
     LineAccounting,
@@ -28,14 +29,7 @@ from core.transcripts.model import (
 )
 from core.transcripts.tree import conversation_order
 
-METADATA_TYPES = frozenset(
-    {
-        "summary", "ai-title", "custom-title", "last-prompt", "permission-mode",
-        "file-history-snapshot", "progress", "queue-operation", "attachment", "agent-name",
-        "agent-setting", "mode", "pr-link", "frame-link", "worktree-state", "bridge-session", "tag",
-    }
-)
-"""Records that are about the session, not part of the conversation (counted, kept out)."""
+METADATA_TYPES = CLAUDE_METADATA  # records about the session (core/transcripts/accounting.py)
 
 _WRAPPER_REASONS = (
     ("<command-name>", "command"),
@@ -52,9 +46,13 @@ _WRAPPER_REASONS = (
 )
 
 
+PERSON_ENTRYPOINTS = frozenset({"cli", "claude-desktop"})
+"""Entrypoints where a person types (the terminal, the desktop app); older builds write none."""
+
+
 def is_agent_session(entrypoint: str | None, prompt_source: str | None) -> bool:
-    """Started by a program (SDK, IDE bridge) rather than a person at the CLI (prep.py's rule)."""
-    return (entrypoint is not None and entrypoint != "cli") or prompt_source == "sdk"
+    """Started by a program (SDK, IDE bridge) rather than a person (prep.py's rule, plus the desktop app)."""
+    return (entrypoint is not None and entrypoint not in PERSON_ENTRYPOINTS) or prompt_source == "sdk"
 
 
 def subagent_kind(path: Path) -> SubagentKind:
@@ -63,6 +61,10 @@ def subagent_kind(path: Path) -> SubagentKind:
         return SubagentKind.compaction
     if name.startswith("agent-aprompt_suggestion"):
         return SubagentKind.prompt_suggestion
+    if name.startswith(("agent-aside_question", "agent-aaside_question")):
+        return SubagentKind.aside_question
+    if "workflows" in path.parts[-4:-1]:
+        return SubagentKind.workflow
     if name.startswith("agent-"):
         return SubagentKind.task
     return SubagentKind.other
@@ -100,6 +102,8 @@ class ClaudeFile:
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
     session_id: str | None = None
+    session_ids: list[str] = field(default_factory=list)
+    """Every sessionId in the file, in order: a continued session carries its predecessor's too."""
     agent_id: str | None = None
     cwd: str | None = None
     first_ts: str | None = None
@@ -166,7 +170,7 @@ class _FileParser:
                 parent = anchor.get(parent, parent)
             else:
                 parent = None
-            if kind in ("user", "assistant", "system"):
+            if kind in CLAUDE_CONVERSATION:  # the same books as accounting.claude_label
                 self._envelope(rec)
                 if parent is None and kind == "system":
                     parent = rec.get("logicalParentUuid")  # compaction boundary keeps its place
@@ -201,14 +205,18 @@ class _FileParser:
     def _envelope(self, rec: dict) -> None:
         out = self.out
         out.first_ts, out.last_ts = nz.widen(out.first_ts, out.last_ts, rec.get("timestamp"))
+        sid = rec.get("sessionId")
+        if type(sid) is str and sid != out.session_id and sid not in out.session_ids:
+            out.session_ids.append(sid)  # a continued session: its predecessor's id, then its own
+        version = rec.get("version")
+        if type(version) is str:
+            out.version = version  # the newest writer of the file (it may change inside a file)
         if out.session_id is None:
-            sid = rec.get("sessionId")
             if type(sid) is str:
                 out.session_id = sid
             cwd = rec.get("cwd")
             if type(cwd) is str:
                 out.cwd = cwd
-            out.version = rec.get("version") if type(rec.get("version")) is str else None
             out.git_branch = rec.get("gitBranch") if type(rec.get("gitBranch")) is str else None
             agent = rec.get("agentId")
             if type(agent) is str:
@@ -403,7 +411,10 @@ class _FileParser:
             reader.problem(ProblemKind.cycle, line, f"parent links loop back; {node} made a root")
         out.problems = reader.problems
         out.problem_count = reader.problem_count
+        if self.out.path.stem in out.session_ids:
+            out.session_id = self.out.path.stem  # the file is named after the session it continues into
         if self.redact:
+            out.session_ids = [nz.clean_id(s, True) for s in out.session_ids]
             for name in ("session_id", "agent_id", "cwd", "version", "git_branch", "entrypoint", "prompt_source"):
                 value = getattr(out, name)
                 if value is not None:
@@ -423,6 +434,18 @@ def _between(text: str, start: str, end: str) -> str:
     i += len(start)
     j = text.find(end, i)
     return text[i:] if j < 0 else text[i:j]
+
+
+def _turn_key(turn: Turn) -> tuple:
+    return turn.kind, turn.text, tuple(c.id for c in turn.tool_calls)
+
+
+def _without_copies(turns: list[Turn], trunk: list[Turn]) -> tuple[list[Turn], int]:
+    """`turns` minus those repeating a trunk turn (same uuid, or same kind, text and tool call ids)."""
+    ids = {t.id for t in trunk if t.id}
+    keys = {_turn_key(t) for t in trunk}
+    kept = [t for t in turns if not ((t.id and t.id in ids) or _turn_key(t) in keys)]
+    return kept, len(turns) - len(kept)
 
 
 def read_meta(path: Path) -> dict:
@@ -460,14 +483,21 @@ def read_claude_session(
         agent_type = meta.get("agentType")
         if tool_use in calls_by_id and calls_by_id[tool_use].subagent is None:
             calls_by_id[tool_use].subagent = agent_id
+        kind = subagent_kind(path)
+        turns = parsed.turns
+        if kind is SubagentKind.aside_question and main is not None:
+            # A side question replays the whole parent conversation before its own question: the
+            # replayed turns are the trunk's work, counted there once.
+            turns, copied = _without_copies(turns, main.turns)
+            parsed.accounting.duplicates += copied
         subagents.append(
             Subagent(
                 agent_id=agent_id,
-                kind=subagent_kind(path),
+                kind=kind,
                 file=str(path),
                 tool_use_id=tool_use,
                 agent_type=nz.clean_id(agent_type, redact) if type(agent_type) is str else None,
-                turns=parsed.turns,
+                turns=turns,
             )
         )
 

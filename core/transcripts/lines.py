@@ -226,7 +226,8 @@ def _decode_glued(text: str) -> tuple[list, str]:
 
 
 def sniff_format(path: Path) -> str | None:
-    """'pi' when the first parseable record is a Pi session header, 'claude' for other records."""
+    """'pi' when the first parseable record is a Pi session header, 'codex' for a Codex rollout line
+    ({timestamp, type, payload}), 'claude' for other records."""
     try:
         with open(path, "rb") as fh:
             for _ in range(20):
@@ -237,9 +238,14 @@ def sniff_format(path: Path) -> str | None:
                     obj = orjson.loads(raw)
                 except orjson.JSONDecodeError:
                     continue
-                if type(obj) is not dict:
-                    continue
-                return "pi" if obj.get("type") == "session" else "claude"
+                if type(obj) is not dict or obj.get("type") == "title":
+                    continue  # a title line some tools write before a Pi header
+                kind = obj.get("type")
+                if kind == "session":
+                    return "pi"
+                if kind in ("session_meta", "response_item", "event_msg", "turn_context") and "payload" in obj:
+                    return "codex"
+                return "claude"
     except OSError:
         return None
     return None

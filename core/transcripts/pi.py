@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.transcripts import normalize as nz
+from core.transcripts.accounting import METADATA, PI_METADATA, pi_label
 from core.transcripts.lines import LineReader
 from core.transcripts.model import (
     ProblemKind,
@@ -23,9 +24,7 @@ from core.transcripts.model import (
 from core.transcripts.tree import conversation_order, path_to_root
 
 CURRENT_VERSION = 3
-METADATA_TYPES = frozenset(
-    {"model_change", "thinking_level_change", "label", "session_info", "custom", "usage", "context_edit"}
-)
+METADATA_TYPES = PI_METADATA  # entries about the session (core/transcripts/accounting.py)
 
 
 def read_pi_session(path: Path, *, redact: bool = True) -> Session:
@@ -66,15 +65,19 @@ class _PiParser:
                                         f"session version {self.version} is newer than {CURRENT_VERSION}; read as v3")
                 acc.metadata += 1
                 continue
+            if self.header is None and kind == "title":
+                # some tools write {"type":"title",...} before pi's header: a title, not an entry
+                by_type["title"] = by_type.get("title", 0) + 1
+                acc.metadata += 1
+                title = rec.get("title") or rec.get("name") or rec.get("text")
+                if type(title) is str and self.title is None:
+                    self.title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
+                continue
             if self.header is None:
                 self.header = {}
                 self.version = None
                 self.reader.problem(ProblemKind.unsupported, lineno, "no session header before the first entry")
-            label = kind
-            if kind == "message":
-                msg = rec.get("message")
-                role = msg.get("role") if type(msg) is dict else None
-                label = f"message/{role}"
+            label, category = pi_label(rec)
             by_type[label] = by_type.get(label, 0) + 1
             node = self._node(rec, lineno)
             if node is None:
@@ -98,7 +101,7 @@ class _PiParser:
                     text=nz.clean_text(nz.blocks_text(rec.get("content")), nz.TEXT_CHARS, self.redact),
                     timestamp=nz.parse_time(ts), source=self._ref(lineno),
                 ))
-            elif kind in METADATA_TYPES:
+            elif category == METADATA:
                 acc.metadata += 1
                 if kind == "session_info" and type(rec.get("name")) is str:
                     self.title = nz.clean_text(rec["name"], nz.TEXT_CHARS, self.redact)
