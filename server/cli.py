@@ -229,15 +229,20 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    from core.kitsoki.config import CONFIG_FILE, ConfigError, MiningConfig, find_workspace, load_config
+    from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace, load_config
     from core.mining.passes import MineResult, run_pass
     from core.mining.service import record_pass, trace_path
     from core.trace import Trace, TraceBusyError
 
     console = Console(file=err)
-    workspace = args.repo or find_workspace(Path.cwd()) or Path.cwd()
+    workspace = args.repo or find_workspace(Path.cwd())
+    if workspace is None or not (Path(workspace) / CONFIG_FILE).exists():
+        # like `proposals` and `accept`: mining writes .artifacts/mining/ into the workspace, never a stray folder
+        err.write(f"no {CONFIG_FILE} in {workspace or Path.cwd()}{'' if workspace else ' or above'}: "
+                  "pass --repo with a kitsoki workspace\n")
+        return 2
     try:
-        config = load_config(workspace).mining if (workspace / CONFIG_FILE).exists() else MiningConfig()
+        config = load_config(workspace).mining
     except ConfigError as exc:
         err.write(f"{exc}\n")  # plain: a file:line:col must stay on one line for editors to link it
         return 2

@@ -437,11 +437,12 @@ def _between(text: str, start: str, end: str) -> str:
 
 
 def _turn_key(turn: Turn) -> tuple:
-    return turn.kind, turn.text, tuple(c.id for c in turn.tool_calls)
+    # not the kind: in a sidechain file a replayed prompt reads as the parent agent's
+    return turn.text, tuple(c.id for c in turn.tool_calls)
 
 
 def _without_copies(turns: list[Turn], trunk: list[Turn]) -> tuple[list[Turn], int]:
-    """`turns` minus those repeating a trunk turn (same uuid, or same kind, text and tool call ids)."""
+    """`turns` minus those repeating a trunk turn (same uuid, or same text and tool call ids)."""
     ids = {t.id for t in trunk if t.id}
     keys = {_turn_key(t) for t in trunk}
     kept = [t for t in turns if not ((t.id and t.id in ids) or _turn_key(t) in keys)]
