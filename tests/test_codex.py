@@ -179,3 +179,16 @@ def test_learnings_and_prepared_runs_take_codex_sessions(tmp_path):
     done = subprocess.run([sys.executable, "-m", "server.cli", "evolve", "analyze", "--repo", str(tmp_path),
                            "--transcripts", str(history), "--json"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_secret_in_one_word_of_an_argv_is_redacted_before_the_words_are_joined(tmp_path):
+    """shlex quoting `api_key = 'x'` as one word would hide the assignment from redaction."""
+    path = _rollout(tmp_path, "2026-03-06", "0199a000-0000-7000-8000-0000000000ab", "/home/dev/app", "configure it")
+    secret = "i2^g^*!UQXIiHq"
+    with open(path, "ab") as fh:
+        fh.write(orjson.dumps({"timestamp": "2026-03-06T10:00:02Z", "type": "response_item", "payload": {
+            "type": "local_shell_call", "call_id": "l1", "status": "completed",
+            "action": {"type": "exec", "command": ["./set.sh", f"api_key = '{secret}'"]}}}) + b"\n")
+    [call] = read_codex_session(path).tool_calls()
+    assert secret not in orjson.dumps(call.input).decode()
+    assert call.input["command"].startswith("./set.sh 'api_key = ")

@@ -194,7 +194,7 @@ class _CodexParser:
                     args = {"arguments": args}
             args = dict(args) if type(args) is dict else {"arguments": args}
             if "command" in args and type(args["command"]) is list:
-                args["argv"], args["command"] = args["command"], shell_text(args["command"])
+                args["argv"] = args.pop("command")
         elif kind == "custom_tool_call":
             name = _str(item.get("name")) or "?"
             text = _str(item.get("input"))
@@ -206,15 +206,19 @@ class _CodexParser:
         elif kind == "local_shell_call":
             name = "local_shell"
             action = item.get("action") if type(item.get("action")) is dict else {}
-            args = {"command": shell_text(action.get("command")), "argv": action.get("command")}
+            args = {"argv": action.get("command")}
             if type(action.get("working_directory")) is str:
                 args["workdir"] = action["working_directory"]
         else:  # web_search_call: answered inline, no output item
             name = "web_search"
             action = item.get("action") if type(item.get("action")) is dict else {}
             args = {k: v for k, v in action.items() if k in ("query", "url", "pattern", "type")}
-        call = ToolCall(id=nz.clean_id(call_id, self.redact), name=self.names[name],
-                        input=nz.clean_input(args, self.redact), source=self._ref(lineno))
+        args = nz.clean_input(args, self.redact)
+        if "argv" in args:
+            # joined from the redacted words: quoting a word first would hide a secret's context
+            args = {"command": shell_text(args["argv"]), **args}
+        call = ToolCall(id=nz.clean_id(call_id, self.redact), name=self.names[name], input=args,
+                        source=self._ref(lineno))
         if kind == "web_search_call":
             status = item.get("status")
             call.result = ToolResult(is_error=status == "failed", source=self._ref(lineno))

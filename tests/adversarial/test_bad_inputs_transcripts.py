@@ -56,6 +56,8 @@ def _prompt_record(fmt, text):
     if fmt == "claude":
         rec["uuid"] = "ffffffff-0000-4000-8000-0000000000ff"
         rec["message"]["content"] = text
+    elif fmt == "codex":
+        rec["payload"]["message"] = text
     else:
         rec["id"], rec["parentId"] = "ffffff01", "a0000010"  # continues the active branch
         rec["message"]["content"] = [{"type": "text", "text": text}]
@@ -63,6 +65,8 @@ def _prompt_record(fmt, text):
 
 
 def _is_prompt(fmt, rec):
+    if fmt == "codex":
+        return rec.get("type") == "event_msg" and rec["payload"].get("type") == "user_message"
     if fmt == "claude":
         return rec.get("type") == "user" and isinstance(rec.get("message", {}).get("content"), str)
     return rec.get("type") == "message" and rec["message"].get("role") == "user"
@@ -90,6 +94,11 @@ def _deep_tool_input(fmt, depth):
                 if block.get("type") == "toolCall":
                     block["arguments"]["nested"] = DEEP
                     return orjson.dumps(rec).replace(f'"{DEEP}"'.encode(), _nested_list(depth))
+        if fmt == "codex" and rec.get("type") == "response_item" and rec["payload"].get("type") == "function_call":
+            # arguments is a JSON string: a deep value in it is parsed by the reader, after orjson's line parse
+            rec["payload"]["arguments"] = DEEP
+            return orjson.dumps(rec).replace(f'"{DEEP}"'.encode(),
+                                             orjson.dumps(b'{"command":"ls","deep":'.decode() + _nested_dict(depth).decode() + "}"))
         return None
     return change
 
@@ -106,6 +115,10 @@ def _deep_result(fmt, depth):
         if fmt == "pi" and rec.get("type") == "message" and rec["message"].get("role") == "toolResult":
             rec["message"]["details"] = DEEP
             return orjson.dumps(rec).replace(f'"{DEEP}"'.encode(), _nested_dict(depth * 2))
+        if fmt == "codex" and rec.get("type") == "response_item" and rec["payload"].get("type") == "function_call_output":
+            rec["payload"]["output"] = DEEP
+            nest = b'[{"type":"input_text","text":"x","more":' * depth + b"1" + b"}]" * depth
+            return orjson.dumps(rec).replace(f'"{DEEP}"'.encode(), nest)
         return None
     return change
 

@@ -25,10 +25,13 @@ CONTENT = [(fmt, "content", kind) for fmt in W.FORMATS for kind in W.KINDS]
 STRUCTURAL = [(fmt, "field", key) for fmt in W.FORMATS for key in W.structural_keys(W.world(fmt))]
 
 
-def _check(tmp_path, files, planted, *, proposes=True):
+def _check(tmp_path, files, planted, *, proposes: bool | str = True):
     transcripts = W.write_world(files, tmp_path / "transcripts")
     answers = W.run_everything(tmp_path, transcripts)
-    if proposes:  # the planted text went all the way to a staged draft and the server's cards
+    stored = [text for name, text in answers.items() if ".episodes." in name]
+    if proposes:  # the planted text went all the way to the episode store (and, below, to a proposal)
+        assert stored and any("[REDACTED:" in text for text in stored), "no redacted text reached the store"
+    if proposes == "draft":  # ... and to a staged draft and the server's cards
         assert any(k.startswith("server proposal ") for k in answers), "the history raised no proposal"
     leaks = []
     for secret, (rel, path) in planted.items():
@@ -43,7 +46,9 @@ def test_a_secret_in_every_content_field_never_leaves(tmp_path, fmt, how, kind):
     files = W.world(fmt)
     planted = W.plant_content(files, kind, seed=len(kind))
     assert len(planted) >= 50  # every field of the format, not a sample
-    _check(tmp_path, files, planted)
+    # A Codex rollout planted everywhere (tool names, argv, arguments) can leave no action two sessions
+    # share, so no recipe: there the store is what is searched beyond the answers.
+    _check(tmp_path, files, planted, proposes="draft" if fmt != "codex" else True)
 
 
 @pytest.mark.parametrize("fmt,how,key", adversarial_cases(STRUCTURAL, fast=3), ids=lambda v: str(v))

@@ -179,10 +179,65 @@ def _pi(sid: str, day: str, cwd: str) -> dict[str, object]:
     return {f"pi/{name}/{day}T11-00-00-000Z_{sid}.jsonl": records}
 
 
-FORMATS: dict[str, Callable[[str, str, str], dict[str, object]]] = {"claude": _claude, "pi": _pi}
+def _codex(sid: str, day: str, cwd: str) -> dict[str, object]:
+    """One Codex CLI rollout: session meta, turn context, prompts (item and event), every tool call
+    kind with its output, reasoning, an interrupt, a compaction."""
+    n = iter(range(60))
+
+    def line(kind, payload):
+        return {"timestamp": f"{day}T12:00:{next(n):02d}.000Z", "type": kind, "payload": payload}
+
+    def prompt_pair(text):
+        return [line("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}),
+                line("event_msg", {"type": "user_message", "message": text, "images": []})]
+
+    records = [
+        line("session_meta", {"id": sid, "session_id": sid, "timestamp": f"{day}T12:00:00.000Z", "cwd": cwd,
+                              "originator": "codex_cli_rs", "cli_version": "0.142.0", "source": "cli",
+                              "model_provider": "openai", "base_instructions": {"text": "You are Codex."},
+                              "git": {"commit_hash": "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "branch": "main",
+                                      "repository_url": "https://github.com/o/release-desk"}}),
+        line("turn_context", {"cwd": cwd, "approval_policy": "on-request", "sandbox_policy": {"type": "workspace-write"},
+                              "model": "gpt-5-codex", "summary": "auto"}),
+        line("response_item", {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "be careful"}]}),
+        line("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": f"<environment_context>\n<cwd>{cwd}</cwd>\n</environment_context>"}]}),
+        *prompt_pair(PROMPT),
+        line("event_msg", {"type": "task_started", "model_context_window": 272000}),
+        line("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": "checks first"}],
+                               "content": None, "encrypted_content": "gAAAA"}),
+        line("response_item", {"type": "function_call", "name": "shell", "call_id": "call_check",
+                               "arguments": orjson.dumps({"command": ["bash", "-lc", "make check"], "workdir": cwd}).decode()}),
+        line("response_item", {"type": "function_call_output", "call_id": "call_check",
+                               "output": orjson.dumps({"output": "ruff: all checks passed", "metadata": {"exit_code": 0}}).decode()}),
+        line("response_item", {"type": "custom_tool_call", "status": "completed", "call_id": "call_patch", "name": "apply_patch",
+                               "input": "*** Begin Patch\n*** Update File: scripts/deploy.sh\n@@\n-a\n+b\n*** End Patch\n"}),
+        line("response_item", {"type": "custom_tool_call_output", "call_id": "call_patch", "output": "Success. Updated scripts/deploy.sh"}),
+        line("event_msg", {"type": "patch_apply_end", "call_id": "call_patch", "stdout": "ok", "stderr": "", "success": True}),
+        line("response_item", {"type": "local_shell_call", "call_id": "call_deploy", "status": "completed",
+                               "action": {"type": "exec", "command": ["make", "deploy"], "working_directory": cwd,
+                                          "timeout_ms": None, "env": None, "user": None}}),
+        line("response_item", {"type": "function_call_output", "call_id": "call_deploy",
+                               "output": "Exit code: 0\nWall time: 2 seconds\nOutput:\nrollout: 3/3 pods ready"}),
+        line("response_item", {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "rollout status"}}),
+        line("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Deployed."}]}),
+        line("event_msg", {"type": "agent_message", "message": "Deployed."}),
+        line("event_msg", {"type": "token_count", "info": {"total_token_usage": {"input_tokens": 1}}, "rate_limits": None}),
+        line("event_msg", {"type": "task_complete", "last_agent_message": "Deployed."}),
+        *prompt_pair("and tag it"),
+        line("response_item", {"type": "function_call", "name": "shell_command", "call_id": "call_tag",
+                               "arguments": orjson.dumps({"command": "git tag v1"}).decode()}),
+        line("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+        line("compacted", {"message": "Checked, patched and deployed the build."}),
+    ]
+    return {f"codex/sessions/{day.replace('-', '/')}/rollout-{day}T12-00-00-{sid}.jsonl": records}
+
+
+FORMATS: dict[str, Callable[[str, str, str], dict[str, object]]] = {"claude": _claude, "pi": _pi, "codex": _codex}
 SESSION_IDS = {
     "claude": ["7f1c2a3b-0000-4000-8000-00000000c0de", "8e2d3b4c-0000-4000-8000-00000000c0df"],
     "pi": ["019e0000-0000-7000-8000-0000000000a1", "019e0000-0000-7000-8000-0000000000a2"],
+    "codex": ["0199b000-0000-7000-8000-0000000000b1", "0199b000-0000-7000-8000-0000000000b2"],
 }
 
 
@@ -211,6 +266,7 @@ STRUCTURAL = frozenset({
     "type", "role", "uuid", "parentUuid", "logicalParentUuid", "leafUuid", "sessionId", "id", "parentId",
     "tool_use_id", "toolCallId", "toolUseID", "parentToolUseID", "sourceToolUseID", "sourceToolAssistantUUID",
     "agentId", "toolUseId", "messageId", "targetId", "fromId", "firstKeptEntryId", "timestamp", "call_id",
+    "session_id",
 })
 """Keys whose values link records or say what a record is: planted by replacing every occurrence of a
 value consistently (so links still hold), one key per case."""
