@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sessions",
         help="list the transcript sessions found, with what each holds",
         description=(
-            "List transcript sessions. With --repo, the sessions Claude Code and Pi recorded for that "
+            "List transcript sessions. With --repo, the sessions Claude Code, Pi and Codex recorded for that "
             "repository; with --dir, every transcript under those folders; with neither, all history "
             "in the default locations, or the bundled example transcripts when there is none."
         ),
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--repo", type=_folder, help="repository whose sessions to find")
     sessions.add_argument("--dir", type=_folder, action="append", default=[], dest="dirs",
                           help="extra folder (or file) of transcripts; repeatable")
-    sessions.add_argument("--format", choices=["auto", "claude", "pi"], default="auto")
+    sessions.add_argument("--format", choices=["auto", "claude", "pi", "codex"], default="auto")
     sessions.add_argument("--since", type=_date, help="only sessions active on or after this date")
     sessions.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sessions.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
@@ -234,15 +234,20 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    from core.kitsoki.config import CONFIG_FILE, ConfigError, MiningConfig, find_workspace, load_config
+    from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace, load_config
     from core.mining.passes import MineResult, run_pass
     from core.mining.service import record_pass, trace_path
     from core.trace import Trace, TraceBusyError
 
     console = Console(file=err)
-    workspace = args.repo or find_workspace(Path.cwd()) or Path.cwd()
+    workspace = args.repo or find_workspace(Path.cwd())
+    if workspace is None or not (Path(workspace) / CONFIG_FILE).exists():
+        # like `proposals` and `accept`: mining writes .artifacts/mining/ into the workspace, never a stray folder
+        err.write(f"no {CONFIG_FILE} in {workspace or Path.cwd()}{'' if workspace else ' or above'}: "
+                  "pass --repo with a kitsoki workspace\n")
+        return 2
     try:
-        config = load_config(workspace).mining if (workspace / CONFIG_FILE).exists() else MiningConfig()
+        config = load_config(workspace).mining
     except ConfigError as exc:
         err.write(f"{exc}\n")  # plain: a file:line:col must stay on one line for editors to link it
         return 2

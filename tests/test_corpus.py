@@ -137,3 +137,23 @@ def test_pi_v1_is_migrated_in_memory(corpus):
     # 448 toolResult messages answer 448 of the 454 calls; the rest were cut off by aborts.
     assert sum(1 for c in calls if c.result is not None and not c.by_human) == 448
     assert s.accounting.lines_read == s.accounting.parsed == 1003
+
+
+def test_redaction_leaves_real_transcripts_alone(corpus):
+    """The real sessions hold no secret (their authors sanitized them), so every placeholder in what the
+    readers and the runs evidence produce from them would be a false positive: there are none, with
+    the bare-key and client-password rules on (8.5 MB: code, logs, base64 signatures, paths)."""
+    import re
+
+    import orjson
+
+    from core.runs.evidence import file_pieces
+    from core.transcripts.model import session_to_json
+
+    placeholder = re.compile(r".{0,40}\[REDACTED:[a-z\-]+\].{0,20}")
+    sessions = read_sessions(discover(None, [corpus]), workers=1)
+    found = placeholder.findall(orjson.dumps([session_to_json(s) for s in sessions]).decode())
+    for s in sessions:
+        for f in s.files:
+            found += [m for _, text in file_pieces(s.id, s.format, Path(f)) for m in placeholder.findall(text)]
+    assert found == []

@@ -4,6 +4,7 @@ test planting every kind of secret into random surrounding text."""
 
 from __future__ import annotations
 
+import random
 import re
 import string
 
@@ -117,6 +118,16 @@ CASES = [
     # prose and config files
     ("password", "my password: Tr0ub4dor&3horse, please use it", "Tr0ub4dor&3horse", ", please use it"),
     ("npm-token", f"//registry.npmjs.org/:_authToken={NPM}", NPM, "//registry.npmjs.org/:_authToken="),
+    # a password glued to (or right after) a database or remote-shell client's short flag
+    ("password", "mysql -uroot -pS3cr3tPw9 app < dump.sql", "S3cr3tPw9", "mysql -uroot -p"),
+    ("password", "mysqldump -u root -p'my pass 42' app > x.sql", "my pass 42", " app > x.sql"),
+    ("password", 'docker exec db mariadb -uroot -p"Rt9#x" -e "show databases"', "Rt9#x", '-e "show databases"'),
+    ("password", "sshpass -p Hunter22x ssh deploy@host", "Hunter22x", " ssh deploy@host"),
+    ("password", "redis-cli -h cache -a R3disPw77 ping", "R3disPw77", " ping"),
+    # a bare AWS secret access key: no key name beside it
+    ("aws-secret-key", f"the secret is {AWS_SECRET}, keep it safe", AWS_SECRET, ", keep it safe"),
+    ("aws-secret-key", f"{AWS_ID},{AWS_SECRET}\n", AWS_SECRET, ","),
+    ("aws-secret-key", f'{{"creds": ["{AWS_SECRET}"]}}', AWS_SECRET, '{"creds": ["'),
 ]
 
 
@@ -171,6 +182,17 @@ UNTOUCHED = [
     "git@github.com:org/repo.git https://github.com/org/repo",
     "a" * 6,
     "",
+    # client flags that carry no password
+    "mysql -u root -p app",
+    "docker exec db mysql -uroot -p$MYSQL_ROOT_PASSWORD app",
+    "mkdir -p /tmp/x && cp -a a b && gcc -pthread -pedantic x.c && ssh -p 2222 host",
+    "redis-cli -a $REDIS_PASSWORD ping",
+    # 40 characters of the base64 alphabet that are not a key
+    "git rev-parse HEAD -> 4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    "class 3CPythonOrderedDictWithSlotsCopyingTests(unittest.TestCase):",
+    "ls /home/alice/projects/kitsoki/stories/release/flows",
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
 ]
 
 
@@ -234,13 +256,14 @@ _EVERY_SEPARATOR = re.compile(r"[:=]")
 
 def reference(text: str) -> str:
     """Every rule applied everywhere, with no gate: what redact_text must always equal."""
-    for rules in (R._DASH_RULES, R._UNDERSCORE_RULES, R._A_RULES, R._B_RULES, R._URL_RULES):
+    text = R._client_passwords(R._apply(R._DASH_RULES, text))
+    for rules in (R._UNDERSCORE_RULES, R._A_RULES, R._B_RULES, R._URL_RULES):
         text = R._apply(rules, text)
     for _ in range(2):  # the ':' pass and the '=' pass
         m = _EVERY_SEPARATOR.search(text)
         if m is not None:
             text = R._redact_assignments(_EVERY_SEPARATOR, m, text)
-    return R._apply(R._J_RULES, text)
+    return R._apply(R._AWS_BARE_RULES, R._apply(R._J_RULES, text))
 
 
 @pytest.mark.parametrize("text", [c[1] for c in CASES] + UNTOUCHED)
@@ -289,6 +312,9 @@ _GITHUB = st.one_of(
     st.tuples(_s(ALNUM, 22), _s(ALNUM, 59)).map(lambda t: f"github_pat_{t[0]}_{t[1]}"),
 )
 _UPPER_DIGITS = string.ascii_uppercase + string.digits
+_RANDOM = random.Random(20260612)
+BARE_AWS_KEYS = ["".join(_RANDOM.choice(B64) for _ in range(40)) for _ in range(20000)]
+"""Random secret access keys, as AWS issues them (40 characters of the base64 alphabet)."""
 
 # kind -> (secret strategy, contexts it is planted in)
 PLANTS = {
@@ -365,6 +391,16 @@ PLANTS = {
     ),
 }
 
+PLANTS["aws-secret-key-bare"] = (
+    st.sampled_from([k for k in BARE_AWS_KEYS[:500] if R._aws_bare(R._AWS_BARE.match(k)) != k]),
+    ["{s}", "the new secret is {s}", "{s},eu-west-1", '"{s}"', "echo {s} | pbcopy"],
+)
+PLANTS["client-password"] = (
+    value,
+    ["mysql -uroot -p{s} app", "mysqldump -u root -p'{s}' app > dump.sql", "sshpass -p {s} ssh host",
+     "redis-cli -h cache -a {s} ping", "mariadb -p{s}"],
+)
+
 FRAGMENTS = [
     "def main():", "    return 0", "INFO 2026-01-02 12:00:01 listening on :8080", '{"id": 1, "name": "x"}',
     "password", "token", "Bearer", "key:", "=", "export", "--", "- item", "https://example.com/a?b=c",
@@ -403,3 +439,20 @@ def test_random_text_gates_and_idempotence(text):
     assert redact_text(out) == out
     if out == text:
         assert out is text
+
+
+def test_bare_aws_keys_are_caught_but_not_what_only_looks_like_one():
+    """Of random keys, at most 0.5% are regular enough (no digit, few class changes) to pass for an
+    identifier and be kept; hex digests, base32, paths and camel-case names are never taken."""
+    missed = sum(1 for k in BARE_AWS_KEYS if redact_text(f"key {k} here") == f"key {k} here")
+    assert missed / len(BARE_AWS_KEYS) < 0.005
+    rnd = random.Random(7)
+    hexes = ["".join(rnd.choice("0123456789abcdef") for _ in range(40)) for _ in range(200)]
+    base32 = ["".join(rnd.choice(string.ascii_uppercase + "234567") for _ in range(40)) for _ in range(200)]
+    names = ["src/components/Header/HeaderButton2Impls", "TestFiberForceLengthActiveDeGroote2016xy",
+             "home/dev/src/kitsoki/core/transcripts/a1"]
+    for text in hexes + base32 + names:
+        assert len(text) == 40 and redact_text(text) is text, text
+    # longer runs are blobs (an image, a certificate body), not keys
+    blob = "".join(rnd.choice(B64) for _ in range(400))
+    assert redact_text(blob) is blob

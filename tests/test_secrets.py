@@ -63,3 +63,41 @@ def test_redaction_can_be_turned_off_for_a_private_look(tmp_path):
     plant(tmp_path)
     [claude] = [s for s in read_sessions(discover(None, [tmp_path]), redact=False, workers=1) if s.format == "claude"]
     assert AWS in claude.human_prompts[0].text
+
+
+TITLES = {"ghp": GITHUB, "ant": ANTHROPIC, "slack": "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+          "pw": "password=" + PASSWORD}
+
+
+def test_session_titles_of_every_kind_are_redacted(tmp_path):
+    """custom-title, ai-title and an old summary (Claude), session_info (Pi): what `sessions` prints as title."""
+    a = uid()
+    for i, (kind, field) in enumerate((("custom-title", "customTitle"), ("ai-title", "aiTitle"), ("summary", "summary"))):
+        secret = list(TITLES.values())[i]
+        jsonl(tmp_path / "claude" / f"t-{i}.jsonl", [
+            prompt(a, None, "hello", session=f"t-{i}"), {"type": kind, field: f"fix deploy {secret}", "sessionId": f"t-{i}"}])
+    jsonl(tmp_path / "pi" / "p.jsonl", [pi_header(), pi_entry("e1", None, pi_user("hi")),
+                                        pi_entry("e2", "e1", type="session_info", name=f"deploy {TITLES['pw']}")])
+    done = subprocess.run([sys.executable, "-m", "server.cli", "sessions", "--dir", str(tmp_path), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    titles = [s["title"] for s in orjson.loads(done.stdout)["sessions"]]
+    assert len(titles) == 4 and all(t.startswith(("fix deploy [REDACTED:", "deploy password=[REDACTED:")) for t in titles)
+    for secret in (*TITLES.values(), PASSWORD):
+        assert secret not in done.stdout
+
+
+def test_ids_names_and_problem_details_are_redacted_too(tmp_path):
+    """A secret where an id, a tool name, a model or a record type goes, or in a line that is not JSON."""
+    a, b = uid(), uid()
+    jsonl(tmp_path / "s.jsonl", [
+        prompt(a, None, "deploy", cwd=f"/srv/{GITHUB}"),
+        tool_use(b, a, "m1", AWS, f"Bash {ANTHROPIC}", {"command": "ls"}),
+        {"type": GITHUB, "uuid": uid()},
+        f'{{"broken": "{GITHUB}" ,,}}',
+    ])
+    [s] = read_sessions(discover(None, [tmp_path]), workers=1)
+    dumped = orjson.dumps(session_to_json(s)).decode()
+    for secret in (GITHUB, AWS, ANTHROPIC):
+        assert secret not in dumped
+    assert s.problems[0].detail.startswith("not JSON:") and "[REDACTED:github-token]" in s.problems[0].detail

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from core.mining.signatures import EDIT_TOOLS, SHELL_TOOLS, command_head, relative_path
 from core.transcripts.model import Session, ToolCall
+from core.transcripts.redact import redact_value
 
 FRAGILE_SESSIONS = 3
 EDIT_FAIL_CYCLES = 2
@@ -316,6 +317,7 @@ def read_sessions_jsonl(path: Path) -> list[dict]:
             continue
         if not isinstance(rec, dict):
             continue
+        rec = redact_value(rec)  # its ids, file names and error classes end up in learnings
         for alias, key in SESSION_KEY_ALIASES.items():
             if alias in rec and key not in rec:
                 rec[key] = rec.pop(alias)

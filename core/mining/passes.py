@@ -32,7 +32,8 @@ from core.mining.watermark import (
     write_atomic,
 )
 from core.transcripts.claude import is_agent_session, read_claude_file
-from core.transcripts.discover import discover, first_field
+from core.transcripts.codex import is_agent_source, read_codex_session
+from core.transcripts.discover import codex_meta, discover, first_field
 from core.transcripts.ingest import parallel_map
 from core.transcripts.lines import sniff_format
 from core.transcripts.model import Session
@@ -89,6 +90,9 @@ def _stat(fmt: str, path: Path) -> _Candidate | None:
 
 
 def _agent_file(c: _Candidate) -> bool:
+    if c.format == "codex":
+        meta = codex_meta(c.path)
+        return is_agent_source(meta.get("source"), meta.get("originator"))
     if c.format != "claude":
         return False
     return is_agent_session(first_field(c.path, "entrypoint"), first_field(c.path, "promptSource"))
@@ -111,8 +115,8 @@ def mine_file(
     """Episodes of one transcript file, resuming from `mark` when the file only grew.
 
     Returns (path, new mark, bytes read, index of the first episode that changed)."""
-    if fmt == "pi":
-        session = read_pi_session(path)
+    if fmt in ("pi", "codex"):  # read whole: no resume from an offset for these formats (yet)
+        session = read_pi_session(path) if fmt == "pi" else read_codex_session(path)
         eps = list(episodes(session))
         new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=size,
                        line=session.accounting.lines_read, session=session.id, project=session.project,

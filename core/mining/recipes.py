@@ -30,6 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, PrivateAttr
 
 from core.mining.episodes import Action, Determinism, Episode
+from core.mining.signatures import SHELL_TOOLS
 
 RecipeKind = Literal["intent", "binding", "world", "gate", "stub-wire"]
 
@@ -146,7 +147,8 @@ _MERGE = re.compile(r"\bgh pr merge\b.*?--(squash|merge|rebase)\b")
 
 
 def _head(action: Action) -> str | None:
-    return action.signature.split(": ", 1)[1] if action.signature.startswith(("Bash: ", "bash: ")) else None
+    tool, _, head = action.signature.partition(": ")  # any shell: Bash, Pi's bash, Codex's shell, ...
+    return head if head and tool in SHELL_TOOLS else None
 
 
 _PROVIDER_FIRST_WORDS = frozenset(prefix.split()[0] for prefix, _, _ in _PROVIDERS)

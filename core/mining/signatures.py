@@ -28,10 +28,13 @@ _WRAPPERS = frozenset({"sudo", "time", "nohup", "env", "exec", "command", "npx",
 _SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\|(?!\|)|\n)\s*")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
-FILE_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "Read", "Update", "edit", "write", "read"})
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "Update", "edit", "write"})
-SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "BashOutput"})
-QUESTION_TOOLS = frozenset({"AskUserQuestion", "ask_user", "askUserQuestion"})
+FILE_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "Read", "Update", "edit", "write", "read",
+                        "apply_patch"})
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "Update", "edit", "write", "apply_patch"})
+# Codex: shell (argv joined by its reader), shell_command, exec_command, local_shell, container.exec
+SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "BashOutput", "shell_command", "exec_command", "local_shell",
+                         "container.exec"})
+QUESTION_TOOLS = frozenset({"AskUserQuestion", "ask_user", "askUserQuestion", "request_user_input"})
 PLAN_TOOLS = frozenset({"ExitPlanMode"})
 
 

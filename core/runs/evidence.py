@@ -30,7 +30,10 @@ class _AllProblems(LineReader):
 
 
 def _json(value) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:  # nested past what orjson writes (255 levels), though it parsed
+        return "[a value nested too deeply to show]"
 
 
 def _blocks(content) -> list[str]:
@@ -85,6 +88,8 @@ def render(fmt: str, rec: dict) -> tuple[str | None, str]:
         if kind == "summary" and rec.get("summary"):
             return f"summary:\n{rec['summary']}", kind
         return None, f"metadata:{kind}"
+    if fmt == "codex":
+        return _render_codex(rec, head)
     if kind == "message" and isinstance(rec.get("message"), dict):
         msg = rec["message"]
         role = msg.get("role")
@@ -100,6 +105,54 @@ def render(fmt: str, rec: dict) -> tuple[str | None, str]:
     if kind == "custom_message" and rec.get("content"):
         return f"{head}note ({rec.get('customType')}):\n" + "\n".join(_blocks(rec.get("content"))), kind
     return None, f"metadata:{kind}"
+
+
+def _render_codex(rec: dict, head: str) -> tuple[str | None, str]:
+    """A Codex rollout line: the response items (what went to and came from the model) and the
+    compactions are evidence; events repeat them (user_message, agent_message) or are bookkeeping."""
+    kind = rec.get("type")
+    p = rec.get("payload") if isinstance(rec.get("payload"), dict) else {}
+    inner = p.get("type")
+    if kind == "response_item":
+        if inner == "message":
+            return f"{head}{p.get('role')}:\n" + "\n".join(_codex_blocks(p.get("content"))), kind
+        if inner == "function_call":
+            return f"{head}[tool call {p.get('name')} id={p.get('call_id')}] {p.get('arguments')}", kind
+        if inner == "custom_tool_call":
+            return f"{head}[tool call {p.get('name')} id={p.get('call_id')}]\n{p.get('input')}", kind
+        if inner == "local_shell_call":
+            action = p.get("action") if isinstance(p.get("action"), dict) else {}
+            return f"{head}[tool call local_shell id={p.get('call_id')}] {_json(action.get('command'))}", kind
+        if inner in ("function_call_output", "custom_tool_call_output"):
+            out = p.get("output")
+            text = out if isinstance(out, str) else "\n".join(_codex_blocks(out)) if isinstance(out, list) else _json(out)
+            return f"{head}[tool result for {p.get('call_id')}]\n{text}", kind
+        if inner == "reasoning":
+            summary = [s.get("text", "") for s in p.get("summary") or [] if isinstance(s, dict)]
+            return (f"{head}[thinking]\n" + "\n".join(map(str, summary)), kind) if any(summary) else (None, "metadata:reasoning")
+        if inner == "web_search_call":
+            return f"{head}[web search] {_json(p.get('action'))}", kind
+        return None, f"metadata:response_item/{inner}"
+    if kind == "compacted" and p.get("message"):
+        return f"{head}compaction:\n{p['message']}", kind
+    if kind == "event_msg" and inner == "turn_aborted":
+        return f"{head}[turn aborted: {p.get('reason')}]", kind
+    return None, f"metadata:{kind}" + (f"/{inner}" if kind == "event_msg" else "")
+
+
+def _codex_blocks(content) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    out = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        if isinstance(block.get("text"), str):
+            out.append(block["text"])
+        elif block.get("type") in ("input_image", "image"):
+            url = block.get("image_url") or ""
+            out.append(f"[image: {len(url)} characters of data not shown]")
+    return out
 
 
 def _omit(omitted: list[Omission], line: int, reason: str) -> None:
@@ -121,7 +174,7 @@ def file_pieces(session: str, fmt: str, path: Path, *, redact: bool = True, acco
         expected = lineno + 1
         text, kind = render(fmt, rec)
         if text is None:
-            _omit(account.omitted, lineno, kind)
+            _omit(account.omitted, lineno, redact_text(kind) if redact else kind)  # kind names the record's type
             continue
         account.evidence_records += 1
         yield lineno, (redact_text(text) if redact else text) + "\n"

@@ -16,7 +16,8 @@ from pathlib import Path
 import orjson
 
 from core.runs.model import ProjectEntry, ProjectsPage, SessionIdentity
-from core.transcripts.discover import SessionFiles, discover, first_field
+from core.transcripts.discover import SessionFiles, codex_meta, discover, first_field
+from core.transcripts.normalize import clean_id
 from core.transcripts.pi import CURRENT_VERSION as PI_VERSION
 
 _TAIL = 256 * 1024
@@ -91,6 +92,13 @@ def identify(unit: SessionFiles) -> SessionIdentity | None:
         sid = head.get("id") if isinstance(head.get("id"), str) else unit.trunk.stem
         started = parse_instant(head.get("timestamp"))
         version_text = str(version) if version is not None else None
+    elif unit.format == "codex":
+        meta = codex_meta(unit.trunk)
+        project = meta.get("cwd")
+        sid = next((v for v in (meta.get("id"), meta.get("session_id")) if isinstance(v, str) and v), unit.trunk.stem)
+        started = parse_instant(meta.get("timestamp"))
+        version_text = meta.get("cli_version") if isinstance(meta.get("cli_version"), str) else None
+        supported = bool(meta)
     else:
         first = unit.trunk or paths[0]
         project = first_field(first, "cwd")
@@ -100,10 +108,11 @@ def identify(unit: SessionFiles) -> SessionIdentity | None:
         supported = project is not None
     if not isinstance(project, str) or not project:
         return None
+    # read straight from the records: redacted like everything else that leaves a reader
     return SessionIdentity(
-        id=sid, format=unit.format, project=os.path.normpath(project), started_at=started,
-        ended_at=max(ends) if ends else started, files=[str(p) for p in paths], bytes=unit.size,
-        version=version_text, supported=supported,
+        id=clean_id(sid, True), format=unit.format, project=os.path.normpath(clean_id(project, True)),
+        started_at=started, ended_at=max(ends) if ends else started, files=[str(p) for p in paths],
+        bytes=unit.size, version=clean_id(version_text, True), supported=supported,
     )
 
 

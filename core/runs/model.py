@@ -23,7 +23,7 @@ class SessionIdentity(_Model):
     """What a session is known by at confirmation: checked again before preparation reads it."""
 
     id: str
-    format: Literal["claude", "pi"]
+    format: Literal["claude", "pi", "codex"]
     project: str
     started_at: datetime | None = None
     ended_at: datetime | None = None

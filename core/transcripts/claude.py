@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 
 from core.transcripts import normalize as nz
+from core.transcripts.accounting import CLAUDE_CONVERSATION, CLAUDE_METADATA
 from core.transcripts.lines import LineReader
 from core.transcripts.model import (
     LineAccounting,
@@ -28,14 +29,7 @@ from core.transcripts.model import (
 )
 from core.transcripts.tree import conversation_order
 
-METADATA_TYPES = frozenset(
-    {
-        "summary", "ai-title", "custom-title", "last-prompt", "permission-mode",
-        "file-history-snapshot", "progress", "queue-operation", "attachment", "agent-name",
-        "agent-setting", "mode", "pr-link", "frame-link", "worktree-state", "bridge-session", "tag",
-    }
-)
-"""Records that are about the session, not part of the conversation (counted, kept out)."""
+METADATA_TYPES = CLAUDE_METADATA  # records about the session (core/transcripts/accounting.py)
 
 _WRAPPER_REASONS = (
     ("<command-name>", "command"),
@@ -52,9 +46,13 @@ _WRAPPER_REASONS = (
 )
 
 
+PERSON_ENTRYPOINTS = frozenset({"cli", "claude-desktop"})
+"""Entrypoints where a person types (the terminal, the desktop app); older builds write none."""
+
+
 def is_agent_session(entrypoint: str | None, prompt_source: str | None) -> bool:
-    """Started by a program (SDK, IDE bridge) rather than a person at the CLI (prep.py's rule)."""
-    return (entrypoint is not None and entrypoint != "cli") or prompt_source == "sdk"
+    """Started by a program (SDK, IDE bridge) rather than a person (prep.py's rule, plus the desktop app)."""
+    return (entrypoint is not None and entrypoint not in PERSON_ENTRYPOINTS) or prompt_source == "sdk"
 
 
 def subagent_kind(path: Path) -> SubagentKind:
@@ -63,6 +61,10 @@ def subagent_kind(path: Path) -> SubagentKind:
         return SubagentKind.compaction
     if name.startswith("agent-aprompt_suggestion"):
         return SubagentKind.prompt_suggestion
+    if name.startswith(("agent-aside_question", "agent-aaside_question")):
+        return SubagentKind.aside_question
+    if "workflows" in path.parts[-4:-1]:
+        return SubagentKind.workflow
     if name.startswith("agent-"):
         return SubagentKind.task
     return SubagentKind.other
@@ -100,6 +102,8 @@ class ClaudeFile:
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
     session_id: str | None = None
+    session_ids: list[str] = field(default_factory=list)
+    """Every sessionId in the file, in order: a continued session carries its predecessor's too."""
     agent_id: str | None = None
     cwd: str | None = None
     first_ts: str | None = None
@@ -141,6 +145,9 @@ class _FileParser:
         self.early_results: dict[str, tuple[ToolResult, str | None]] = {}
         self.assistant_by_msg: dict[str, Turn] = {}
         self.shell_pending: ToolCall | None = None
+        # Every string the reader hands on is redacted, ids and names too; fields with few distinct
+        # values go through a per-file memo, hex ids through clean_id's fast path.
+        self.names = nz.Cleaner(redact)
         self.reader = LineReader(path, start=start, first_line=first_line)
         self.out.accounting = self.reader.accounting
 
@@ -163,7 +170,7 @@ class _FileParser:
                 parent = anchor.get(parent, parent)
             else:
                 parent = None
-            if kind in ("user", "assistant", "system"):
+            if kind in CLAUDE_CONVERSATION:  # the same books as accounting.claude_label
                 self._envelope(rec)
                 if parent is None and kind == "system":
                     parent = rec.get("logicalParentUuid")  # compaction boundary keeps its place
@@ -198,14 +205,18 @@ class _FileParser:
     def _envelope(self, rec: dict) -> None:
         out = self.out
         out.first_ts, out.last_ts = nz.widen(out.first_ts, out.last_ts, rec.get("timestamp"))
+        sid = rec.get("sessionId")
+        if type(sid) is str and sid != out.session_id and sid not in out.session_ids:
+            out.session_ids.append(sid)  # a continued session: its predecessor's id, then its own
+        version = rec.get("version")
+        if type(version) is str:
+            out.version = version  # the newest writer of the file (it may change inside a file)
         if out.session_id is None:
-            sid = rec.get("sessionId")
             if type(sid) is str:
                 out.session_id = sid
             cwd = rec.get("cwd")
             if type(cwd) is str:
                 out.cwd = cwd
-            out.version = rec.get("version") if type(rec.get("version")) is str else None
             out.git_branch = rec.get("gitBranch") if type(rec.get("gitBranch")) is str else None
             agent = rec.get("agentId")
             if type(agent) is str:
@@ -221,10 +232,11 @@ class _FileParser:
         return SourceRef(file=self.file, line=lineno)
 
     def _turn(self, node, kind: TurnKind, rec: dict, lineno: int, **fields) -> Turn:
+        parent = self.parent_of.get(node)
         turn = Turn(
             kind=kind,
-            id=node if type(node) is str else None,
-            parent=self.parent_of.get(node),
+            id=nz.clean_id(node, self.redact) if type(node) is str else None,
+            parent=nz.clean_id(parent, self.redact) if type(parent) is str else None,
             timestamp=nz.parse_time(rec.get("timestamp")),
             sidechain=self.sidechain,
             source=self._ref(lineno),
@@ -285,6 +297,8 @@ class _FileParser:
                 output_chars=len(text),
                 source=self._ref(lineno),
             )
+            if agent:
+                agent = nz.clean_id(agent, self.redact)
             tool_id = block.get("tool_use_id")
             call = self.calls.get(tool_id) if type(tool_id) is str else None
             if call is not None:
@@ -304,7 +318,7 @@ class _FileParser:
             model = msg.get("model")
             turn = self._turn(
                 node, TurnKind.assistant, rec, lineno,
-                model=model if type(model) is str else None,
+                model=self.names[model] if type(model) is str else None,
                 reason="api-error" if rec.get("isApiErrorMessage") else None,
             )
             if type(msg_id) is str:
@@ -330,16 +344,17 @@ class _FileParser:
                     turn.text = nz.cut(f"{turn.text}\n{text}" if turn.text else text, nz.TEXT_CHARS)
             elif kind == "tool_use":
                 call_id = block.get("id")
+                call_id = call_id if type(call_id) is str else f"line:{lineno}"
                 name = block.get("name")
                 call = ToolCall(
-                    id=call_id if type(call_id) is str else f"line:{lineno}",
-                    name=name if type(name) is str else "?",
+                    id=nz.clean_id(call_id, self.redact),
+                    name=self.names[name] if type(name) is str else "?",
                     input=nz.clean_input(block.get("input"), self.redact),
                     source=self._ref(lineno),
                 )
                 turn.tool_calls.append(call)
-                self.calls[call.id] = call
-                early = self.early_results.pop(call.id, None)
+                self.calls[call_id] = call
+                early = self.early_results.pop(call_id, None)
                 if early is not None:
                     call.result, call.subagent = early[0], early[1] or call.subagent
 
@@ -349,17 +364,18 @@ class _FileParser:
         content = rec.get("content")
         text = content if type(content) is str else ""
         kind = TurnKind.compaction if subtype == "compact_boundary" else TurnKind.system
-        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact), reason=subtype)
+        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact),
+                   reason=self.names[subtype] if subtype else None)
 
     def _metadata(self, kind: str, rec: dict) -> None:
         if kind in ("ai-title", "custom-title"):
             title = rec.get("aiTitle") or rec.get("customTitle") or rec.get("title")
             if type(title) is str:
-                self.out.title = title
+                self.out.title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
         elif kind == "summary" and self.out.title is None:
             summary = rec.get("summary")
             if type(summary) is str:
-                self.out.title = summary
+                self.out.title = nz.clean_text(summary, nz.TEXT_CHARS, self.redact)
         elif kind == "progress":
             data = rec.get("data")
             if type(data) is dict and data.get("type") == "agent_progress":
@@ -380,7 +396,7 @@ class _FileParser:
                     seen.add(parent)
                     parent = anchor[parent]
                 parent_of[node] = parent
-                self.turn_at[node].parent = parent
+                self.turn_at[node].parent = nz.clean_id(parent, self.redact) if type(parent) is str else None
         order, dangling, breaks = conversation_order(parent_of)
         out.turns = [self.turn_at[n] for n in order]
         reader = self.reader
@@ -395,7 +411,17 @@ class _FileParser:
             reader.problem(ProblemKind.cycle, line, f"parent links loop back; {node} made a root")
         out.problems = reader.problems
         out.problem_count = reader.problem_count
-        out.orphan_results = {k: r for k, (r, _) in self.early_results.items()}
+        if self.out.path.stem in out.session_ids:
+            out.session_id = self.out.path.stem  # the file is named after the session it continues into
+        if self.redact:
+            out.session_ids = [nz.clean_id(s, True) for s in out.session_ids]
+            for name in ("session_id", "agent_id", "cwd", "version", "git_branch", "entrypoint", "prompt_source"):
+                value = getattr(out, name)
+                if value is not None:
+                    setattr(out, name, nz.clean_id(value, True))
+            out.agent_progress = {nz.clean_id(a, True): nz.clean_id(t, True) for a, t in out.agent_progress.items()}
+            out.accounting.by_type = nz.clean_keys(out.accounting.by_type)
+        out.orphan_results = {nz.clean_id(k, self.redact): r for k, (r, _) in self.early_results.items()}
         out.end_offset = reader.end_offset
         out.last_line = reader.first_line - 1 + reader.accounting.lines_read
         return out
@@ -408,6 +434,19 @@ def _between(text: str, start: str, end: str) -> str:
     i += len(start)
     j = text.find(end, i)
     return text[i:] if j < 0 else text[i:j]
+
+
+def _turn_key(turn: Turn) -> tuple:
+    # not the kind: in a sidechain file a replayed prompt reads as the parent agent's
+    return turn.text, tuple(c.id for c in turn.tool_calls)
+
+
+def _without_copies(turns: list[Turn], trunk: list[Turn]) -> tuple[list[Turn], int]:
+    """`turns` minus those repeating a trunk turn (same uuid, or same text and tool call ids)."""
+    ids = {t.id for t in trunk if t.id}
+    keys = {_turn_key(t) for t in trunk}
+    kept = [t for t in turns if not ((t.id and t.id in ids) or _turn_key(t) in keys)]
+    return kept, len(turns) - len(kept)
 
 
 def read_meta(path: Path) -> dict:
@@ -439,18 +478,27 @@ def read_claude_session(
     calls_by_id = {c.id: c for t in (main.turns if main else []) for c in t.tool_calls}
     for path, parsed in agents:
         meta = read_meta(path)
-        agent_id = parsed.agent_id or path.stem.removeprefix("agent-")
-        tool_use = meta.get("toolUseId") if type(meta.get("toolUseId")) is str else spawned_by.get(agent_id)
+        agent_id = parsed.agent_id or nz.clean_id(path.stem.removeprefix("agent-"), redact)
+        tool_use = meta.get("toolUseId")
+        tool_use = nz.clean_id(tool_use, redact) if type(tool_use) is str else spawned_by.get(agent_id)
+        agent_type = meta.get("agentType")
         if tool_use in calls_by_id and calls_by_id[tool_use].subagent is None:
             calls_by_id[tool_use].subagent = agent_id
+        kind = subagent_kind(path)
+        turns = parsed.turns
+        if kind is SubagentKind.aside_question and main is not None:
+            # A side question replays the whole parent conversation before its own question: the
+            # replayed turns are the trunk's work, counted there once.
+            turns, copied = _without_copies(turns, main.turns)
+            parsed.accounting.duplicates += copied
         subagents.append(
             Subagent(
                 agent_id=agent_id,
-                kind=subagent_kind(path),
+                kind=kind,
                 file=str(path),
                 tool_use_id=tool_use,
-                agent_type=meta.get("agentType") if type(meta.get("agentType")) is str else None,
-                turns=parsed.turns,
+                agent_type=nz.clean_id(agent_type, redact) if type(agent_type) is str else None,
+                turns=turns,
             )
         )
 
@@ -470,7 +518,7 @@ def read_claude_session(
     for f in files:
         models += [m for m in f.models if m not in models]
     return Session(
-        id=head.session_id or (trunk or head.path).stem,
+        id=head.session_id or nz.clean_id((trunk or head.path).stem, redact),
         format="claude",
         project=next((f.cwd for f in files if f.cwd), None),
         files=[str(f.path) for f in files],

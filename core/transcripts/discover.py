@@ -2,8 +2,12 @@
 
 Claude Code keeps `~/.claude/projects/<slug>/<sessionId>.jsonl` (also `~/.config/claude/projects`,
 or the comma-separated roots in CLAUDE_CONFIG_DIR); the slug replaces every character outside
-[A-Za-z0-9] with `-`, so it is lossy and each file's `cwd` confirms the match. Pi keeps
-`~/.pi/agent/sessions/--<path>--/` (or PI_CODING_AGENT_DIR). No history is an empty result.
+[A-Za-z0-9] with `-`, so it is lossy and each file's `cwd` confirms the match. A Windows repository
+(`C:\\...`) has its sessions under both `C--...` and `c--...` (the drive letter's case varies), and its
+path compares case-insensitively on the drive. Pi keeps `~/.pi/agent/sessions/--<path>--/` (or
+PI_CODING_AGENT_DIR). Codex CLI keeps `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl` and
+`~/.codex/archived_sessions/` (or under CODEX_HOME), not by project: the `cwd` of each file's
+session_meta line says whose it is. No history is an empty result.
 """
 
 from __future__ import annotations
@@ -28,6 +32,60 @@ def claude_slug(project: str | Path) -> str:
 def pi_dirname(project: str | Path) -> str:
     text = re.sub(r"^[/\\]", "", str(project))
     return "--" + re.sub(r"[/\\:]", "-", text) + "--"
+
+
+_WINDOWS = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def same_project(cwd: str, repo: str | Path) -> bool:
+    """Whether a recorded `cwd` names `repo`: exact, except a Windows drive letter in any case."""
+    a, b = str(cwd), str(repo)
+    if _WINDOWS.match(a) and _WINDOWS.match(b):
+        return a[0].lower() == b[0].lower() and a[1:].replace("/", "\\").rstrip("\\") == b[1:].replace("/", "\\").rstrip("\\")
+    return Path(a) == Path(b)
+
+
+def repo_path(repo: str | Path) -> str | Path:
+    """The repository as given, resolved unless it is a Windows path (which this OS cannot resolve)."""
+    text = str(repo)
+    if _WINDOWS.match(text):
+        return text
+    return Path(repo).expanduser().resolve()
+
+
+def claude_slugs(repo: str | Path) -> list[str]:
+    slug = claude_slug(repo)
+    if _WINDOWS.match(str(repo)):
+        return list(dict.fromkeys([slug[0].upper() + slug[1:], slug[0].lower() + slug[1:]]))
+    return [slug]
+
+
+def codex_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
+    """Where Codex CLI writes rollouts: sessions/ and archived_sessions/ under CODEX_HOME or ~/.codex."""
+    configured = env.get("CODEX_HOME", "").strip()
+    base = Path(configured).expanduser() if configured else home / ".codex"
+    return [base / "sessions", base / "archived_sessions"]
+
+
+def codex_meta(path: Path) -> dict:
+    """The payload of a rollout's session_meta line (the first lines), {} when there is none."""
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(5):
+                raw = fh.readline(8 * 1024 * 1024)
+                if not raw:
+                    break
+                if b'"session_meta"' not in raw:
+                    continue
+                try:
+                    rec = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if type(rec) is dict and rec.get("type") == "session_meta" and type(rec.get("payload")) is dict:
+                    return rec["payload"]
+    except OSError:
+        return {}
+    return {}
 
 
 def claude_roots(home: Path, env: Mapping[str, str]) -> list[Path]:
@@ -126,12 +184,19 @@ def group_sessions(
             kind = "claude"  # only Claude Code writes subagent files; no need to open them
         else:
             kind = (known and known.get(str(path))) or sniff_format(path) or "claude"
-        if kind == "pi":
-            pi.append(SessionFiles("pi", path))
+        if kind in ("pi", "codex"):
+            pi.append(SessionFiles(kind, path))
+        elif path.parent.name == "tool-results":
+            continue  # a tool result Claude Code spilled beside the transcript, not a transcript
         elif path.parent.name == "subagents":
             if path.name.startswith("agent-"):
                 nested.append((path, path.parent.parent.with_suffix(".jsonl")))
-            # other files under subagents/ (workflow journals) are not transcripts
+            # other files under subagents/ are not transcripts
+        elif len(path.parts) > 4 and path.parts[-3] == "workflows" and path.parts[-4] == "subagents":
+            # <sid>/subagents/workflows/<run>/agent-*.jsonl: a workflow's agents belong to <sid>;
+            # the run's journal.jsonl is the workflow's own log, not a transcript
+            if path.name.startswith("agent-"):
+                nested.append((path, path.parents[3].with_suffix(".jsonl")))
         elif path.parent.parent.name == "subagents" or "workflows" in path.parts[-4:-1]:
             continue
         elif path.name.startswith("agent-"):
@@ -171,25 +236,35 @@ def discover(
     files: list[Path] = []
     dirs = [Path(d) for d in dirs]
     if repo is not None:
-        repo = Path(repo).expanduser().resolve()
+        repo = repo_path(repo)
         if fmt in ("auto", "claude"):
             for root in claude_roots(home, env):
-                for path in _jsonl_files(root / claude_slug(repo)):
-                    # The slug is lossy (`a_b` and `a-b` share one): the records' cwd decides.
-                    cwd = first_field(path, "cwd")
-                    if cwd is None or Path(cwd) == repo:
-                        files.append(path)
+                for slug in claude_slugs(repo):
+                    for path in _jsonl_files(root / slug):
+                        # The slug is lossy (`a_b` and `a-b` share one): the records' cwd decides.
+                        cwd = first_field(path, "cwd")
+                        if cwd is None or same_project(cwd, repo):
+                            files.append(path)
         if fmt in ("auto", "pi"):
             for path in _jsonl_files(pi_root(home, env) / pi_dirname(repo)):
                 cwd = first_field(path, "cwd")
-                if cwd is None or Path(cwd) == repo:
+                if cwd is None or same_project(cwd, repo):
                     files.append(path)
+        if fmt in ("auto", "codex"):
+            for root in codex_roots(home, env):
+                for path in _jsonl_files(root):
+                    cwd = codex_meta(path).get("cwd")
+                    if type(cwd) is str and same_project(cwd, repo):
+                        files.append(path)
     elif not dirs:
         if fmt in ("auto", "claude"):
             for root in claude_roots(home, env):
                 files += _jsonl_files(root)
         if fmt in ("auto", "pi"):
             files += _jsonl_files(pi_root(home, env))
+        if fmt in ("auto", "codex"):
+            for root in codex_roots(home, env):
+                files += [p for p in _jsonl_files(root) if p.name.startswith("rollout-")]
     for folder in dirs:
         # Resolve the folder once (not every file in it) so the same history reached two ways
         # (a symlinked root, a relative and an absolute path) is read once.

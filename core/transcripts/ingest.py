@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pydantic import BaseModel
 
 from core.transcripts.claude import read_claude_session
+from core.transcripts.codex import read_codex_session
 from core.transcripts.discover import SessionFiles
 from core.transcripts.model import Session, TurnKind
 from core.transcripts.pi import read_pi_session
@@ -30,6 +31,8 @@ Progress = Callable[[int, int], None]
 def read_session(files: SessionFiles, *, redact: bool = True) -> Session:
     if files.format == "pi":
         return read_pi_session(files.trunk, redact=redact)
+    if files.format == "codex":
+        return read_codex_session(files.trunk, redact=redact)
     return read_claude_session(files.trunk, files.subagents, redact=redact)
 
 

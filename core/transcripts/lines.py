@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from core.transcripts.model import LineAccounting, Problem, ProblemKind
+from core.transcripts.redact import redact_text
 
 MAX_LINE_BYTES = 32 * 1024 * 1024
 """Lines longer than this are skipped (counted, with file and line). Real lines with big tool
@@ -50,7 +51,8 @@ class LineReader:
     def problem(self, kind: ProblemKind, line: int, detail: str = "") -> None:
         self.problem_count += 1
         if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(Problem(kind=kind, file=str(self.path), line=line, detail=detail))
+            # a detail quotes the line or an id from it: redacted like anything else that leaves a reader
+            self.problems.append(Problem(kind=kind, file=str(self.path), line=line, detail=redact_text(detail)))
 
     def __iter__(self) -> Iterator[tuple[int, dict]]:
         # Counters are plain locals on this hot path (a pydantic attribute write per line costs
@@ -122,7 +124,7 @@ class LineReader:
         except UnicodeDecodeError:
             text = raw.decode("utf-8", errors="replace")
             bad_utf8 = True
-        objects = _decode_glued(text)
+        objects, why = _decode_glued(text)
         if objects and all(type(o) is dict for o in objects):
             self._recovered += 1
             if bad_utf8:
@@ -133,12 +135,15 @@ class LineReader:
                 yield lineno, obj
             return
         self._bad += 1
-        if torn:
+        if why:
+            self.problem(ProblemKind.malformed, lineno, why)
+        elif torn:
             self.problem(ProblemKind.torn_tail, lineno, "last line is incomplete (file still being written?)")
         elif bad_utf8 and text.count("\ufffd") * 4 > len(text):
             self.problem(ProblemKind.malformed, lineno, "binary data, not JSON")
         else:
-            self.problem(ProblemKind.malformed, lineno, f"not JSON: {text[:60]!r}")
+            head = text[:60] + ("…" if len(text) > 60 else "")  # "…" lets redaction see a token was cut
+            self.problem(ProblemKind.malformed, lineno, f"not JSON: {head!r}")
 
 
 def _split_lines(fh, limit: int) -> Iterator[tuple[list, bytes | int | None]]:
@@ -191,24 +196,38 @@ def _split_lines(fh, limit: int) -> Iterator[tuple[list, bytes | int | None]]:
                 parts = [last]
 
 
-def _decode_glued(text: str) -> list:
-    """Decode one or more JSON values written back to back on one line; [] if any part fails."""
+def _decode_glued(text: str) -> tuple[list, str]:
+    """Decode one or more JSON values written back to back on one line: (values, "") or, when any
+    part fails, ([], why) where why is "" for plain bad JSON.
+
+    orjson refused this line, so what json's decoder accepts beyond it is refused here too: nesting
+    past orjson's depth (json's decoder recurses and would raise RecursionError) and a lone surrogate
+    escape such as "\\ud800" (not a character: no UTF-8 file or store could hold it)."""
     out = []
     pos, end = 0, len(text)
     while True:
         while pos < end and text[pos] in " \t\r\n":
             pos += 1
         if pos >= end:
-            return out
+            break
         try:
             obj, pos = _decoder.raw_decode(text, pos)
+        except RecursionError:
+            return [], "nested too deeply to read"
         except ValueError:
-            return []
+            return [], ""
         out.append(obj)
+    try:
+        orjson.dumps(out)
+    except orjson.JSONEncodeError as e:  # a lone surrogate, or nesting orjson cannot write back
+        reason = "a lone surrogate escape (not text)" if "surrogate" in str(e) else "nested too deeply to keep"
+        return [], reason
+    return out, ""
 
 
 def sniff_format(path: Path) -> str | None:
-    """'pi' when the first parseable record is a Pi session header, 'claude' for other records."""
+    """'pi' when the first parseable record is a Pi session header, 'codex' for a Codex rollout line
+    ({timestamp, type, payload}), 'claude' for other records."""
     try:
         with open(path, "rb") as fh:
             for _ in range(20):
@@ -219,9 +238,14 @@ def sniff_format(path: Path) -> str | None:
                     obj = orjson.loads(raw)
                 except orjson.JSONDecodeError:
                     continue
-                if type(obj) is not dict:
-                    continue
-                return "pi" if obj.get("type") == "session" else "claude"
+                if type(obj) is not dict or obj.get("type") == "title":
+                    continue  # a title line some tools write before a Pi header
+                kind = obj.get("type")
+                if kind == "session":
+                    return "pi"
+                if kind in ("session_meta", "response_item", "event_msg", "turn_context") and "payload" in obj:
+                    return "codex"
+                return "claude"
     except OSError:
         return None
     return None

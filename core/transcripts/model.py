@@ -15,7 +15,7 @@ from dataclasses import field
 from pydantic import ConfigDict, TypeAdapter
 from pydantic.dataclasses import dataclass
 
-Format = Literal["claude", "pi"]
+Format = Literal["claude", "pi", "codex"]
 
 # Slotted pydantic dataclasses, not BaseModel: a 300 MB transcript holds tens of thousands of
 # turns and tool calls, and a BaseModel instance (a __dict__ plus a fields-set per object) costs
@@ -155,6 +155,10 @@ class SubagentKind(str, Enum):
     task = "task"
     compaction = "compaction"
     prompt_suggestion = "prompt-suggestion"
+    aside_question = "aside-question"
+    """A side question (`/btw`): it copies the whole parent context before the question."""
+    workflow = "workflow"
+    """An agent of a workflow run (`subagents/workflows/<run>/agent-*.jsonl`)."""
     other = "other"
 
 
@@ -174,13 +178,15 @@ class Session:
     id: str
     format: Format
     format_version: int | None = None
-    """Pi session version as written (1, 2, 3); Claude: None."""
+    """Pi session version as written (1, 2, 3); Claude, Codex: None."""
     project: str | None = None
     """The true project path, from the records' `cwd`."""
     files: list[str] = field(default_factory=list)
     started_at: datetime | None = None
     ended_at: datetime | None = None
     entrypoint: str | None = None
+    """How the session was started: Claude's `entrypoint` (cli, claude-vscode, sdk-ts, ...), Codex's
+    `originator` (codex_cli_rs, codex-tui, codex_vscode, codex_exec, ...)."""
     agent_session: bool = False
     """Launched by a program (SDK, IDE bridge) rather than a person at the CLI."""
     tool_version: str | None = None

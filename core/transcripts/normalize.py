@@ -38,14 +38,25 @@ def clean_text(text: str, limit: int, redact: bool) -> str:
     return redact_text(text) if redact else text
 
 
-def trim_input(value, limit: int = INPUT_VALUE_CHARS):
-    """Cut long strings anywhere in a tool input, keeping its shape."""
+INPUT_DEPTH = 16
+"""Containers nested deeper than this in a tool input are replaced by a note: real inputs are a few
+levels deep, and a line nested a thousand levels (which orjson still parses) must not make every
+later step recurse that deep or fail to write it back out (orjson writes at most 255 levels)."""
+DEEPER = f"[nested deeper than {INPUT_DEPTH} levels: not kept]"
+
+
+def trim_input(value, limit: int = INPUT_VALUE_CHARS, depth: int = 0):
+    """Cut long strings anywhere in a tool input, keeping its shape down to INPUT_DEPTH levels."""
     if type(value) is str:
         return cut(value, limit)
     if type(value) is dict:
-        return {k: trim_input(v, limit) for k, v in value.items()}
+        if depth >= INPUT_DEPTH:
+            return DEEPER
+        return {k: trim_input(v, limit, depth + 1) for k, v in value.items()}
     if type(value) is list:
-        return [trim_input(v, limit) for v in value]
+        if depth >= INPUT_DEPTH:
+            return DEEPER
+        return [trim_input(v, limit, depth + 1) for v in value]
     return value
 
 
@@ -54,6 +65,42 @@ def clean_input(value, redact: bool) -> dict:
         value = {"value": value} if value is not None else {}
     value = trim_input(value)
     return redact_value(value) if redact else value
+
+
+_HEX_ID = "0123456789abcdef-"
+
+
+def clean_id(value: str | None, redact: bool) -> str | None:
+    """An id or other short field taken from a record, redacted like any text that leaves a reader.
+    Lowercase hex ids (uuids, Pi's entry ids) cannot hold anything redaction looks for: kept as they are
+    without a scan, since a reader meets one on every line."""
+    if not redact or value is None or not value.strip(_HEX_ID):
+        return value
+    return redact_text(value)
+
+
+class Cleaner(dict):
+    """Redaction of the few distinct values a field takes over a file (tool names, models, subtypes),
+    done once per value."""
+
+    def __init__(self, redact: bool) -> None:
+        super().__init__()
+        self.redact = redact
+
+    def __missing__(self, value: str) -> str:
+        out = redact_text(value) if self.redact else value
+        if len(self) < 4096:
+            self[value] = out
+        return out
+
+
+def clean_keys(counts: dict[str, int]) -> dict[str, int]:
+    """Counts keyed by a value read from records (record types): the keys redacted."""
+    out: dict[str, int] = {}
+    for key, n in counts.items():
+        key = clean_id(key, True)
+        out[key] = out.get(key, 0) + n
+    return out
 
 
 def exit_code_of(text: str) -> int | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.transcripts import normalize as nz
+from core.transcripts.accounting import METADATA, PI_METADATA, pi_label
 from core.transcripts.lines import LineReader
 from core.transcripts.model import (
     ProblemKind,
@@ -23,9 +24,7 @@ from core.transcripts.model import (
 from core.transcripts.tree import conversation_order, path_to_root
 
 CURRENT_VERSION = 3
-METADATA_TYPES = frozenset(
-    {"model_change", "thinking_level_change", "label", "session_info", "custom", "usage", "context_edit"}
-)
+METADATA_TYPES = PI_METADATA  # entries about the session (core/transcripts/accounting.py)
 
 
 def read_pi_session(path: Path, *, redact: bool = True) -> Session:
@@ -48,6 +47,7 @@ class _PiParser:
         self.first_ts: str | None = None
         self.last_ts: str | None = None
         self.last_id: str | None = None
+        self.names = nz.Cleaner(redact)  # tool names, models, custom types: few distinct values
 
     def run(self) -> Session:
         acc = self.reader.accounting
@@ -65,15 +65,19 @@ class _PiParser:
                                         f"session version {self.version} is newer than {CURRENT_VERSION}; read as v3")
                 acc.metadata += 1
                 continue
+            if self.header is None and kind == "title":
+                # some tools write {"type":"title",...} before pi's header: a title, not an entry
+                by_type["title"] = by_type.get("title", 0) + 1
+                acc.metadata += 1
+                title = rec.get("title") or rec.get("name") or rec.get("text")
+                if type(title) is str and self.title is None:
+                    self.title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
+                continue
             if self.header is None:
                 self.header = {}
                 self.version = None
                 self.reader.problem(ProblemKind.unsupported, lineno, "no session header before the first entry")
-            label = kind
-            if kind == "message":
-                msg = rec.get("message")
-                role = msg.get("role") if type(msg) is dict else None
-                label = f"message/{role}"
+            label, category = pi_label(rec)
             by_type[label] = by_type.get(label, 0) + 1
             node = self._node(rec, lineno)
             if node is None:
@@ -86,21 +90,21 @@ class _PiParser:
             elif kind in ("compaction", "branch_summary"):
                 summary = rec.get("summary")
                 self._add(node, Turn(
-                    kind=TurnKind.compaction, id=node, reason=kind,
+                    kind=TurnKind.compaction, id=self._id(node), reason=kind,
                     text=nz.clean_text(summary if type(summary) is str else "", nz.TEXT_CHARS, self.redact),
                     timestamp=nz.parse_time(ts), source=self._ref(lineno),
                 ))
             elif kind == "custom_message":
                 custom = rec.get("customType")
                 self._add(node, Turn(
-                    kind=TurnKind.injected, id=node, reason=f"custom:{custom}",
+                    kind=TurnKind.injected, id=self._id(node), reason=self.names[f"custom:{custom}"],
                     text=nz.clean_text(nz.blocks_text(rec.get("content")), nz.TEXT_CHARS, self.redact),
                     timestamp=nz.parse_time(ts), source=self._ref(lineno),
                 ))
-            elif kind in METADATA_TYPES:
+            elif category == METADATA:
                 acc.metadata += 1
                 if kind == "session_info" and type(rec.get("name")) is str:
-                    self.title = rec["name"]
+                    self.title = nz.clean_text(rec["name"], nz.TEXT_CHARS, self.redact)
                 elif kind == "model_change" and type(rec.get("modelId")) is str:
                     self._model(rec["modelId"])
             else:
@@ -121,14 +125,18 @@ class _PiParser:
         self.last_id = entry_id
         return entry_id
 
+    def _id(self, node: str | None) -> str | None:
+        return nz.clean_id(node, self.redact)
+
     def _ref(self, lineno: int) -> SourceRef:
         return SourceRef(file=self.file, line=lineno)
 
     def _add(self, node: str, turn: Turn) -> None:
-        turn.parent = self.parent_of.get(node)
+        turn.parent = self._id(self.parent_of.get(node))
         self.turns_at.setdefault(node, []).append(turn)
 
     def _model(self, model: str) -> None:
+        model = self.names[model]
         if model not in self.models:
             self.models.append(model)
 
@@ -142,7 +150,7 @@ class _PiParser:
             text = nz.blocks_text(msg.get("content"))
             kind = TurnKind.human if text.strip() else TurnKind.injected
             self._add(node, Turn(
-                kind=kind, id=node, reason=None if kind is TurnKind.human else "empty",
+                kind=kind, id=self._id(node), reason=None if kind is TurnKind.human else "empty",
                 text=nz.clean_text(text, nz.PROMPT_CHARS, self.redact), timestamp=ts, source=self._ref(lineno),
             ))
         elif role == "assistant":
@@ -154,7 +162,7 @@ class _PiParser:
             output = msg.get("output") if type(msg.get("output")) is str else ""
             exit_code = msg.get("exitCode")
             call = ToolCall(
-                id=f"bash:{node}", name="bash", by_human=True, source=self._ref(lineno),
+                id=f"bash:{self._id(node)}", name="bash", by_human=True, source=self._ref(lineno),
                 input=nz.clean_input({"command": command if type(command) is str else ""}, self.redact),
                 result=ToolResult(
                     is_error=type(exit_code) is int and exit_code != 0,
@@ -165,24 +173,24 @@ class _PiParser:
                     source=self._ref(lineno),
                 ),
             )
-            self._add(node, Turn(kind=TurnKind.injected, id=node, reason="human-shell",
+            self._add(node, Turn(kind=TurnKind.injected, id=self._id(node), reason="human-shell",
                                  tool_calls=[call], timestamp=ts, source=self._ref(lineno)))
         else:
             # custom / hookMessage (v2 name) / branchSummary / compactionSummary
-            reason = "custom" if role == "hookMessage" else str(role)
+            reason = "custom" if role == "hookMessage" else self.names[str(role)]
             kind = TurnKind.compaction if role in ("branchSummary", "compactionSummary") else TurnKind.injected
             self._add(node, Turn(
-                kind=kind, id=node, reason=reason,
+                kind=kind, id=self._id(node), reason=reason,
                 text=nz.clean_text(nz.blocks_text(msg.get("content")), nz.TEXT_CHARS, self.redact),
                 timestamp=ts, source=self._ref(lineno),
             ))
 
     def _assistant(self, msg: dict, node: str, lineno: int, ts) -> None:
-        model = msg.get("model") if type(msg.get("model")) is str else None
+        model = self.names[msg["model"]] if type(msg.get("model")) is str else None
         if model:
             self._model(model)
         stop = msg.get("stopReason")
-        turn = Turn(kind=TurnKind.assistant, id=node, model=model, timestamp=ts, source=self._ref(lineno),
+        turn = Turn(kind=TurnKind.assistant, id=self._id(node), model=model, timestamp=ts, source=self._ref(lineno),
                     reason="api-error" if stop == "error" else None)
         texts = []
         content = msg.get("content")
@@ -194,8 +202,8 @@ class _PiParser:
             elif block.get("type") == "toolCall":
                 call_id = block.get("id") if type(block.get("id")) is str else f"line:{lineno}"
                 call = ToolCall(
-                    id=call_id,
-                    name=block.get("name") if type(block.get("name")) is str else "?",
+                    id=self._id(call_id),
+                    name=self.names[block["name"]] if type(block.get("name")) is str else "?",
                     input=nz.clean_input(block.get("arguments"), self.redact),
                     source=self._ref(lineno),
                 )
@@ -240,10 +248,14 @@ class _PiParser:
             # pi names files <timestamp>_<sessionId>.jsonl
             stem = self.path.stem
             sid = stem.split("_", 1)[1] if "_" in stem else stem
+        sid = self._id(sid)
         cwd = header.get("cwd")
+        cwd = self._id(cwd) if type(cwd) is str else None
         if type(header.get("modelId")) is str:
             self._model(header["modelId"])
         # A branched v1 file's header is younger than the entries it copied: take the earliest.
+        if self.redact:
+            self.reader.accounting.by_type = nz.clean_keys(self.reader.accounting.by_type)
         starts = [t for t in (nz.parse_time(header.get("timestamp")), nz.parse_time(self.first_ts)) if t]
         return Session(
             id=sid,

@@ -19,6 +19,11 @@ anchor characters that any match of it must contain:
     '='  `key=value` assignments (shell, .env, URL query, Python, ini)
     'J'  bare JWTs (eyJ...eyJ...)
 
+A password after a client's short flag (`mysql -pS3cret`, `sshpass -p S3cret`) is found through the
+'-' gate, then looked for only when the text names such a client. One rule has no anchor at all: a bare AWS secret
+access key (40 base64 characters with no key name beside it) is looked for only in a text holding
+a run of 40 such characters, found by one bytes.translate pass instead of a regex.
+
 For each anchor a memchr-speed `in` test skips the group when the character is absent; otherwise a
 gate regex whose only literal prefix is the anchor checks cheap look-arounds at each occurrence
 (e.g. that the word before a '=' ends like a secret-bearing name). Only when a gate fires do the
@@ -425,6 +430,86 @@ _J_RULES = (
         _whole("jwt"),
     ),
 )
+# Database and remote-shell clients that take a password glued to (or right after) a short flag:
+# `mysql -uroot -pS3cret db`, `sshpass -p S3cret ssh host`, `redis-cli -a S3cret`. A bare `-p` means
+# "ask me" to mysql, and `-p` is a port or a parents flag to most other programs, so the flag counts
+# only inside one of these commands (up to the end of the command: a newline, `;`, `|`, `&`).
+_PW_CLIENT = re.compile(
+    r"(?<![\w\-./])(?:(?P<my>mysql(?:dump|admin|import|check|show|pump|sh|binlog|slap)?|mariadb(?:-?[a-z]+)?)"
+    r"|(?P<ssh>sshpass)|(?P<redis>redis-cli))(?![\w\-])"
+)
+_CMD_REST = re.compile(r"""(?:"[^"\n]*"?|'[^'\n]*'?|[^\n;|&"'])*""")
+_PW_VALUE = r"""(?P<v>"[^"\n]*"?|'[^'\n]*'?|[^\s"';|&<>()`…]+)"""
+_PW_FLAGS = {
+    "my": re.compile(r"(?<=[ \t])-p" + _PW_VALUE),
+    "ssh": re.compile(r"(?<=[ \t])-p[ \t]*" + _PW_VALUE),
+    "redis": re.compile(r"(?<=[ \t])(?:-a|--pass)[ \t]+" + _PW_VALUE),
+}
+
+
+def _templated(s: str) -> bool:
+    """A value that is not a literal: empty, a variable or template, a mask, a placeholder."""
+    return (not s or s[0] in "$<{%" or s.startswith(_MARK) or "{{" in s
+            or _HAS_ALNUM.search(s) is None or not s.lower().strip("x*"))
+
+
+def _client_passwords(text: str) -> str:
+    spans = []
+    for m in _PW_CLIENT.finditer(text):
+        end = _CMD_REST.match(text, m.end()).end()
+        for f in _PW_FLAGS[m.lastgroup].finditer(text, m.end(), end):
+            v = f.group("v")
+            body = v[1:].rstrip(v[0]) if v[0] in "\"'" else v
+            if not _templated(body):
+                s, e = f.span("v")
+                if v[0] in "\"'":
+                    s, e = s + 1, s + 1 + len(body)
+                spans.append((s, e))
+    if not spans:
+        return text
+    parts, last = [], 0
+    for s, e in spans:
+        parts += [text[last:s], _PH["password"]]
+        last = e
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+# A bare AWS secret access key: 40 base64 characters with no key name beside it. Forty such
+# characters also spell git object ids, base64 fragments, paths and long identifiers, so a run counts
+# only when it reads as random: upper and lower case and digits, frequent changes between character
+# classes, many distinct characters and few word-like runs. Tuned on a million random keys (0.3% are
+# too regular to tell from an identifier and kept) and on CPython's library, kitsoki's source and the
+# corpus (what it still takes is base64 that is key-shaped: certificate lines, AWS's example keys).
+_AWS_BARE = re.compile(r"(?<![A-Za-z0-9/+_\-.])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=_\-])")
+_B64_TABLE = bytes(0x61 if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "/+") else 0x20 for i in range(256))
+_B64_RUN = b"a" * 40
+_WORDISH = re.compile(r"[a-z]{4,}|[A-Z]{5,}")
+
+
+def _char_class(c: str) -> int:
+    return 0 if c.islower() else 1 if c.isupper() else 2 if c.isdigit() else 3
+
+
+def _aws_bare(m: re.Match) -> str:
+    s = m.group()
+    classes = [_char_class(c) for c in s]
+    if not (0 in classes and 1 in classes and 2 in classes):
+        return s
+    changes = sum(1 for a, b in zip(classes, classes[1:]) if a != b)
+    if changes < 12 or len(set(s)) < 20 or sum(len(w) for w in _WORDISH.findall(s)) > 20:
+        return s
+    return _PH["aws-secret-key"]
+
+
+def _has_b64_run(text: str) -> bool:
+    """Whether `text` holds 40 base64 characters in a row: one C pass over its bytes, several times
+    cheaper than any regex scanning a character class."""
+    return _B64_RUN in text.encode("utf-8", "surrogatepass").translate(_B64_TABLE)
+
+
+_AWS_BARE_RULES = ((_AWS_BARE, _aws_bare),)
+
 _URL_RULES = (
     (_SLACK_HOOK, lambda m: m.group(1) + _PH["slack-webhook"]),
     (_URL_CRED, _url_cred),
@@ -701,6 +786,7 @@ _DASH_GATE = re.compile(
     r"|u[ \t](?<![^\s\"'=(]-u[ \t])"  # curl -u user:pass
     rf"|-(?<![^\s\"'=(]--)(?:user[ \t=]|[a-z][a-z0-9\-]*+[ \t](?<={_FLAG_TAIL}[ \t]))"  # --password x
     r"|(?<=[kbaoprs]-)(?:(?<=sk-)|(?<=xox[abposr]-)|(?<=xapp-))"  # sk-..., xoxb-..., xapp-...
+    r"|[pa](?<![^\s\"'=(]-[pa])"  # mysql -pX, sshpass -p X, redis-cli -a X
     r")"
 )
 _UNDERSCORE_GATE = re.compile(
@@ -735,6 +821,8 @@ def redact_text(text: str) -> str:
         return text
     if "-" in text and _dash_gate(text):
         text = _apply(_DASH_RULES, text)
+        if "mysql" in text or "mariadb" in text or "sshpass" in text or "redis-cli" in text:
+            text = _client_passwords(text)
     if "_" in text and _underscore_gate(text):
         text = _apply(_UNDERSCORE_RULES, text)
     if "A" in text and _a_gate(text):
@@ -751,6 +839,8 @@ def redact_text(text: str) -> str:
             text = _redact_assignments(_EQ_GATE, m, text)
     if "J" in text and _j_gate(text):
         text = _apply(_J_RULES, text)  # a JWT with no `Bearer` or key in front of it
+    if len(text) >= 40 and _has_b64_run(text):
+        text = _apply(_AWS_BARE_RULES, text)  # last: a key with its name beside it has its kind by now
     return text
 
 
@@ -788,8 +878,25 @@ def _redact_by_key(key, value: str) -> str | None:
     return None
 
 
-def redact_value(value):
-    """Redact every string inside dicts (values only), lists and tuples.
+_CLEAN_KEYS: set[str] = set()
+"""Dict keys known to hold nothing to redact: tool inputs repeat the same few keys on every call."""
+
+
+def _key_redacted(key: str) -> str:
+    out = redact_text(key)
+    if out is key and len(_CLEAN_KEYS) < 4096:
+        _CLEAN_KEYS.add(key)
+    return out
+
+
+MAX_DEPTH = 64
+"""redact_value goes this deep into containers; anything deeper is replaced by DEEPER (a value from
+an untrusted file may nest a thousand levels, and must not make redaction recurse that far)."""
+DEEPER = f"[nested deeper than {MAX_DEPTH} levels: not kept]"
+
+
+def redact_value(value, _depth: int = 0):
+    """Redact every string inside dicts (values and keys), lists and tuples.
 
     A new container is built only where something changed; otherwise the argument itself is
     returned. A string directly under a key that names a secret (`{"password": "hunter2"}`) is
@@ -798,24 +905,35 @@ def redact_value(value):
     t = type(value)
     if t is str:
         return redact_text(value)
+    if (t is dict or t is list or t is tuple) and _depth >= MAX_DEPTH:
+        return DEEPER
     if t is dict:
         changed = None
+        renamed = None
         for k, v in value.items():
             if type(v) is str:
                 nv = redact_text(v)
                 if nv is v:
                     nv = _redact_by_key(k, v) or v
             else:
-                nv = redact_value(v)
+                nv = redact_value(v, _depth + 1)
             if nv is not v:
                 if changed is None:
                     changed = dict(value)
                 changed[k] = nv
+            if type(k) is str and k not in _CLEAN_KEYS and _key_redacted(k) is not k:
+                renamed = True
+        if renamed:
+            # a secret written as a key ({"ghp_...": 1}): rebuild with redacted keys, order kept
+            out = {}
+            for k, v in (changed or value).items():
+                out[_key_redacted(k) if type(k) is str else k] = v
+            return out
         return value if changed is None else changed
     if t is list or t is tuple:
         items = None
         for i, v in enumerate(value):
-            nv = redact_value(v)
+            nv = redact_value(v, _depth + 1)
             if nv is not v:
                 if items is None:
                     items = list(value)
