@@ -14,29 +14,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
-def _point_conftest_at_own_folder(config, path: Path) -> None:
-    """Each folder's conftest.py is imported as the module `conftest` and the last one loaded wins
-    (tests/adversarial's comes first in a whole run): point `conftest` at the one of `path`'s folder,
-    so a test's `from conftest import ...` (at import or inside the test) means that one."""
-    best = None
-    for plugin in config.pluginmanager.get_plugins():
-        file = getattr(plugin, "__file__", None)
-        if file and Path(file).name == "conftest.py" and path.is_relative_to(Path(file).parent):
-            if best is None or len(Path(file).parts) > len(Path(best.__file__).parts):
-                best = plugin
-    if best is not None:
-        sys.modules["conftest"] = best
-
-
-def pytest_collectstart(collector):
-    if isinstance(collector, pytest.Module):
-        _point_conftest_at_own_folder(collector.config, collector.path)
-
-
-def pytest_runtest_setup(item):
-    _point_conftest_at_own_folder(item.config, item.path)
-
-
 def pytest_collection_modifyitems(config, items):
     if CORPUS.is_dir():
         return

@@ -99,7 +99,7 @@ def test_neovim_in_a_real_terminal(tmp_path, shots):
             "+       ticket: host.gh.ticket",
             "└ :KitsokiMine accept | refine | dismiss | diff (asks which of 2)",
         ], "each proposal under its own header, right below the line its lines follow:\n" + screen
-        assert re.search(r"kitsoki: 3 proposals", screen), screen
+        screen = tmux.wait_for(r"kitsoki: 3 proposals", 10, "the statusline's count")  # redrawn a moment later
         assert PROMPT not in screen and "Capture as structure?" not in screen, "nothing asked at start:\n" + screen
         screenshot(tmux, shots / "01-previews.png", CHROMIUM, "Neovim: proposals")
 
