@@ -57,6 +57,8 @@ def _link_problem(where: str) -> UnsafeFile:
 
 def _walk(root: Path, parts: tuple[str, ...], create: bool) -> int:
     """A descriptor of root/parts[0]/.../parts[-1] (a folder), no link followed below root."""
+    if create and not parts[:1] == (STATE_DIR,):
+        os.makedirs(root, exist_ok=True)  # not a workspace's state: an ordinary folder, made as asked
     try:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -204,9 +206,11 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str = "file") -> None:
+def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str = "file",
+                 before_replace=None) -> None:
     """Replace `path` with `data` whole or not at all: a temp file beside it (write, fsync), renamed
-    over it, the folder fsynced. A link or special file at `path` is replaced, never written through."""
+    over it, the folder fsynced. A link or special file at `path` is replaced, never written through.
+    `before_replace()` runs between the temp file's fsync and the rename (a test seam)."""
     dir_fd, name = dir_of(path, create=True)
     try:
         try:
@@ -223,6 +227,8 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str 
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            if before_replace is not None:
+                before_replace()
             os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             with suppress(OSError):
