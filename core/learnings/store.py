@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -149,6 +150,7 @@ def store_lock(store: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
         finally:
             depth[key] -= 1
         return
+    _refuse_special(store)  # before the lock file is made beside it
     try:
         fd = acquire(path, timeout, what="the learnings store lock")
     except LockTimeout:
@@ -162,6 +164,22 @@ def store_lock(store: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     finally:
         depth[key] = 0
         os.close(fd)
+
+
+def _refuse_special(store: Path) -> None:
+    """StoreError naming the store when it exists and is not a regular file (a FIFO, a folder, a
+    link): nothing, not even the lock file, is made beside it."""
+    try:
+        info = os.lstat(store)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"{store}: the learnings store cannot be checked: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a folder" if stat.S_ISDIR(info.st_mode) \
+            else "a named pipe (FIFO)" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
+        raise StoreError(f"{store}: the learnings store is {kind}; only a regular file is used "
+                         "(nothing was read or written)")
 
 
 # --- read -------------------------------------------------------------------------------------
