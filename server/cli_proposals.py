@@ -143,7 +143,9 @@ def _decide(workspace: Path, args, out, err) -> int:
         if decision.flows_green:
             out.write(f"kept: {', '.join(decision.files)} ({decision.gate.summary if decision.gate else 'green'})\n")
         else:
-            out.write(f"reverted, every byte restored: {decision.failure}\n")
+            restored = "reverted, every byte restored" if not decision.kept_edits else \
+                f"reverted, except {', '.join(decision.kept_edits)} (changed while the gate ran, kept as it is)"
+            out.write(f"{restored}: {decision.failure}\n")
             for failure in (decision.gate.failures if decision.gate else [])[:10]:
                 out.write(f"  {failure}\n")
     elif decision.verdict == "refine":
