@@ -122,7 +122,7 @@ class WorkspaceSidecar:
             recovered = recover(self.workspace, Trace(trace_path(self.workspace)))
             for record in recovered:
                 log.warning("rolled back an interrupted accept of %s: %s", record.get("recipe_id"), record)
-        except (WorkspaceBusy, TraceBusyError) as exc:
+        except (WorkspaceBusy, TraceBusyError, OSError) as exc:  # OSError: a state folder that is a link...
             log.warning("could not check for interrupted accepts: %s", exc)
         self._load_config()
         self.refresh()

@@ -17,6 +17,7 @@ no `state_path`. Appends are serialized across processes by a `<trace>.lock` fil
 from __future__ import annotations
 
 import calendar
+import errno
 import math
 import os
 import re
@@ -24,6 +25,7 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -31,9 +33,11 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import orjson
-from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
+
+from core import statefs
+from core.locks import LockTimeout, acquire
 
 try:  # POSIX only; on Windows the `<trace>.lock` file lock is the only guard.
     import fcntl
@@ -55,9 +59,6 @@ _MINING_KIND = re.compile(r"mining\.[a-z][a-z0-9_]*")
 
 LOCK_TIMEOUT_SECONDS = 30.0
 """A writer holds the lock for one read-max-turn + append; 30 s means something is wedged."""
-LOCK_POLL_SECONDS = 0.005
-"""filelock waits by polling; the lock is held for about a millisecond, so poll often rather
-than let a waiter sleep filelock's default 50 ms."""
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """Longer lines are counted as malformed without being held whole. Kitsoki's `session.story`
@@ -437,7 +438,7 @@ def _turn_of(line: _RawLine) -> int:
 def _scan_turns(path: Path, start: int) -> tuple[int, int]:
     """(max turn, offset after the last complete line) of the file from `start` on."""
     best, scanned_to = 0, start
-    with open(path, "rb") as fh:
+    with _open_for_reading(path) as fh:
         fh.seek(start)
         for line in _raw_lines(fh, start):
             best = max(best, _turn_of(line))
@@ -472,7 +473,6 @@ class Trace:
     def __init__(self, path: str | os.PathLike[str], *, clock_ns: Callable[[], int] = time.time_ns):
         self.path = Path(path)
         self.lock_path = Path(f"{self.path}.lock")
-        self._file_lock = FileLock(self.lock_path, timeout=LOCK_TIMEOUT_SECONDS, poll_interval=LOCK_POLL_SECONDS)
         self._thread_lock = threading.Lock()  # guards the cache between threads sharing this object
         self._clock_ns = clock_ns
         self._cache: _TurnCache | None = None
@@ -490,9 +490,9 @@ class Trace:
         (e.g. `mining.recovered`) takes a free mapping of JSON data.
         """
         body = _payload_body(kind, payload)
-        self.path.parent.mkdir(parents=True, exist_ok=True)  # the lock file lives there too
-        with self._thread_lock, self._file_lock:
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        statefs.ensure_dir(self.path.parent)  # the lock file lives there too; no link on the way
+        with self._thread_lock, self._locked():
+            fd = statefs.open_file(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644, what="the trace")
             try:
                 _refuse_if_held_by_another_writer(fd, self.path)
                 before = os.fstat(fd)
@@ -530,6 +530,19 @@ class Trace:
                 max_turn=event.turn,
             )
         return event
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The `<trace>.lock` file lock (no link on the way, never truncated)."""
+        try:
+            fd = acquire(self.lock_path, LOCK_TIMEOUT_SECONDS, what="the trace lock")
+        except LockTimeout:
+            raise TraceBusyError(errno.EAGAIN, f"the trace lock {self.lock_path} has been held for "
+                                               f"{LOCK_TIMEOUT_SECONDS:g}s by another writer") from None
+        try:
+            yield
+        finally:
+            os.close(fd)
 
     def pass_ran(self, *, trigger: Literal["seed", "live"], slug: str, sessions: int = 0,
                  recipes: int = 0, job_id: str = "", paused: bool = False) -> Event:
@@ -585,7 +598,7 @@ class Trace:
     def header(self) -> SessionHeader | None:
         """Line 1 when it is a valid session header."""
         try:
-            with open(self.path, "rb") as fh:
+            with _open_for_reading(self.path) as fh:
                 first = next(_raw_lines(fh, 0), None)
         except FileNotFoundError:
             return None
@@ -600,7 +613,7 @@ class Trace:
         wanted = None if kinds is None else frozenset((kinds,) if isinstance(kinds, str) else kinds)
         stats = self.last_read = ReadStats()
         try:
-            fh = open(self.path, "rb")
+            fh = _open_for_reading(self.path)
         except FileNotFoundError:
             return
         with fh:
@@ -710,6 +723,12 @@ def _parse_event(line: _RawLine, wanted: frozenset[str] | None, stats: ReadStats
     except ValidationError:
         stats.malformed += 1
         return None
+
+
+def _open_for_reading(path: Path):
+    """A binary file object of the trace: a regular file reached without a link under `.artifacts/`
+    (FileNotFoundError when absent; UnsafeFile, naming it, for a FIFO, a folder or a link)."""
+    return os.fdopen(statefs.open_file(path, os.O_RDONLY, what="the trace"), "rb")
 
 
 def _refuse_if_held_by_another_writer(fd: int, path: Path) -> None:

@@ -235,8 +235,9 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
     from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace, load_config
-    from core.mining.passes import MineResult, run_pass
+    from core.mining.passes import MineResult, RecipesFileError, run_pass
     from core.mining.service import record_pass, trace_path
+    from core.safeio import UnsafeFile
     from core.trace import Trace, TraceBusyError
 
     console = Console(file=err)
@@ -247,26 +248,33 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
                   "pass --repo with a kitsoki workspace\n")
         return 2
     try:
-        config = load_config(workspace).mining
+        kitsoki_config = load_config(workspace)
     except ConfigError as exc:
         err.write(f"{exc}\n")  # plain: a file:line:col must stay on one line for editors to link it
         return 2
+    for warning in kitsoki_config.warnings:  # e.g. a mining: block in .kitsoki.local.yaml, which kitsoki ignores
+        err.write(f"warning: {warning}\n")
+    config = kitsoki_config.mining
     dirs = [Path(d).expanduser().resolve() for d in [*config.transcript_dirs, *args.dirs]]
     kwargs = dict(repo=workspace, dirs=dirs, trigger=args.trigger, first_pass_sample=config.first_pass_sample,
                   priority_threshold=config.priority_threshold, mined_through=config.mined_through,
                   workers=args.workers)
-    if err.isatty():
-        columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-        with Progress(*columns, console=console, transient=True) as bar:
-            task = bar.add_task("mining", total=None)
-            report, recipes = run_pass(
-                workspace, progress=lambda done, total: bar.update(task, completed=done, total=total), **kwargs)
-    else:
-        report, recipes = run_pass(workspace, **kwargs)
     try:
-        record_pass(Trace(trace_path(workspace)), report)
-    except TraceBusyError:
-        console.print("[yellow]the trace is held by a running kitsoki session: this pass is not recorded in it[/yellow]")
+        if err.isatty():
+            columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
+            with Progress(*columns, console=console, transient=True) as bar:
+                task = bar.add_task("mining", total=None)
+                report, recipes = run_pass(
+                    workspace, progress=lambda done, total: bar.update(task, completed=done, total=total), **kwargs)
+        else:
+            report, recipes = run_pass(workspace, **kwargs)
+        try:
+            record_pass(Trace(trace_path(workspace)), report)
+        except TraceBusyError:
+            console.print("[yellow]the trace is held by a running kitsoki session: this pass is not recorded in it[/yellow]")
+    except (RecipesFileError, UnsafeFile) as exc:  # our own state files, damaged or planted: named, never a traceback
+        err.write(f"{exc}\n")
+        return 2
     if args.json:
         result = MineResult(pass_=report, recipes=recipes)
         out.write(orjson.dumps(result.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2).decode())

@@ -12,6 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from core.apply import RevertFailed, recover
+from core.authn import KeyUnavailable
+from core.mining.passes import RecipesFileError
+from core.proposals.staging import StagedStateError
+from core.safeio import UnsafeFile
 from core.demo.walkthrough import DemoError, run_demo
 from core.flows import format_text, run_flows
 from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace, load_config
@@ -45,8 +49,15 @@ def _recover(workspace: Path, err) -> None:
     try:
         trace = Trace(trace_path(workspace))
         for record in recover(workspace, trace):
+            if record.get("refused"):
+                err.write(f"refused an apply journal: {record['error']}; {record['advice']}\n")
+                continue
             err.write(f"recovered an interrupted accept of {record.get('recipe_id')}: restored "
                       f"{', '.join(record.get('restored', [])) or 'nothing'}\n")
+            for kept in record.get("kept", []):
+                err.write(f"  left {kept['path']} as it is: {kept['why']}\n")
+            if record.get("gate"):
+                err.write(f"  its gate: {record['gate']}\n")
     except WorkspaceBusy:
         pass  # another process holds the workspace; it recovers, or we do next time
     except TraceBusyError:
@@ -69,8 +80,8 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
         if args.command == "proposals":
             return _proposals(workspace, args, out)
         return _decide(workspace, args, out, err)
-    except (ConfigError, SettingsError) as exc:
-        return _fail(err, str(exc))
+    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, KeyUnavailable) as exc:
+        return _fail(err, str(exc))  # a damaged or planted state file is named, never a traceback
     except WorkspaceBusy as exc:
         return _fail(err, str(exc), 3)
     except TraceBusyError as exc:
@@ -136,7 +147,9 @@ def _decide(workspace: Path, args, out, err) -> int:
         if decision.flows_green:
             out.write(f"kept: {', '.join(decision.files)} ({decision.gate.summary if decision.gate else 'green'})\n")
         else:
-            out.write(f"reverted, every byte restored: {decision.failure}\n")
+            restored = "reverted, every byte restored" if not decision.kept_edits else \
+                f"reverted, except {', '.join(decision.kept_edits)} (changed while the gate ran, kept as it is)"
+            out.write(f"{restored}: {decision.failure}\n")
             for failure in (decision.gate.failures if decision.gate else [])[:10]:
                 out.write(f"  {failure}\n")
     elif decision.verdict == "refine":

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -12,6 +15,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
+
+if not os.environ.get("KITSOKI_MINER_KEY_DIR"):  # core.authn's signing key: never the user's own in tests
+    os.environ["KITSOKI_MINER_KEY_DIR"] = tempfile.mkdtemp(prefix="kitsoki-miner-test-key-")
+    atexit.register(shutil.rmtree, os.environ["KITSOKI_MINER_KEY_DIR"], True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -39,7 +39,7 @@ from core.mining.service import trace_path
 from core.trace import RECOVERED, Trace
 
 ROOT = Path(__file__).resolve().parent.parent
-RECIPE = "r0123456789abcdef"
+RECIPE = "0123456789abcdef"
 
 
 def sha(data: bytes) -> str:
@@ -217,7 +217,11 @@ def apply_points() -> list[str]:
     points = ["locked", "journal_written"]
     for rel in sorted(AFTER):
         points += [f"tmp:{rel}", f"wrote:{rel}"]
-    return points + ["before_reload", "before_gate", "after_gate", "before_journal_delete"]
+    return points + ["before_reload", "before_gate", "after_gate", "settled", "before_journal_delete"]
+
+
+SETTLED_POINTS = ("settled", "before_journal_delete")
+"""After these the journal says the tree is settled: a fault there keeps the verdict's tree."""
 
 
 class InjectedFault(Exception):
@@ -244,19 +248,25 @@ def test_an_exception_at_any_hook_point_leaves_the_before_state(ws: Path, point:
     if point == "locked":  # nothing was journaled yet: the fault simply propagates
         with pytest.raises(InjectedFault):
             apply(ws, gate=verdict, hook=hook)
+    elif point in SETTLED_POINTS:  # the tree is settled (kept or restored): the fault propagates and
+        with pytest.raises(InjectedFault):  # the journal stays for recovery to finish the record
+            apply(ws, gate=verdict, hook=hook)
+        assert tree(ws) == (after_tree(before, current_umask()) if verdict is green else before)
+        reports = recover(ws)
+        assert [r["phase"] for r in reports] == ["kept" if verdict is green else "reverted"]
+        assert reports[0]["restored"] == [] and "kept" not in reports[0]
+        if verdict is green:
+            return assert_settled(ws)
     else:
         outcome = apply(ws, gate=verdict, hook=hook)
         assert outcome.reverted and not outcome.flows_green
-        if verdict is red and point == "before_journal_delete":  # a red apply never gets there
-            assert outcome.failure == "test gate red: 1 of 2 flows failed"
-        else:
-            assert outcome.failure == f"apply interrupted: InjectedFault: at {point}"
+        assert outcome.failure == f"apply interrupted: InjectedFault: at {point}"
     assert tree(ws) == before
     assert_settled(ws)
 
 
 @pytest.mark.parametrize("point", ["journal_written", "tmp:stories/demo/app.yaml", "wrote:.kitsoki.yaml",
-                                   "before_gate", "before_journal_delete"])
+                                   "before_gate", "after_gate"])
 def test_keyboard_interrupt_reverts_then_propagates(ws: Path, point: str) -> None:
     before = tree(ws)
 
@@ -267,6 +277,25 @@ def test_keyboard_interrupt_reverts_then_propagates(ws: Path, point: str) -> Non
     with pytest.raises(KeyboardInterrupt):
         apply(ws, hook=hook)
     assert tree(ws) == before
+    assert_settled(ws)
+
+
+def test_keyboard_interrupt_after_a_green_settle_keeps_the_change_for_recovery_to_record(ws: Path) -> None:
+    before = tree(ws)
+
+    def hook(name: str) -> None:
+        if name == "settled":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        apply(ws, hook=hook, on_outcome=lambda outcome: None)
+    assert tree(ws) == after_tree(before, current_umask())
+    trace = Trace(trace_path(ws))
+    [report] = recover(ws, trace)
+    assert report["verdict_recorded"] == "kept"
+    [decided] = [e.payload for e in trace.events(kinds="mining.proposal_decided")]
+    assert decided["recipe_id"] == RECIPE and decided["flows_green"] and not decided["reverted"]
+    assert tree(ws) == after_tree(before, current_umask())
     assert_settled(ws)
 
 
@@ -288,7 +317,7 @@ def test_a_revert_that_fails_names_what_it_left_and_recovery_finishes_it(ws: Pat
     assert orjson.loads((journal_dir(ws) / journals[0]).read_bytes())["phase"] == "reverting"
 
     with pytest.raises(ApplyRefused) as refused:  # the next apply must not journal over it
-        apply(ws, recipe_id="another")
+        apply(ws, recipe_id="00000000000000ff")
     assert refused.value.reason == "invalid"
 
     reports = recover(ws)
@@ -346,7 +375,8 @@ def test_sigkill_at_any_point_then_recover_restores_the_before_state(ws: Path, t
     journal = journal_dir(ws) / f"{RECIPE}.json"
     if point != "locked":
         record = orjson.loads(journal.read_bytes())
-        assert record["phase"] == ("reverting" if point.startswith("restore:") else "applying")
+        assert record["phase"] == ("reverting" if point.startswith("restore:") else
+                                   "kept" if point in SETTLED_POINTS else "applying")
         assert record["created_dirs"] == ["flows/new", "flows/new/deep"]
         by_path = {f["path"]: f for f in record["files"]}
         assert base64.b64decode(by_path["stories/demo/app.yaml"]["before_b64"]) == BEFORE["stories/demo/app.yaml"][0]
@@ -358,7 +388,8 @@ def test_sigkill_at_any_point_then_recover_restores_the_before_state(ws: Path, t
 
     trace = Trace(trace_path(ws))
     reports = recover(ws, trace)
-    assert tree(ws) == before
+    settled_green = point in SETTLED_POINTS and verdict == "green"  # kept: recovery must not undo it
+    assert tree(ws) == (after_tree(before, current_umask()) if settled_green else before)
     assert_settled(ws)
     events = list(trace.events(kinds=RECOVERED))
     if point == "locked":
@@ -432,7 +463,7 @@ def gate(p):
     print("gating", flush=True)
     time.sleep(2)
     return GateResult(green=True, gate="test", summary="slow green")
-out = apply_delta(ws, "first", {"stories/demo/app.yaml": b"first wins\n"},
+out = apply_delta(ws, "00000000000000f1", {"stories/demo/app.yaml": b"first wins\n"},
                   {"stories/demo/app.yaml": hashlib.sha256(data).hexdigest()}, gate=gate, reload=lambda p: None)
 print("kept" if out.flows_green else "reverted", flush=True)
 """
@@ -445,10 +476,10 @@ def test_two_real_accepts_at_once_one_proceeds_the_other_is_busy(ws: Path) -> No
         assert first.stdout.readline().strip() == "gating"
         journal_during = os.listdir(journal_dir(ws))
         with pytest.raises(WorkspaceBusy):
-            apply(ws, recipe_id="second")
+            apply(ws, recipe_id="00000000000000f2")
         with pytest.raises(WorkspaceBusy):  # recovery must not "restore" a live apply's journal
             recover(ws)
-        assert os.listdir(journal_dir(ws)) == journal_during == ["first.json"]
+        assert os.listdir(journal_dir(ws)) == journal_during == ["00000000000000f1.json"]
         assert first.stdout.readline().strip() == "kept"
     finally:
         first.wait(timeout=30)
@@ -558,7 +589,7 @@ def test_a_recipe_id_that_is_not_a_plain_name_is_refused(ws: Path, recipe_id: st
 # ── corrupt journals ─────────────────────────────────────────────────────────────────────────
 
 
-def test_a_corrupt_journal_is_moved_aside_and_reported_never_deleted(ws: Path) -> None:
+def test_an_unsigned_journal_is_moved_aside_and_reported_never_deleted(ws: Path) -> None:
     jd = journal_dir(ws)
     jd.mkdir(parents=True)
     (jd / "broken.json").write_bytes(b'{"version": 1, "recipe_id": "broken", "fil')
@@ -568,24 +599,26 @@ def test_a_corrupt_journal_is_moved_aside_and_reported_never_deleted(ws: Path) -
 
     trace = Trace(trace_path(ws))
     reports = recover(ws, trace)
-    assert len(reports) == 1 and reports[0]["corrupt"] is True
-    assert reports[0]["moved_to"] == ".artifacts/mining/journal/broken.json.corrupt"
-    assert (jd / "broken.json.corrupt").read_bytes() == b'{"version": 1, "recipe_id": "broken", "fil'
-    assert [e.payload["recipe_id"] for e in trace.events(kinds=RECOVERED)] == ["broken"]
+    assert len(reports) == 1 and reports[0]["corrupt"] is True and reports[0]["refused"] == "forged"
+    assert reports[0]["journal"] == "broken.json" and reports[0]["recipe_id"] is None
+    assert "not signed by kitsoki-miner" in reports[0]["error"] and "git diff" in reports[0]["advice"]
+    assert reports[0]["moved_to"] == ".artifacts/mining/journal/broken.json.refused"
+    assert (jd / "broken.json.refused").read_bytes() == b'{"version": 1, "recipe_id": "broken", "fil'
+    assert [e.payload["journal"] for e in trace.events(kinds=RECOVERED)] == ["broken.json"]
 
     (jd / "broken.json").write_bytes(b"again")  # a second one of the same name keeps the first
-    assert recover(ws)[0]["moved_to"] == ".artifacts/mining/journal/broken.json.corrupt.1"
-    assert (jd / "broken.json.corrupt").exists()
+    assert recover(ws)[0]["moved_to"] == ".artifacts/mining/journal/broken.json.refused.1"
+    assert (jd / "broken.json.refused").exists()
     assert apply(ws).flows_green  # set-aside journals do not block applies
 
 
-def test_a_journal_whose_paths_leave_the_workspace_is_corrupt_not_obeyed(ws: Path, tmp_path: Path) -> None:
+def test_a_journal_whose_paths_leave_the_workspace_is_refused_not_obeyed(ws: Path, tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_bytes(b"keep me\n")
     jd = journal_dir(ws)
     jd.mkdir(parents=True)
-    (jd / "evil.json").write_bytes(orjson.dumps({
-        "version": 1, "recipe_id": "evil", "phase": "applying", "started_at": 0.0, "pid": 1,
+    (jd / f"{RECIPE}.json").write_bytes(orjson.dumps({
+        "version": 2, "recipe_id": RECIPE, "phase": "applying", "started_at": 0.0, "started_at_ns": 0, "pid": 1,
         "files": [{"path": "../victim.txt", "existed": False, "sha256_after": "0" * 64}], "created_dirs": [],
     }))
     assert recover(ws)[0]["corrupt"] is True
@@ -620,11 +653,12 @@ def test_property_keep_or_revert_is_total(tmp_path_factory, existing, changes, v
 
     def hook(name: str) -> None:
         seen.append(name)
-        if len(seen) - 1 == fault and name != "locked" and not name.startswith("restore:"):
+        if len(seen) - 1 == fault and name != "locked" and not name.startswith("restore:") \
+                and name not in SETTLED_POINTS:  # after those a fault propagates (tested above)
             raise InjectedFault(name)
 
     gate = green if verdict else red
-    outcome = apply_delta(workspace, "prop", changes, expected_for(workspace, changes), gate=gate,
+    outcome = apply_delta(workspace, "0000000000000abc", changes, expected_for(workspace, changes), gate=gate,
                           reload=no_reload, hook=hook)
     now = tree(workspace)
     if outcome.flows_green:

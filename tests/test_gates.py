@@ -259,8 +259,17 @@ def test_kitsoki_binary_missing_is_red(ws) -> None:
 
 
 def test_command_kind_needs_a_command() -> None:
-    with pytest.raises(ValueError, match="GateSettings.command"):
-        choose_gate(Path("."), GateSettings(kind="command"), [])
+    with pytest.raises(ValueError, match="kind 'command' needs a command"):
+        GateSettings(kind="command")
+    with pytest.raises(ValueError, match="GateSettings.command"):  # one built by hand, unvalidated
+        choose_gate(Path("."), GateSettings.model_construct(kind="command", command=None), [])
+
+
+@pytest.mark.parametrize("bad", [{"timeout_s": 0}, {"timeout_s": -1}, {"comand": ["make"]},
+                                 {"command": []}, {"command": [""]}])
+def test_gate_settings_refuse_what_would_make_every_accept_misbehave(bad) -> None:
+    with pytest.raises(ValueError):
+        GateSettings(**bad)
 
 
 def test_auto_falls_back_to_builtin(ws, fake_flows) -> None:

@@ -1,6 +1,6 @@
 """The apply gate: an accepted proposal becomes a change to the user's files only here, and is
 kept only while the flow gate stays green (applier), with a journal so a crash never leaves a
-half-applied tree (journal), judged by a flow gate that fails closed (gates)."""
+half-applied tree (journal, finished by recovery), judged by a flow gate that fails closed (gates)."""
 
 from core.apply.applier import HOOK_POINTS, ApplyOutcome, ApplyRefused, apply_delta
 from core.apply.gates import (
@@ -12,7 +12,8 @@ from core.apply.gates import (
     command_gate,
     kitsoki_gate,
 )
-from core.apply.journal import RevertFailed, journal_dir, recover
+from core.apply.journal import RevertFailed, journal_dir
+from core.apply.recovery import recover
 
 __all__ = [
     "HOOK_POINTS",

@@ -14,6 +14,7 @@ after the person saves, reloads or re-drafts.
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 import stat
@@ -25,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from core.apply.gates import Gate, GateResult
+from core.apply.gates import Gate, GateResult, recording_spawns
 from core.apply.journal import (
     TMP_SUFFIX,
     Journal,
@@ -39,22 +40,27 @@ from core.apply.journal import (
     pending_journals,
     read_file,
     restore,
+    set_phase,
     sha256_hex,
     write_atomic,
     write_journal,
 )
+from core.apply.processes import identify
+from core.ids import BadRecipeId, require_recipe_id
 from core.locks import workspace_lock
+
+log = logging.getLogger(__name__)
 
 RefusalReason = Literal["stale", "unsaved", "symlink", "outside", "invalid"]
 
 HOOK_POINTS = ("locked", "journal_written", "tmp:<relpath>", "wrote:<relpath>", "before_reload",
-               "before_gate", "after_gate", "before_journal_delete")
+               "before_gate", "after_gate", "settled", "before_journal_delete")
 """Where `hook` is called, in order (`<relpath>` once per file, in sorted path order). During a
-revert `restore:<relpath>` is called before each file is restored."""
+revert `restore:<relpath>` is called before each file is restored. `settled` comes once the
+journal says the tree is settled (kept, or reverted), before the verdict is recorded."""
 
-_RECIPE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_OWN_STATE = ".artifacts/mining"
+_OWN_STATE = ".artifacts"
 
 
 class ApplyRefused(ValueError):
@@ -74,7 +80,10 @@ class ApplyOutcome(BaseModel):
     failure: str | None
     gate: GateResult | None
     written: list[str]
-    """Files the apply wrote, relative; on a revert these have been restored to their pre-edit state."""
+    """Files the apply wrote, relative; on a revert these have been restored to their pre-edit state
+    (except those in `kept_edits`)."""
+    kept_edits: list[str] = []
+    """On a revert: files someone changed while the gate ran, kept as they are instead of restored."""
 
 
 # ── planning: every refusal happens here, before anything is written ──────────────────────────
@@ -96,8 +105,12 @@ def _normalize(raw: object) -> _Target:
     rel = pure.as_posix()
     if rel == ".":
         raise ApplyRefused("invalid", raw, f"{raw!r} names the workspace itself, not a file")
-    if rel == _OWN_STATE or rel.startswith(_OWN_STATE + "/") or pure.name.endswith(TMP_SUFFIX):
-        raise ApplyRefused("invalid", raw, f"{raw} is kitsoki-miner's own state, not a project file")
+    if pure.parts[0] == _OWN_STATE or pure.name.endswith(TMP_SUFFIX):
+        raise ApplyRefused("invalid", raw, f"{raw} is under .artifacts/ (kitsoki's and kitsoki-miner's own "
+                                           "state), not a project file")
+    if ".git" in pure.parts:
+        raise ApplyRefused("invalid", raw, f"{raw} is under .git/; a proposal never changes the repository's "
+                                           "own files")
     return _Target(rel, pure.parts)
 
 
@@ -261,21 +274,42 @@ def _reason(exc: BaseException) -> str:
 
 
 def _revert(workspace: Path, journal: Journal, journal_file: Path, reload: Callable[[Path], object],
-            failure: str, hook: Callable[[str], None]) -> str:
-    """Restore from the journal, reload, delete the journal; the failure text, annotated."""
-    mark_reverting(workspace, journal)
+            failure: str, hook: Callable[[str], None]) -> tuple[str, Journal, list[str]]:
+    """Restore from the journal and reload; (the failure text, annotated; the journal, now phase
+    `reverted`; the files kept because someone changed them meanwhile). The caller records the
+    verdict and then deletes the journal."""
+    journal = mark_reverting(workspace, journal)
     result = restore(workspace, journal, hook)
     if result.left:
         raise RevertFailed(result.left, result.errors, journal_file, failure)
+    kept = [k["path"] for k in result.kept]
+    if result.kept:
+        failure += f"; {result.kept_text()}"
+    try:
+        journal = set_phase(workspace, journal, "reverted", failure=failure[:2000], kept_edits=kept)
+    except Exception:  # noqa: BLE001 - still "reverting" on disk: recovery restores (a no-op) again
+        log.warning("could not mark the journal of %s as reverted", journal.recipe_id, exc_info=True)
     try:
         reload(workspace)
     except Exception as exc:  # noqa: BLE001 - the bytes are back; mention it, do not fail on it
         failure += f"; reload after the revert failed too: {_reason(exc)}"
-    try:
-        delete_journal(journal_file)
-    except OSError as exc:  # every byte is back; a leftover journal only makes recovery a no-op
-        failure += f"; the journal could not be deleted ({exc}); recovery will remove it"
-    return failure
+    return failure, journal, kept
+
+
+def _settle(journal_file: Path, on_outcome: Callable[[ApplyOutcome], None] | None, outcome: ApplyOutcome,
+            hook: Callable[[str], None], *, delete: bool = True) -> ApplyOutcome:
+    """The tree is settled and the journal says so: record the verdict, then let the journal go.
+    If recording raises, the journal stays and recovery records the verdict."""
+    hook("settled")
+    if on_outcome is not None:
+        on_outcome(outcome)
+    hook("before_journal_delete")
+    if delete:
+        try:
+            delete_journal(journal_file)
+        except OSError as exc:  # settled and recorded: a leftover journal only makes recovery a no-op
+            log.warning("the journal %s could not be deleted (%s); recovery will remove it", journal_file, exc)
+    return outcome
 
 
 def apply_delta(
@@ -298,17 +332,20 @@ def apply_delta(
 
     Raises WorkspaceBusy (lock held elsewhere), ApplyRefused (nothing written), RevertFailed
     (a revert could not finish; journal kept). Everything else is an ApplyOutcome.
-    `on_outcome` runs with the lock still held, so recording the verdict cannot interleave with
-    a proposer staging in between.
+    `on_outcome` records the verdict: it runs with the lock still held (so recording cannot
+    interleave with a proposer staging) and after the journal says the tree is settled (so a kill
+    before it is recorded leaves recovery to record it, exactly once).
     """
     workspace = Path(workspace).resolve(strict=True)
-    if not isinstance(recipe_id, str) or not _RECIPE_ID.fullmatch(recipe_id):
-        raise ApplyRefused("invalid", "", f"recipe id {recipe_id!r} is not a plain identifier")
+    try:
+        require_recipe_id(recipe_id)
+    except BadRecipeId as exc:
+        raise ApplyRefused("invalid", "", str(exc)) from None
     hook = hook or _no_hook
     with workspace_lock(workspace, lock_timeout):
         hook("locked")
         files, created_dirs, touched = _plan(workspace, changes, expected, unsaved)
-        journal = Journal.new(recipe_id, files, created_dirs)
+        journal = Journal.new(recipe_id, files, created_dirs, records_verdict=on_outcome is not None)
         try:
             journal_file = write_journal(workspace, journal)
         except BaseException:
@@ -317,6 +354,11 @@ def apply_delta(
             raise
         written: list[str] = []
         result: GateResult | None = None
+
+        def record_gate(pid: int) -> None:  # the gate waits until its leader is in the journal
+            nonlocal journal
+            journal = set_phase(workspace, journal, journal.phase, gate_process=identify(pid))
+
         try:
             hook("journal_written")
             _write_delta(workspace, touched, journal, written, hook)
@@ -328,29 +370,27 @@ def apply_delta(
                 failure = f"reload failed: {_reason(exc)}"
             if failure is None:
                 hook("before_gate")
-                result = _run_gate(gate, workspace)
+                with recording_spawns(record_gate):
+                    result = _run_gate(gate, workspace)
                 hook("after_gate")
                 if result.green:
-                    hook("before_journal_delete")
-                    delete_journal(journal_file)
-                    return _finished(on_outcome, ApplyOutcome(
-                        recipe_id=recipe_id, flows_green=True, reverted=False, failure=None, gate=result,
-                        written=written))
-                failure = f"{result.gate} gate red: {result.summary}"
+                    journal = set_phase(workspace, journal, "kept")
+                    kept = ApplyOutcome(recipe_id=recipe_id, flows_green=True, reverted=False, failure=None,
+                                        gate=result, written=written)
+                else:
+                    failure = f"{result.gate} gate red: {result.summary}"
         except BaseException as exc:
-            failure = _revert(workspace, journal, journal_file, reload,
-                              f"apply interrupted: {_reason(exc)}", hook)
+            failure, journal, left = _revert(workspace, journal, journal_file, reload,
+                                             f"apply interrupted: {_reason(exc)}", hook)
             if not isinstance(exc, Exception):
+                delete_journal(journal_file)  # interrupted by the person: no verdict to record
                 raise
-            return _finished(on_outcome, ApplyOutcome(recipe_id=recipe_id, flows_green=False, reverted=True,
-                                                      failure=failure, gate=result, written=written))
-        failure = _revert(workspace, journal, journal_file, reload, failure, hook)
-        return _finished(on_outcome, ApplyOutcome(recipe_id=recipe_id, flows_green=False, reverted=True,
-                                                  failure=failure, gate=result, written=written))
-
-
-def _finished(on_outcome: Callable[[ApplyOutcome], None] | None, outcome: ApplyOutcome) -> ApplyOutcome:
-    if on_outcome is not None:
-        on_outcome(outcome)
-    return outcome
-
+            return _settle(journal_file, on_outcome, ApplyOutcome(
+                recipe_id=recipe_id, flows_green=False, reverted=True, failure=failure, gate=result,
+                written=written, kept_edits=left), hook)
+        if result is not None and result.green:
+            return _settle(journal_file, on_outcome, kept, hook)
+        failure, journal, left = _revert(workspace, journal, journal_file, reload, failure, hook)
+        return _settle(journal_file, on_outcome, ApplyOutcome(
+            recipe_id=recipe_id, flows_green=False, reverted=True, failure=failure, gate=result, written=written,
+            kept_edits=left), hook)

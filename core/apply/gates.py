@@ -26,13 +26,15 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import wraps
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 OUTPUT_TAIL_LINES = 20
 MAX_FAILURE_LINES = 50
@@ -52,13 +54,23 @@ class GateResult(BaseModel):
 
 
 class GateSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    """A misspelt key (`comand:`) is an error, never a silent fall-back to another gate."""
+
     kind: Literal["auto", "kitsoki", "command", "builtin"] = "auto"
-    command: list[str] | None = None
-    kitsoki: str = "kitsoki"
+    command: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
+    kitsoki: str = Field(default="kitsoki", min_length=1)
     """The kitsoki binary: a name looked up on PATH, or a path."""
     flows: str | None = None
     """Fixture glob relative to the workspace; None = the runner's default."""
-    timeout_s: float = 300.0
+    timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
+    """A gate given no time at all would revert every accept: zero and negative are refused."""
+
+    @model_validator(mode="after")
+    def _command_kind_has_a_command(self) -> GateSettings:
+        if self.kind == "command" and not self.command:
+            raise ValueError("kind 'command' needs a command, e.g. command: [\"make\", \"test\"]")
+        return self
 
 
 Gate = Callable[[Path], GateResult]
@@ -111,14 +123,60 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+_spawn_listener: ContextVar[Callable[[int], None] | None] = ContextVar("gate_spawn_listener", default=None)
+
+
+@contextmanager
+def recording_spawns(listener: Callable[[int], None]) -> Iterator[None]:
+    """While this is active, a subprocess gate started on this thread calls `listener(pid)` before
+    it may run, and runs only if that returns (the apply journal records the gate this way)."""
+    token = _spawn_listener.set(listener)
+    try:
+        yield
+    finally:
+        _spawn_listener.reset(token)
+
+
+_WAIT_FOR_GO = 'IFS= read -r go && [ "$go" = g ] || exit 70; exec "$@" </dev/null'
+"""The gate's first moments, in /bin/sh with the go pipe as stdin: wait until the parent has
+recorded this process, then become the gate (exec keeps the pid) with stdin from /dev/null. If the
+parent dies first the pipe ends and the gate never runs."""
+
+
+def _spawn(argv: Sequence[str], cwd: Path, out) -> subprocess.Popen:
+    listener = _spawn_listener.get()
+    if listener is None:
+        return subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    if shutil.which(argv[0]) is None:  # as Popen would say, before the wrapper hides it
+        raise FileNotFoundError(2, f"No such file or directory: {argv[0]!r}")
+    go_read, go_write = os.pipe()
+    try:
+        proc = subprocess.Popen(["/bin/sh", "-c", _WAIT_FOR_GO, "kitsoki-miner-gate", *argv],
+                                cwd=cwd, stdin=go_read, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    except BaseException:
+        os.close(go_write)
+        raise
+    finally:
+        os.close(go_read)
+    try:
+        listener(proc.pid)
+        os.write(go_write, b"g\n")
+    except BaseException:
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+    finally:
+        os.close(go_write)
+    return proc
+
+
 def _run(argv: Sequence[str], cwd: Path, timeout_s: float) -> _Run:
     """Run argv in its own session with output to a temp file (not a pipe: a grandchild that
     keeps a pipe open would block us past the timeout); kill its process group at the end."""
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(
-            list(argv), cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = _spawn(argv, cwd, out)
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -3,15 +3,21 @@
 Why a journal and not an in-memory snapshot: keep-or-revert must hold even when the process is
 SIGKILLed between two writes. The journal `.artifacts/mining/journal/<recipe_id>.json` is written
 atomically (tmp + fsync + rename + fsync dir) before the first byte of the tree changes and is
-deleted only once the apply is settled (kept green, or fully reverted). So a journal on disk means
-"an apply did not finish": `recover` (run at start-up) puts every journaled file back to its
-pre-edit bytes and mode, or its absence, and removes the directories the apply created.
+deleted only once the apply is settled and its verdict recorded. So a journal on disk means "an
+apply did not finish": recovery (core.apply.recovery, run at start-up) finishes it.
 
-Restoring is idempotent (a file already in its pre-edit state is not rewritten), so a crash during
-a revert or during a recovery is mended by the next recovery. Every file operation goes through
-directory descriptors opened with O_NOFOLLOW from the workspace root: a symlink planted in the tree
-after the journal was written makes that file fail to restore (and be named), never a write
-outside the workspace.
+Its phase says how far it got: `applying` / `reverting` (the tree may be half way: restore it),
+`kept` (green and settled: only the verdict may be missing) and `reverted` (restored: only the
+verdict may be missing). A subprocess gate's leader is recorded before the gate may run, so
+recovery can end a gate the killed accept left running.
+
+The journal is signed (core.authn) because recovery acts on it: a planted one is never obeyed.
+Restoring a file is conditional on its bytes: a file is put back only while it still holds
+exactly what the apply wrote (`sha256_after`); a file someone changed since (an edit typed while
+the gate ran, or after a crash) is kept and named. Restoring is idempotent, so a crash during a
+revert or a recovery is mended by the next recovery. Every file operation goes through directory
+descriptors opened with O_NOFOLLOW from the workspace root: a symlink planted in the tree makes
+that file be left (and named), never a write outside the workspace.
 """
 
 from __future__ import annotations
@@ -29,18 +35,26 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-import orjson
 from pydantic import BaseModel, ValidationError, field_validator, model_validator
 
-from core.locks import workspace_lock
+from core import statefs
+from core.apply.processes import GateProcess
+from core.authn import NotAuthentic, seal, unseal
+from core.ids import BadRecipeId, require_recipe_id
 
 log = logging.getLogger(__name__)
 
 JOURNAL_DIR = ".artifacts/mining/journal"
+JOURNAL_PURPOSE = "apply journal"
 TMP_SUFFIX = ".kitsoki-miner.tmp"
+MAX_JOURNAL_BYTES = 512 << 20
+"""A journal holds the pre-edit bytes of every file it touches (base64)."""
 _NAME_MAX = 255
+_FORBIDDEN_TOP = frozenset({".artifacts"})
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+Phase = Literal["applying", "reverting", "kept", "reverted"]
 
 
 def journal_dir(workspace: Path) -> Path:
@@ -61,11 +75,14 @@ def tmp_name(name: str) -> str:
 
 
 def is_safe_relpath(path: str) -> bool:
-    """A workspace-relative POSIX path that cannot leave the workspace by its spelling."""
-    if not path or "\0" in path or "\\" in path:
+    """A workspace-relative POSIX path that cannot leave the workspace by its spelling, and names
+    nothing under `.git/` (anywhere) or `.artifacts/`."""
+    if not isinstance(path, str) or not path or "\0" in path or "\\" in path:
         return False
     pure = PurePosixPath(path)
-    return not pure.is_absolute() and ".." not in pure.parts and pure.as_posix() == path and path != "."
+    if pure.is_absolute() or ".." in pure.parts or pure.as_posix() != path or path == ".":
+        return False
+    return ".git" not in pure.parts and pure.parts[0] not in _FORBIDDEN_TOP
 
 
 # ── the journal record ────────────────────────────────────────────────────────────────────────
@@ -80,6 +97,7 @@ class JournalFile(BaseModel):
     before_b64: str | None = None
     """The pre-edit bytes, base64; None when the file did not exist."""
     sha256_after: str
+    """What the apply writes: a file is restored only while it still holds exactly these bytes."""
 
     @field_validator("path")
     @classmethod
@@ -94,6 +112,10 @@ class JournalFile(BaseModel):
             raise ValueError(f"{self.path}: an existing file needs its mode and bytes")
         if self.before_b64 is not None:
             base64.b64decode(self.before_b64, validate=True)
+        if self.mode is not None and not 0 <= self.mode <= 0o7777:
+            raise ValueError(f"{self.path}: mode {self.mode!r} is not a permission mode")
+        if len(self.sha256_after) != 64 or any(c not in "0123456789abcdef" for c in self.sha256_after):
+            raise ValueError(f"{self.path}: sha256_after is not a sha256 hex digest")
         return self
 
     def before(self) -> bytes | None:
@@ -101,16 +123,29 @@ class JournalFile(BaseModel):
 
 
 class Journal(BaseModel):
-    version: Literal[1] = 1
+    version: Literal[2] = 2
     recipe_id: str
-    phase: Literal["applying", "reverting"] = "applying"
-    """"applying" from before the first write until the apply settles; "reverting" once a revert
-    has begun (informational: recovery restores the same way in both phases)."""
+    phase: Phase = "applying"
     started_at: float
+    started_at_ns: int
+    """When the apply took the lock: a verdict recorded after this instant is this apply's."""
     pid: int
     files: list[JournalFile]
     created_dirs: list[str] = []
     """Directories the delta creates, shallowest first; removed (deepest first) when empty."""
+    records_verdict: bool = False
+    """The caller records a verdict (`mining.proposal_decided`): recovery finishes it if it is missing."""
+    gate_process: GateProcess | None = None
+    """A subprocess gate's leader, recorded before the gate may run."""
+    failure: str | None = None
+    """Phase reverted: why."""
+    kept_edits: list[str] = []
+    """Phase reverted: files left as someone changed them instead of being restored."""
+
+    @field_validator("recipe_id")
+    @classmethod
+    def _recipe_id(cls, value: str) -> str:
+        return require_recipe_id(value)
 
     @field_validator("created_dirs")
     @classmethod
@@ -121,88 +156,91 @@ class Journal(BaseModel):
         return dirs
 
     @classmethod
-    def new(cls, recipe_id: str, files: list[JournalFile], created_dirs: list[str]) -> Journal:
-        return cls(recipe_id=recipe_id, started_at=time.time(), pid=os.getpid(), files=files,
-                   created_dirs=created_dirs)
+    def new(cls, recipe_id: str, files: list[JournalFile], created_dirs: list[str], *,
+            records_verdict: bool = False) -> Journal:
+        now = time.time_ns()
+        return cls(recipe_id=recipe_id, started_at=now / 1e9, started_at_ns=now, pid=os.getpid(), files=files,
+                   created_dirs=created_dirs, records_verdict=records_verdict)
 
 
 class CorruptJournal(ValueError):
-    """A journal that does not parse or validate: it is moved aside, never guessed at."""
+    """A signed journal that does not validate: it is moved aside, never guessed at."""
+
+
+class RefusedJournal(ValueError):
+    """A journal that is not ours (unsigned, forged, another key) or not a regular file: moved aside."""
+
+    def __init__(self, message: str, *, kind: str, other_key: bool = False) -> None:
+        self.kind = kind
+        self.other_key = other_key
+        super().__init__(message)
+
+
+def journal_rel(recipe_id: str) -> str:
+    return f"{JOURNAL_DIR}/{require_recipe_id(recipe_id, 'apply journal')}.json"
 
 
 def journal_path(workspace: Path, recipe_id: str) -> Path:
-    return journal_dir(workspace) / f"{recipe_id}.json"
+    return Path(workspace) / journal_rel(recipe_id)
 
 
 def pending_journals(workspace: Path) -> list[Path]:
-    """Journals of applies that did not finish (not the `.corrupt` ones moved aside)."""
+    """Journals of applies that did not finish (not the ones moved aside). Raises UnsafeFile when
+    the journal folder is a link or not a folder."""
     jd = journal_dir(workspace)
     try:
-        names = os.listdir(jd)
+        fd = statefs.open_dir(jd)
     except FileNotFoundError:
         return []
+    try:
+        names = os.listdir(fd)
+    finally:
+        os.close(fd)
     return [jd / n for n in sorted(names) if n.endswith(".json") and not n.startswith(".")]
 
 
 def write_journal(workspace: Path, journal: Journal) -> Path:
-    """Write the journal atomically and durably (replacing this recipe's journal, if any). On
-    failure the tmp file is removed; a previous journal of the recipe is left intact."""
-    jd = journal_dir(workspace)
-    _makedirs_durable(jd)
-    path = jd / f"{journal.recipe_id}.json"
-    tmp = jd / f".{journal.recipe_id}.json.tmp"
-    data = orjson.dumps(journal.model_dump())
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        try:
-            _write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        fsync_dir(jd)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write the journal, signed, atomically and durably (replacing this recipe's journal, if any).
+    On failure the tmp file is removed; a previous journal of the recipe is left intact."""
+    rel = journal_rel(journal.recipe_id)
+    data = seal(journal.model_dump(mode="json"), purpose=JOURNAL_PURPOSE, rel=rel, workspace=workspace)
+    path = Path(workspace) / rel
+    statefs.write_atomic(path, data, mode=0o600, what="the apply journal")
     return path
 
 
-def read_journal(path: Path) -> Journal:
+def read_journal(workspace: Path, path: Path) -> Journal:
+    """A journal kitsoki-miner wrote, or RefusedJournal / CorruptJournal saying why it is not used."""
     try:
-        return Journal.model_validate(orjson.loads(path.read_bytes()))
-    except (orjson.JSONDecodeError, ValidationError) as exc:
-        raise CorruptJournal(f"{path.name}: {exc}") from exc
+        data = statefs.read_bytes(path, MAX_JOURNAL_BYTES, what="the apply journal")
+    except statefs.UnsafeFile as exc:
+        raise RefusedJournal(str(exc), kind="unsafe") from None
+    rel = f"{JOURNAL_DIR}/{path.name}"
+    try:
+        body = unseal(data, purpose=JOURNAL_PURPOSE, rel=rel, path=path, what="the apply journal",
+                      workspace=workspace)
+    except NotAuthentic as exc:
+        raise RefusedJournal(str(exc), kind="forged", other_key=exc.other_key) from None
+    try:
+        journal = Journal.model_validate(body)
+    except (ValidationError, BadRecipeId) as exc:
+        raise CorruptJournal(f"{path}: {exc}") from None
+    if f"{journal.recipe_id}.json" != path.name:
+        raise CorruptJournal(f"{path}: it is the journal of {journal.recipe_id}, under another name")
+    return journal
 
 
 def delete_journal(path: Path) -> None:
-    with suppress(FileNotFoundError):
-        os.unlink(path)
-    fsync_dir(path.parent)
+    dir_fd, name = statefs.dir_of(path)
+    try:
+        with suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dir_fd)
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 # ── descriptor-relative file operations ───────────────────────────────────────────────────────
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _makedirs_durable(path: Path) -> None:
-    """mkdir -p, fsyncing each new directory's parent so the entry survives a power cut."""
-    missing = []
-    probe = path
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    for directory in reversed(missing):
-        with suppress(FileExistsError):
-            os.mkdir(directory)
-        fsync_dir(directory.parent)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -289,7 +327,7 @@ def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None,
 
 class RevertFailed(RuntimeError):
     """A revert (or recovery) could not put every file back. The journal is kept, so the next
-    `recover` retries; `left` names the files not restored."""
+    recovery retries; `left` names the files not restored."""
 
     def __init__(self, left: list[str], errors: list[str], journal: Path | None = None,
                  failure: str | None = None) -> None:
@@ -297,7 +335,7 @@ class RevertFailed(RuntimeError):
         self.errors = list(errors)
         self.journal = journal
         self.failure = failure
-        where = f"; the journal is kept at {journal} and `recover` will retry" if journal else ""
+        where = f"; the journal is kept at {journal} and recovery will retry" if journal else ""
         cause = f" after: {failure}" if failure else ""
         super().__init__(f"revert failed{cause}: could not restore {', '.join(self.left)} "
                          f"({'; '.join(self.errors)}){where}")
@@ -306,15 +344,21 @@ class RevertFailed(RuntimeError):
 @dataclass
 class Restored:
     restored: list[str] = field(default_factory=list)
-    """Files whose pre-edit bytes or mode had to be written back."""
+    """Files whose pre-edit bytes had to be written back."""
     removed: list[str] = field(default_factory=list)
     """Files the delta created, and then its directories, that were deleted."""
+    kept: list[dict] = field(default_factory=list)
+    """{"path", "why"}: files someone changed after the apply wrote them; left as they are."""
     left: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
+    def kept_text(self) -> str:
+        return "; ".join(f"{k['path']} was kept as it is: {k['why']}" for k in self.kept)
+
 
 def restore(workspace: Path, journal: Journal, hook: Callable[[str], None] | None = None) -> Restored:
-    """Put every journaled file back; never raises for one file (it is named in `left`).
+    """Put back every journaled file that still holds the apply's bytes; never raises for one file
+    (it is named in `left`). Files changed since the apply wrote them are named in `kept`.
 
     `hook("restore:<path>")` is called before each file (a test seam: raising there makes that
     file fail to restore)."""
@@ -336,33 +380,56 @@ def restore(workspace: Path, journal: Journal, hook: Callable[[str], None] | Non
     return out
 
 
+def _keep(out: Restored, path: str, why: str) -> None:
+    out.kept.append({"path": path, "why": why})
+    log.warning("not restoring %s: %s", path, why)
+
+
 def _restore_one(root: int, entry: JournalFile, out: Restored) -> None:
     parts = PurePosixPath(entry.path).parts
     parent, name = parts[:-1], parts[-1]
     before = entry.before()
     try:
-        # A directory that existed before the apply is recreated if it has gone since.
-        dir_fd = open_dir(root, parent, create=before is not None)
+        dir_fd = open_dir(root, parent)
     except FileNotFoundError:
-        return  # a new file whose parent never came to be: nothing to undo
+        if before is not None:  # the apply never removes a folder: someone did, after it
+            _keep(out, entry.path, "its folder was removed after the accept wrote it")
+        return
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            _keep(out, entry.path, "a folder on its path was replaced (by a link or a file) after the accept")
+            return
+        raise
     try:
-        if before is not None:
-            if read_file(dir_fd, name) != (before, entry.mode):
-                write_atomic(dir_fd, name, before, entry.mode)
-                out.restored.append(entry.path)
-        else:
-            try:
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except FileNotFoundError:
-                pass
-            else:
-                if stat.S_ISDIR(st.st_mode):
-                    raise IsADirectoryError(errno.EISDIR, f"{entry.path} is now a directory")
-                os.unlink(name, dir_fd=dir_fd)
-                os.fsync(dir_fd)
-                out.removed.append(entry.path)
-        with suppress(FileNotFoundError):
+        with suppress(FileNotFoundError):  # our own temp file, by its deterministic name
             os.unlink(tmp_name(name), dir_fd=dir_fd)
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            info = None
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+            _keep(out, entry.path, f"it is now {what}, not the file the accept wrote")
+            return
+        current = read_file(dir_fd, name) if info is not None else None
+        if current is None:
+            if before is not None:
+                _keep(out, entry.path, "it was deleted after the accept wrote it")
+            return
+        data = current[0]
+        if before is not None and data == before:
+            return  # already as it was (never written, or restored by an earlier run)
+        if sha256_hex(data) != entry.sha256_after:
+            _keep(out, entry.path, "it was changed after the accept wrote it (its bytes are neither the "
+                                   "accept's nor the original's)")
+            return
+        if before is not None:
+            write_atomic(dir_fd, name, before, entry.mode)
+            out.restored.append(entry.path)
+        else:
+            os.unlink(name, dir_fd=dir_fd)
+            os.fsync(dir_fd)
+            out.removed.append(entry.path)
     finally:
         os.close(dir_fd)
 
@@ -384,73 +451,18 @@ def _remove_dir_if_empty(root: int, directory: str, out: Restored) -> None:
         os.close(dir_fd)
 
 
-def mark_reverting(workspace: Path, journal: Journal) -> None:
-    """Best effort: record that a revert began (the old journal stays valid if this fails)."""
+def set_phase(workspace: Path, journal: Journal, phase: Phase, **update) -> Journal:
+    """Rewrite the journal with a new phase (raises if it cannot be written)."""
+    changed = journal.model_copy(update={"phase": phase, **update})
+    write_journal(workspace, changed)
+    return changed
+
+
+def mark_reverting(workspace: Path, journal: Journal) -> Journal:
+    """Best effort: record that a revert began (the old journal stays valid if this fails: recovery
+    restores the same way from `applying`)."""
     try:
-        write_journal(workspace, journal.model_copy(update={"phase": "reverting"}))
+        return set_phase(workspace, journal, "reverting")
     except Exception:  # noqa: BLE001 - informational only
         log.warning("could not mark the journal of %s as reverting", journal.recipe_id, exc_info=True)
-
-
-# ── recovery ──────────────────────────────────────────────────────────────────────────────────
-
-
-def _move_aside(path: Path) -> Path:
-    target = path.with_name(path.name + ".corrupt")
-    n = 1
-    while target.exists():
-        target = path.with_name(f"{path.name}.corrupt.{n}")
-        n += 1
-    os.rename(path, target)
-    fsync_dir(path.parent)
-    return target
-
-
-def recover(workspace: Path, trace=None, *, lock_timeout: float = 0.0) -> list[dict]:
-    """Finish every apply that did not: restore journaled files, remove stray temp files and the
-    delta's empty directories, delete the journal. One report dict per journal, also appended to
-    `trace` (a core.trace.Trace) as `mining.recovered`.
-
-    Takes the workspace lock (WorkspaceBusy while another process applies: its journal is live).
-    A journal that does not parse is renamed `<name>.corrupt` and reported with `corrupt: true`.
-    A file that cannot be restored is reported under `left` and its journal kept for next time.
-    """
-    workspace = Path(workspace).resolve()
-    jd = journal_dir(workspace)
-    if not jd.is_dir():
-        return []  # no apply ever began here: do not create .artifacts just to look
-    reports: list[dict] = []
-    with workspace_lock(workspace, lock_timeout):
-        for name in sorted(os.listdir(jd)):
-            if name.startswith(".") and name.endswith(".json.tmp"):
-                with suppress(FileNotFoundError):  # a journal never completed: the tree is untouched
-                    os.unlink(jd / name)
-        for path in pending_journals(workspace):
-            reports.append(_recover_one(workspace, path))
-    if trace is not None:
-        for report in reports:
-            try:
-                trace.append("mining.recovered", report)
-            except Exception:  # noqa: BLE001 - the restore happened; the record is returned anyway
-                log.warning("could not record mining.recovered in %s", trace, exc_info=True)
-    return reports
-
-
-def _recover_one(workspace: Path, path: Path) -> dict:
-    try:
-        journal = read_journal(path)
-    except CorruptJournal as exc:
-        moved = _move_aside(path)
-        log.error("corrupt apply journal moved aside to %s: %s", moved, exc)
-        return {"recipe_id": path.stem, "corrupt": True, "moved_to": moved.relative_to(workspace).as_posix(),
-                "error": str(exc)[:500], "restored": [], "removed": []}
-    result = restore(workspace, journal)
-    report = {"recipe_id": journal.recipe_id, "phase": journal.phase,
-              "restored": result.restored, "removed": result.removed}
-    if result.left:
-        report["left"] = result.left
-        report["errors"] = result.errors
-        log.error("recovery of %s left %s: %s", journal.recipe_id, result.left, result.errors)
-    else:
-        delete_journal(path)
-    return report
+        return journal

@@ -17,16 +17,22 @@ someone else before the lock was taken is seen, never overwritten), then:
      batch (closed reason enum, required pointers): a bad record raises before any disk write;
   5. append the archive batch (fsync);
   6. snapshot the store to `<store>.bak-<ISO>` and rotate to the newest 3;
-  7. write `<store>.tmp-<pid>-<ms>` (fsync) and rename it over the store.
+  7. write a temp file beside the store (`.<store>.tmp-<pid>-<random>`, fsync) and rename it over the store.
 
 A crash between 5 and 7 leaves a record in both the store and the archive (harmless), never in
 neither. Lines that do not parse as a JSON object are kept verbatim at the end of every rewrite.
+
+The store, its archive, backups and lock are opened through core.statefs: only regular files, never
+through a link, never blocking. A FIFO, a folder or a device where one of them should be is
+refused by name (StoreError) before anything is written: appending the archive batch to a pipe
+and then dropping those records from the store would lose them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -37,8 +43,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from filelock import FileLock, Timeout
 from pydantic import BaseModel
+
+from core import statefs
+from core.locks import LockTimeout, acquire
 
 from core.learnings.schema import (
     LearningValidationError,
@@ -63,6 +71,7 @@ ARCHIVE_REASONS = ("expired", "pruned", "superseded", "merged")
 POINTER = {"superseded": "_superseded_by", "merged": "_merged_into"}
 BACKUPS_KEPT = 3
 LOCK_TIMEOUT_S = 10.0
+MAX_STORE_BYTES = 1 << 30
 
 Fault = Callable[[str], None]
 """A test hook called after each write step: validated, archive-half, archived, backup, tmp, renamed."""
@@ -73,8 +82,12 @@ class LearningsLockError(RuntimeError):
     """The store lock was held by someone else for longer than the timeout; nothing was written."""
 
 
-class StoreError(RuntimeError):
-    """The store could not be read or written (I/O); nothing was lost."""
+class StoreError(OSError):
+    """The store could not be read or written (I/O, or a special file where it should be); nothing
+    was lost. `str()` names the file."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else super().__str__()
 
 
 class WriteResult(BaseModel):
@@ -97,6 +110,8 @@ class StoreContent:
     """Lines that are not a JSON object, verbatim (without their newline)."""
     generation: str = "sha256:" + hashlib.sha256(b"").hexdigest()
     exists: bool = False
+    raw: bytes = b""
+    """The bytes read (what a backup keeps)."""
 
 
 # --- paths ------------------------------------------------------------------------------------
@@ -135,19 +150,36 @@ def store_lock(store: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
         finally:
             depth[key] -= 1
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(path, poll_interval=0.01, is_singleton=False)
+    _refuse_special(store)  # before the lock file is made beside it
     try:
-        lock.acquire(timeout=timeout)
-    except Timeout:
+        fd = acquire(path, timeout, what="the learnings store lock")
+    except LockTimeout:
         raise LearningsLockError(f"the learnings store {store} is locked by another writer "
                                  f"({timeout:g}s); nothing was written") from None
+    except OSError as exc:
+        raise StoreError(f"{exc}; nothing was written") from None
     depth[key] = 1
     try:
         yield
     finally:
         depth[key] = 0
-        lock.release()
+        os.close(fd)
+
+
+def _refuse_special(store: Path) -> None:
+    """StoreError naming the store when it exists and is not a regular file (a FIFO, a folder, a
+    link): nothing, not even the lock file, is made beside it."""
+    try:
+        info = os.lstat(store)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"{store}: the learnings store cannot be checked: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a folder" if stat.S_ISDIR(info.st_mode) \
+            else "a named pipe (FIFO)" if stat.S_ISFIFO(info.st_mode) else "not a regular file"
+        raise StoreError(f"{store}: the learnings store is {kind}; only a regular file is used "
+                         "(nothing was read or written)")
 
 
 # --- read -------------------------------------------------------------------------------------
@@ -173,21 +205,25 @@ def parse_lines(data: bytes) -> tuple[list[dict], list[bytes]]:
 def read_store(store: Path) -> StoreContent:
     """Every record (normalized) and every malformed line of the store; a missing store is empty."""
     try:
-        data = Path(store).read_bytes()
+        data = statefs.read_bytes(store, MAX_STORE_BYTES, what="the learnings store")
     except FileNotFoundError:
         return StoreContent()
+    except statefs.UnsafeFile as exc:
+        raise StoreError(f"{exc}; nothing was read or written") from None
     except OSError as exc:
         raise StoreError(f"cannot read {store}: {exc.strerror or exc}") from None
     records, malformed = parse_lines(data)
     return StoreContent(records=records, malformed=malformed,
-                        generation="sha256:" + hashlib.sha256(data).hexdigest(), exists=True)
+                        generation="sha256:" + hashlib.sha256(data).hexdigest(), exists=True, raw=data)
 
 
 def read_archive(store: Path) -> list[dict]:
     try:
-        data = archive_path(store).read_bytes()
+        data = statefs.read_bytes(archive_path(store), MAX_STORE_BYTES, what="the learnings archive")
     except FileNotFoundError:
         return []
+    except OSError as exc:
+        raise StoreError(f"{exc}") from None
     return [r for r in parse_lines(data)[0]]
 
 
@@ -332,24 +368,15 @@ def _conf(record: dict) -> float:
     return float(conf) if isinstance(conf, (int, float)) and not isinstance(conf, bool) else float("-inf")
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _append(path: Path, lines: list[bytes], fault: Fault | None, half: str | None = None) -> None:
     """Append whole lines, starting a new line first if the file ends in a torn line (#1489)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = b"".join(line + b"\n" for line in lines)
-    with open(path, "ab+") as fh:
+    try:
+        fd = statefs.open_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644, what=path.name,
+                               create_dirs=True)
+    except statefs.UnsafeFile as exc:
+        raise StoreError(f"{exc}; nothing was written") from None
+    with os.fdopen(fd, "ab+") as fh:
         fh.seek(0, os.SEEK_END)
         if fh.tell() > 0:
             fh.seek(-1, os.SEEK_END)
@@ -373,10 +400,7 @@ def backup_name(store: Path, now: datetime) -> Path:
 
 
 def _backup(store: Path, data: bytes, now: datetime) -> None:
-    bak = backup_name(store, now)
-    tmp = Path(f"{bak}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, bak)
+    statefs.write_atomic(backup_name(store, now), data, what="a learnings backup")
     try:
         siblings = sorted(p for p in store.parent.iterdir()
                           if p.name.startswith(store.name + ".bak") and ".tmp-" not in p.name)
@@ -396,20 +420,8 @@ def backups(store: Path) -> list[Path]:
 
 def _rewrite(store: Path, keep: list[dict], malformed: list[bytes], now: datetime, fault: Fault | None) -> None:
     body = b"".join(_dumps(r) + b"\n" for r in keep) + b"".join(m + b"\n" for m in malformed)
-    tmp = Path(f"{store}.tmp-{os.getpid()}-{int(now.timestamp() * 1000)}")
-    store.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(body)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if fault:
-            fault("tmp")
-        os.replace(tmp, store)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(store.parent)
+    statefs.write_atomic(store, body, what="the learnings store",
+                         before_replace=(lambda: fault("tmp")) if fault else None)
 
 
 def write_generation(
@@ -453,7 +465,7 @@ def write_generation(
         if fault:
             fault("archived")
         if backup and content.exists:
-            _backup(store, store.read_bytes(), now)
+            _backup(store, content.raw, now)
         if fault:
             fault("backup")
         _rewrite(store, keep, content.malformed, now, fault)

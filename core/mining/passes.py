@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
+
+from core import statefs
 
 from core.mining.episodes import attach_results, episodes
 from core.mining.recipes import Recipe, RecipeIndex, RecipesFile
@@ -29,7 +31,6 @@ from core.mining.watermark import (
     load_episodes,
     load_state,
     save_state,
-    write_atomic,
 )
 from core.transcripts.claude import is_agent_session, read_claude_file
 from core.transcripts.codex import is_agent_source, read_codex_session
@@ -69,8 +70,43 @@ class MineResult(BaseModel):
     model_config = {"populate_by_name": True}
 
 
+MAX_RECIPES_BYTES = 512 << 20
+
+
+class RecipesFileError(ValueError):
+    """`recipes.json` cannot be used; the message names the file and the field. Nothing was written."""
+
+
 def recipes_path(workspace: Path) -> Path:
-    return workspace / ".artifacts" / "mining" / "recipes.json"
+    return Path(workspace) / ".artifacts" / "mining" / "recipes.json"
+
+
+def read_recipes(workspace: Path) -> list[Recipe]:
+    """The recipes of the last pass ([] when there was none). A file that is not a regular file,
+    does not parse, or does not fit the recipes schema raises RecipesFileError naming the file and
+    the first fields that are wrong: it is never half-used."""
+    path = recipes_path(workspace)
+    try:
+        raw = statefs.read_bytes(path, MAX_RECIPES_BYTES, what="recipes.json")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise RecipesFileError(f"{exc}; run `kitsoki-miner mine --seed` to write it again") from None
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise RecipesFileError(f"{path}: not valid JSON ({exc}); run `kitsoki-miner mine --seed` to write it "
+                               "again") from None
+    try:
+        return RecipesFile.model_validate(data).recipes
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors()[:5]:
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+            problems.append(f"{where or '(top)'}: {error['msg']}")
+        more = f"; and {exc.error_count() - 5} more" if exc.error_count() > 5 else ""
+        raise RecipesFileError(f"{path}: {'; '.join(problems)}{more}; run `kitsoki-miner mine --seed` to write "
+                               "it again") from None
 
 
 @dataclass
@@ -226,7 +262,7 @@ def run_pass(
     out = recipes_path(workspace)
     if not todo and not fresh_seed and out.exists():
         # Nothing new: the stored recipes stand. Only fingerprints were read and files stat()ed.
-        recipes = RecipesFile.model_validate_json(out.read_bytes()).recipes
+        recipes = read_recipes(workspace)
         for recipe in recipes:
             recipe.below_threshold = recipe.priority < priority_threshold
         body = recipes_json(recipes)
@@ -265,7 +301,7 @@ def run_pass(
     recipes = index.recipes(priority_threshold)
     body = recipes_json(recipes)
     job_id = f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}"
-    write_atomic(out, body)
+    statefs.write_atomic(out, body, what="recipes.json")
     save_state(workspace, state, None if fresh_seed else changed)
     if memory is not None:
         memory.state, memory.index = state, index

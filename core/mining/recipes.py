@@ -25,9 +25,11 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
+
+from core.ids import RECIPE_ID_PATTERN
 
 from core.mining.episodes import Action, Determinism, Episode
 from core.mining.signatures import SHELL_TOOLS
@@ -64,12 +66,13 @@ class Phrasing(BaseModel):
 
 
 class Recipe(BaseModel):
-    id: str
+    id: Annotated[str, Field(pattern=RECIPE_ID_PATTERN)]
+    """16 lowercase hex digits (`recipe_id`); read back, it becomes a folder name, so no other shape."""
     kind: RecipeKind
     title: str
-    priority: float
+    priority: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     below_threshold: bool = False
-    sessions: int
+    sessions: Annotated[int, Field(ge=0)]
     phrasings: list[Phrasing] = Field(default_factory=list)
     action_signature: list[str] = Field(default_factory=list)
     instances: list[Instance]

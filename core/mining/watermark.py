@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, Field, PrivateAttr
 
+from core import statefs
 from core.mining.episodes import Episode
 
 PARSER_VERSION = "3"
@@ -87,14 +87,30 @@ def state_path(workspace: Path, slug: str) -> Path:
     return workspace / ".artifacts" / "mining" / "state" / f"{slug}.json"
 
 
+MAX_MARKS_BYTES = 256 << 20
+MAX_EPISODE_LOG_BYTES = 4 << 30
+_EPISODES_FILE = re.compile(r"[^/\\\0]+\.episodes\.[0-9a-f]{16}\.jsonl")
+
+
+def _episodes_name(slug: str, name: str) -> bool:
+    """A stored episode-log name is used only if it is one this store makes: a plain file name."""
+    return name == "" or (_EPISODES_FILE.fullmatch(name) is not None and name.startswith(f"{slug}.episodes."))
+
+
 def load_state(workspace: Path, slug: str, *, with_episodes: bool = True) -> MiningState | None:
-    """The stored state, or None when this slug was never mined (or the store is unreadable).
+    """The stored state, or None when this slug was never mined (or the store does not parse: the
+    next pass is a seed pass). A state file or folder that is a link, a FIFO, a folder where a file
+    should be (or a file where the folder should be) raises UnsafeFile naming it.
 
     Without episodes, only fingerprints are read (a warm pass); episodes load when needed.
     """
     try:
-        marks = _Marks.model_validate_json(state_path(workspace, slug).read_bytes())
-        if marks.parser != PARSER_VERSION:
+        raw = statefs.read_bytes(state_path(workspace, slug), MAX_MARKS_BYTES, what="the mining state")
+    except FileNotFoundError:
+        return None
+    try:
+        marks = _Marks.model_validate_json(raw)
+        if marks.parser != PARSER_VERSION or marks.slug != slug or not _episodes_name(slug, marks.episodes_file):
             return None
         state = MiningState(slug=marks.slug, parser=marks.parser, mined_through=marks.mined_through,
                             files=marks.files)
@@ -114,7 +130,10 @@ def load_episodes(workspace: Path, state: MiningState) -> None:
         return
     per_file: dict[str, list[Episode]] = {}
     if state._episodes_file:
-        with open(state_path(workspace, state.slug).parent / state._episodes_file, "rb") as fh:
+        if not _episodes_name(state.slug, state._episodes_file):
+            raise ValueError(f"{state._episodes_file!r} is not an episode log of {state.slug}")
+        log_path = state_path(workspace, state.slug).parent / state._episodes_file
+        with os.fdopen(statefs.open_file(log_path, os.O_RDONLY, what="the episode log"), "rb") as fh:
             data = fh.read(state._episodes_bytes)
         for raw in data.splitlines():
             line = _LogLine.model_validate_json(raw)
@@ -138,16 +157,16 @@ def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | No
     of its bytes count. A crash before it leaves the previous state whole; bytes a crashed pass
     appended are cut off by the next save.
     """
-    folder = state_path(workspace, state.slug).parent
-    folder.mkdir(parents=True, exist_ok=True)
-    current = folder / state._episodes_file if state._episodes_file else None
+    folder = statefs.ensure_dir(state_path(workspace, state.slug).parent)
+    current = folder / state._episodes_file if _episodes_name(state.slug, state._episodes_file) and \
+        state._episodes_file else None
     appendable = (
-        changed is not None and current is not None and current.exists()
+        changed is not None and current is not None and statefs.check_path(current).exists()
         and state._episodes_bytes <= 2 * state._compacted_bytes + COMPACT_SLACK
     )
     if appendable:
         body = b"".join(_line(p, k, state.files[p].episodes[k:]) for p, k in sorted(changed.items()))
-        with open(current, "r+b") as fh:
+        with os.fdopen(statefs.open_file(current, os.O_RDWR, what="the episode log"), "r+b") as fh:
             fh.truncate(state._episodes_bytes)
             fh.seek(state._episodes_bytes)
             fh.write(body)
@@ -174,14 +193,5 @@ def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | No
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Whole or not at all, never through a link planted in `.artifacts/` (core.statefs)."""
+    statefs.write_atomic(path, data)

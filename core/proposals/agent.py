@@ -508,4 +508,28 @@ class AgentDrafter:
     def __call__(self, recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inventory,
                  read: Reader) -> Draft:
         prompt = build_prompt(recipe, mapping, workspace, inventory, read)
-        return parse_response(self.respond(prompt))
+        draft = parse_response(self.respond(prompt))
+        confine_to_targets(draft, target_files(recipe, mapping, workspace, inventory), workspace, read)
+        return draft
+
+
+def confine_to_targets(draft: Draft, targets: list[str], workspace: Workspace, read: Reader) -> None:
+    """DraftError unless the draft changes only the files it was offered (or creates the one new
+    materialized story the rules allow), and never a flow fixture: an agent that rewrote the
+    fixture gating its change could make a red change green."""
+    from core.proposals.targets import is_flow_fixture  # targets import validate, which imports the loader
+
+    fixtures = sorted(rel for rel in draft.files if is_flow_fixture(workspace, rel))
+    if fixtures:
+        raise DraftError(f"the agent's draft changes the flow fixture {', '.join(fixtures)}; a draft never "
+                         "changes the flows that gate it")
+    offered = set(targets)
+    extra = sorted(rel for rel in draft.files if rel not in offered)
+    new_stories = {PurePosixPath(rel).parts[:3] for rel in extra
+                   if rel.startswith(MATERIALIZED_DIR + "/") and len(PurePosixPath(rel).parts) > 3}
+    if len(new_stories) == 1 and _home_story(workspace) is None:  # rule 3: the one new story
+        folder = "/".join(next(iter(new_stories)))
+        extra = [rel for rel in extra if not (rel.startswith(folder + "/") and read(rel) is None)]
+    if extra:
+        raise DraftError(f"the agent's draft changes {', '.join(extra)}, which it was not offered "
+                         f"(it may change only {', '.join(sorted(offered))})")

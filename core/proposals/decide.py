@@ -6,6 +6,12 @@ proposal is then held with the failure attached. A refined draft (a person edite
 files) is re-validated before it is applied. A suggestion for dev-story is never applied. A
 refusal (unknown id, stale target, unsaved edits, busy workspace) records nothing and writes
 nothing: the person can act on the message and try again.
+
+The stage is read back as untrusted: `proposal.json` must carry kitsoki-miner's signature, every
+file it names is checked again with the rules of a fresh draft (core.proposals.targets: only
+`.kitsoki.yaml` and story YAML, never `.git/`, `.artifacts/` or a flow fixture, no link on the
+way), and the staged bytes are read without following a link. A draft whose bytes differ from
+what was validated (refined) is validated again whole.
 """
 
 from __future__ import annotations
@@ -14,7 +20,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel
 
 from core.apply import ApplyRefused, Gate, GateResult, apply_delta, choose_gate
@@ -22,9 +27,19 @@ from core.kitsoki.story import load_workspace
 from core.locks import workspace_lock
 from core.mining.service import trace_path
 from core.proposals.inbox import find, history
-from core.proposals.model import AuthorArtifact, Proposal
+from core.proposals.model import Proposal
 from core.proposals.settings import SettingsError, gate_settings
-from core.proposals.staging import ARTIFACT_FILE, save_proposal, sha256, stage_dir, staged_files
+from core.proposals.staging import (
+    PROPOSAL_FILE,
+    StagedStateError,
+    read_artifact,
+    save_proposal,
+    sha256,
+    stage_dir,
+    staged_files,
+    write_artifact,
+)
+from core.proposals.targets import check_target
 from core.proposals.validate import DraftInvalid, check_draft
 from core.trace import Trace
 
@@ -46,6 +61,8 @@ class Decision(BaseModel):
     draft_path: str | None = None
     """refine: the staged draft to edit (its first file)."""
     files: list[str] = []
+    kept_edits: list[str] = []
+    """accept, reverted: files someone changed while the gate ran, kept as they were instead of restored."""
     gate: GateResult | None = None
 
     def answer(self) -> dict[str, Any]:
@@ -63,11 +80,16 @@ class DecisionRefused(ValueError):
 
 
 def _open(workspace: Path, recipe_id: str) -> Proposal:
-    proposal = find(workspace, recipe_id)
+    unusable: dict[str, str] = {}
+    proposal = find(workspace, recipe_id, unusable)
     if proposal is None:
         state = history(Trace(trace_path(workspace))).get(recipe_id)
         if state in ("accepted", "rejected", "withdrawn"):
             raise DecisionRefused("closed", f"proposal {recipe_id} is already {state}")
+        why = unusable.get(recipe_id) or next(
+            (text for rid, text in unusable.items() if len(recipe_id) >= 4 and rid.startswith(recipe_id)), None)
+        if why is not None:
+            raise DecisionRefused("staged", f"the staged proposal {recipe_id} cannot be used: {why}")
         raise DecisionRefused("unknown", f"no open proposal {recipe_id} in {workspace} "
                                          f"(`kitsoki-miner proposals` lists them)")
     return proposal
@@ -89,13 +111,21 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         model = load_workspace(workspace)
     except ValueError as exc:
         raise DecisionRefused("workspace", f"the workspace does not load, so nothing is applied: {exc}") from None
+    if not proposal.files:
+        raise DecisionRefused("staged", f"the staged proposal {proposal.recipe_id} changes no file")
+    for change in proposal.files:  # the stored paths, held to a fresh draft's rules again
+        try:
+            check_target(model, change.path)
+        except DraftInvalid as exc:
+            raise DecisionRefused("invalid", f"the staged proposal {proposal.recipe_id} names a file it may not "
+                                             f"change, so nothing is applied: {exc}") from None
     try:
         files = staged_files(workspace, proposal)
-    except OSError as exc:
-        raise DecisionRefused("staged", f"the staged draft of {proposal.recipe_id} is incomplete: {exc}") from None
+    except StagedStateError as exc:
+        raise DecisionRefused("staged", f"the staged draft of {proposal.recipe_id} cannot be used: {exc}") from None
     refined = any(sha256(files[c.path]) != c.after_sha256 for c in proposal.files)
     if refined or proposal.status == "refining":
-        artifact = _artifact(workspace, proposal)
+        artifact = read_artifact(workspace, proposal)
         try:
             check_draft(model, files, artifact, [])
         except DraftInvalid as exc:
@@ -116,17 +146,16 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         decision = Decision(recipe_id=proposal.recipe_id, verdict="accept", title=proposal.title,
                             flows_green=outcome.flows_green,
                             reverted=outcome.reverted, failure=outcome.failure, files=outcome.written,
-                            gate=outcome.gate)
+                            kept_edits=outcome.kept_edits, gate=outcome.gate)
         _record(workspace, decision)
-        folder = stage_dir(workspace, proposal.recipe_id)
+        decided.append(decision)
         if outcome.reverted:
             proposal.status, proposal.failure = "held", outcome.failure
-            save_proposal(folder, proposal)
+            save_proposal(workspace, proposal)
         else:
-            artifact = _artifact(workspace, proposal)
+            artifact = read_artifact(workspace, proposal)
             artifact["flows_green"] = True
-            (folder / ARTIFACT_FILE).write_bytes(orjson.dumps(artifact, option=orjson.OPT_INDENT_2))
-        decided.append(decision)
+            write_artifact(workspace, proposal, artifact)
 
     try:
         apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate, reload=load_workspace,
@@ -136,27 +165,19 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
     return decided[0]
 
 
-def _artifact(workspace: Path, proposal: Proposal) -> dict[str, Any]:
-    try:
-        return orjson.loads((stage_dir(workspace, proposal.recipe_id) / ARTIFACT_FILE).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return AuthorArtifact(files_changed=[c.path for c in proposal.files],
-                              summary_markdown=proposal.summary_markdown).model_dump(mode="json")
-
-
 def refine(workspace: Path, recipe_id: str, *, lock_timeout: float = VERDICT_LOCK_TIMEOUT) -> Decision:
     """Record the verdict and hand back the staged draft to edit; a later accept re-validates it."""
     workspace = Path(workspace)
     with workspace_lock(workspace, lock_timeout):  # never between a proposer's check and its raise
         proposal = _open(workspace, recipe_id)
         folder = stage_dir(workspace, proposal.recipe_id)
-        first = folder / proposal.files[0].path if proposal.files else folder / "proposal.json"
+        first = folder / proposal.files[0].path if proposal.files else folder / PROPOSAL_FILE
         decision = Decision(recipe_id=proposal.recipe_id, verdict="refine", title=proposal.title,
                             draft_path=str(first),
                             files=[c.path for c in proposal.files])
         _record(workspace, decision)
         proposal.status = "refining"
-        save_proposal(folder, proposal)
+        save_proposal(workspace, proposal)
     return decision
 
 

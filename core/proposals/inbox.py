@@ -3,8 +3,10 @@
 A recipe's state is the last mining event about it: raised → pending; decided refine → refining
 (a person is editing the staged draft); decided accept that reverted → held (with the failure);
 decided accept that kept, or reject → closed; withdrawn (its draft no longer applies and could not
-be re-drafted) → closed. Open proposals whose staged `proposal.json` is missing or unreadable are
-not shown (fail closed). A proposal whose target bytes changed since drafting is stale.
+be re-drafted) → closed. Open proposals whose staged `proposal.json` is missing, unreadable or not
+signed by kitsoki-miner are not shown (fail closed; `unusable` says why). A proposal whose target
+bytes changed since drafting is stale. A trace event whose `recipe_id` is not a recipe id is
+ignored: it never becomes a folder name.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from core.ids import is_recipe_id
 from core.mining.service import trace_path
 from core.proposals.model import Proposal
-from core.proposals.staging import load_proposal, sha256
+from core.proposals.staging import StagedStateError, read_proposal, sha256
+from core.safeio import read_regular
 from core.trace import PROPOSAL_DECIDED, PROPOSAL_RAISED, Trace
 
 WITHDRAWN = "mining.proposal_withdrawn"
@@ -27,7 +31,7 @@ def history(trace: Trace) -> dict[str, History]:
     states: dict[str, History] = {}
     for event in trace.events(kinds=(PROPOSAL_RAISED, PROPOSAL_DECIDED, WITHDRAWN)):
         recipe_id = event.payload.get("recipe_id")
-        if type(recipe_id) is not str or not recipe_id:
+        if not is_recipe_id(recipe_id):
             continue
         if event.kind == PROPOSAL_RAISED:
             states[recipe_id] = "pending"
@@ -44,11 +48,18 @@ def history(trace: Trace) -> dict[str, History]:
     return states
 
 
+MAX_TARGET_BYTES = 64 << 20
+UNREADABLE = "unreadable"
+"""live_sha of a target that is not a regular file within the cap (a link, a FIFO): never a draft's."""
+
+
 def live_sha(workspace: Path, rel: str) -> str | None:
     try:
-        return sha256((Path(workspace) / rel).read_bytes())
-    except FileNotFoundError:
+        return sha256(read_regular(Path(workspace) / rel, MAX_TARGET_BYTES, what=rel, follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError:
+        return UNREADABLE
 
 
 def stale_files(workspace: Path, proposal: Proposal) -> list[str]:
@@ -56,15 +67,20 @@ def stale_files(workspace: Path, proposal: Proposal) -> list[str]:
     return [change.path for change in proposal.files if live_sha(workspace, change.path) != change.before_sha256]
 
 
-def inbox(workspace: Path, *, path: str | None = None, include_stale: bool = True) -> list[Proposal]:
-    """Open proposals, highest priority first; `path` keeps those that change that file."""
+def inbox(workspace: Path, *, path: str | None = None, include_stale: bool = True,
+          unusable: dict[str, str] | None = None) -> list[Proposal]:
+    """Open proposals, highest priority first; `path` keeps those that change that file.
+    `unusable` (when given) collects recipe_id -> why for open proposals whose stage is not used."""
     workspace = Path(workspace)
     out = []
     for recipe_id, state in history(Trace(trace_path(workspace))).items():
         if state not in OPEN:
             continue
-        proposal = load_proposal(workspace, recipe_id)
-        if proposal is None:
+        try:
+            proposal = read_proposal(workspace, recipe_id)
+        except StagedStateError as exc:
+            if unusable is not None:
+                unusable[recipe_id] = str(exc)
             continue
         status = state
         if stale_files(workspace, proposal):
@@ -79,9 +95,10 @@ def inbox(workspace: Path, *, path: str | None = None, include_stale: bool = Tru
     return out
 
 
-def find(workspace: Path, recipe_id: str) -> Proposal | None:
+def find(workspace: Path, recipe_id: str, unusable: dict[str, str] | None = None) -> Proposal | None:
     """An open proposal by id (or by a unique id prefix, as people type them)."""
-    matches = [p for p in inbox(workspace) if p.recipe_id == recipe_id]
+    cards = inbox(workspace, unusable=unusable)
+    matches = [p for p in cards if p.recipe_id == recipe_id]
     if not matches and len(recipe_id) >= 4:
-        matches = [p for p in inbox(workspace) if p.recipe_id.startswith(recipe_id)]
+        matches = [p for p in cards if p.recipe_id.startswith(recipe_id)]
     return matches[0] if len(matches) == 1 else None

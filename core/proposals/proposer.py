@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 from core.kitsoki.inventory import Inventory, build_inventory
 from core.kitsoki.story import Workspace, load_workspace
 from core.locks import workspace_lock
-from core.mining.passes import recipes_path
-from core.mining.recipes import Recipe, RecipesFile
+from core.mining.passes import read_recipes
+from core.mining.recipes import Recipe
 from core.mining.service import trace_path
 from core.proposals import drafter as builtin
 from core.proposals.drafter import Draft, DraftError, Reader
@@ -60,11 +60,7 @@ class ProposerReport(BaseModel):
 
 
 def load_recipes(workspace: Path) -> list[Recipe]:
-    path = recipes_path(workspace)
-    try:
-        return RecipesFile.model_validate_json(path.read_bytes()).recipes
-    except FileNotFoundError:
-        return []
+    return read_recipes(workspace)  # RecipesFileError names the file and field; nothing is staged
 
 
 def reader_for(workspace: Path) -> Reader:

@@ -19,7 +19,7 @@ A bad value is an error naming `miner.<key>` and the file, never a silent defaul
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -35,10 +35,13 @@ class SettingsError(ValueError):
 class DrafterSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    command: list[str] = Field(min_length=1)
+    command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     mode: Literal["record", "replay", "live"] = "record"
-    cassettes: str = ".artifacts/mining/cassettes"
-    timeout_s: float = 120.0
+    cassettes: str = Field(default=".artifacts/mining/cassettes", min_length=1)
+    timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+
+
+MINER_KEYS = ("flow_gate", "drafter")
 
 
 def _block(config: KitsokiConfig, key: str) -> dict[str, Any]:
@@ -47,15 +50,28 @@ def _block(config: KitsokiConfig, key: str) -> dict[str, Any]:
         return {}
     if not isinstance(miner, dict):
         raise SettingsError(f"{_file(config)}: miner: expected a mapping")
-    block = miner.get(key) or {}
+    unknown = sorted(str(k) for k in miner if k not in MINER_KEYS)
+    if unknown:
+        raise SettingsError(f"{_file(config)}: " + "; ".join(
+            f"miner.{k}: unknown key (known: {', '.join(MINER_KEYS)})" for k in unknown))
+    block = miner.get(key)
+    if block is None:
+        return {}
     if not isinstance(block, dict):
         raise SettingsError(f"{_file(config)}: miner.{key}: expected a mapping")
     block = dict(block)
+    if "timeout_s" in block:  # the YAML key is `timeout`; the other spelling is not a second way in
+        raise SettingsError(f"{_file(config)}: miner.{key}.timeout_s: unknown key (the timeout is `timeout`, "
+                            "a Go duration such as 5m)")
     if "timeout" in block:
+        raw = block.pop("timeout")
         try:
-            block["timeout_s"] = parse_go_duration(str(block.pop("timeout")))
+            block["timeout_s"] = parse_go_duration(raw)
         except DurationError as exc:
             raise SettingsError(f"{_file(config)}: miner.{key}.timeout: {exc}") from None
+        if not block["timeout_s"] > 0:
+            raise SettingsError(f"{_file(config)}: miner.{key}.timeout: {raw} is not a positive duration "
+                                "(a gate or drafter given no time fails every time)")
     return block
 
 
@@ -67,8 +83,17 @@ def _validated(model: type[BaseModel], config: KitsokiConfig, key: str, raw: dic
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"miner.{key}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(_problem(key, error) for error in exc.errors())
         raise SettingsError(f"{_file(config)}: {problems}") from None
+
+
+def _problem(key: str, error) -> str:
+    loc = ".".join(str(part) for part in error["loc"])
+    where = f"miner.{key}.{loc}" if loc else f"miner.{key}"
+    if error["type"] == "extra_forbidden":
+        return f"{where}: unknown key"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"{where}: {message}"
 
 
 def gate_settings(config: KitsokiConfig) -> GateSettings:

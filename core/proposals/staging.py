@@ -2,29 +2,59 @@
 path, kitsoki's `author_artifact.json` and our `proposal.json` (diff, evidence, classification).
 
 A stage is written whole or not at all: into a scratch folder beside it, then renamed into place.
+`proposal.json` is signed (core.authn): it says what an accept writes and what it was checked
+against, and anyone can plant a file there. Reading a stage back trusts nothing: the recipe id must
+have the one id shape before it becomes a folder name, the signature must verify for exactly that
+folder, and every file is reached without a link and read only if it is a regular file within its
+cap. The draft files themselves are not signed (a person refines them by hand); an accept checks
+them again (core.proposals.decide).
 """
 
 from __future__ import annotations
 
 import difflib
 import hashlib
+import logging
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
+from core import statefs
+from core.apply.journal import is_safe_relpath
+from core.authn import KeyUnavailable, NotAuthentic, seal, unseal
+from core.ids import BadRecipeId, require_recipe_id
 from core.proposals.model import AuthorArtifact, FileChange, Proposal
+from core.proposals.validate import MAX_DRAFT_FILE_BYTES
+
+log = logging.getLogger(__name__)
 
 MINING_DIR = Path(".artifacts") / "mining"
 PROPOSAL_FILE = "proposal.json"
 ARTIFACT_FILE = "author_artifact.json"
+PROPOSAL_PURPOSE = "staged proposal"
+MAX_PROPOSAL_BYTES = 64 << 20
+MAX_ARTIFACT_BYTES = 4 << 20
 _OWN_FILES = frozenset({PROPOSAL_FILE, ARTIFACT_FILE})
 
 
+class StagedStateError(ValueError):
+    """A stage that cannot be used (missing, planted, changed, unreadable); the message names the file."""
+
+
+def stage_rel(recipe_id: str) -> str:
+    return f"{MINING_DIR.as_posix()}/{require_recipe_id(recipe_id, 'stage folder')}"
+
+
 def stage_dir(workspace: Path, recipe_id: str) -> Path:
-    return Path(workspace) / MINING_DIR / recipe_id
+    return Path(workspace) / stage_rel(recipe_id)
+
+
+def proposal_path(workspace: Path, recipe_id: str) -> Path:
+    return stage_dir(workspace, recipe_id) / PROPOSAL_FILE
 
 
 def sha256(data: bytes) -> str:
@@ -49,51 +79,132 @@ def file_change(path: str, before: bytes | None, after: bytes) -> FileChange:
                       after_sha256=sha256(after), changed_lines=sorted(set(changed)), added=added, diff=diff)
 
 
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+def _draft_rel(rel: str) -> str:
+    if not is_safe_relpath(rel) or rel in _OWN_FILES:
+        raise StagedStateError(f"{rel!r} cannot be a staged draft file (a workspace-relative path outside "
+                               ".git/ and .artifacts/ is needed)")
+    return rel
+
+
+def _proposal_bytes(workspace: Path, proposal: Proposal) -> bytes:
+    rel = f"{stage_rel(proposal.recipe_id)}/{PROPOSAL_FILE}"
+    return seal(proposal.model_dump(mode="json"), purpose=PROPOSAL_PURPOSE, rel=rel, workspace=workspace)
 
 
 def write_stage(workspace: Path, proposal: Proposal, files: Mapping[str, bytes], artifact: AuthorArtifact | None) -> Path:
-    """Write the whole stage atomically (replacing an older stage of the same recipe)."""
+    """Write the whole stage atomically (replacing an older stage of the same recipe). A link or a
+    file planted where the stage, its scratch folder or `.artifacts/mining` goes is refused or
+    replaced, never written through."""
+    workspace = Path(workspace)
     final = stage_dir(workspace, proposal.recipe_id)
+    statefs.ensure_dir(final.parent)
     scratch = final.with_name(f".{final.name}.staging-{os.getpid()}")
-    shutil.rmtree(scratch, ignore_errors=True)
-    for rel, data in files.items():
-        _write(scratch / rel, data)
-    if artifact is not None:
-        _write(scratch / ARTIFACT_FILE, orjson.dumps(artifact.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
-    save_proposal(scratch, proposal)
     old = final.with_name(f".{final.name}.old-{os.getpid()}")
-    if final.exists():
-        os.replace(final, old)
-    os.replace(scratch, final)
-    shutil.rmtree(old, ignore_errors=True)
+    statefs.remove_tree(scratch)
+    signed = _proposal_bytes(workspace, proposal)  # before any write: no key, no stage
+    for rel, data in files.items():
+        statefs.write_atomic(scratch / _draft_rel(rel), data, what="a staged draft")
+    if artifact is not None:
+        statefs.write_atomic(scratch / ARTIFACT_FILE,
+                             orjson.dumps(artifact.model_dump(mode="json"), option=orjson.OPT_INDENT_2),
+                             what=ARTIFACT_FILE)
+    statefs.write_atomic(scratch / PROPOSAL_FILE, signed, what=PROPOSAL_FILE)
+    statefs.ensure_dir(scratch)  # even a suggestion with no file has its folder
+    dir_fd = statefs.open_dir(final.parent)
+    try:
+        statefs.remove_tree(old)
+        try:
+            os.rename(final.name, old.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # a planted link moves too
+        except FileNotFoundError:
+            pass
+        os.rename(scratch.name, final.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    statefs.remove_tree(old)
     return final
 
 
-def save_proposal(folder: Path, proposal: Proposal) -> None:
-    data = orjson.dumps(proposal.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
-    tmp = folder / f".{PROPOSAL_FILE}.tmp"
-    _write(tmp, data)
-    os.replace(tmp, folder / PROPOSAL_FILE)
+def save_proposal(workspace: Path, proposal: Proposal) -> None:
+    """Rewrite a stage's `proposal.json` (status, failure), signed, atomically."""
+    statefs.write_atomic(proposal_path(workspace, proposal.recipe_id), _proposal_bytes(workspace, proposal),
+                         what=PROPOSAL_FILE)
+
+
+def read_proposal(workspace: Path, recipe_id: str) -> Proposal:
+    """The staged proposal of `recipe_id`, or StagedStateError naming the file and what is wrong."""
+    try:
+        path = proposal_path(workspace, recipe_id)
+    except BadRecipeId as exc:
+        raise StagedStateError(str(exc)) from None
+    try:
+        raw = statefs.read_bytes(path, MAX_PROPOSAL_BYTES, what=PROPOSAL_FILE)
+    except FileNotFoundError:
+        raise StagedStateError(f"{path}: there is no staged proposal (run `kitsoki-miner propose`)") from None
+    except OSError as exc:
+        raise StagedStateError(str(exc)) from None
+    try:
+        body = unseal(raw, purpose=PROPOSAL_PURPOSE, rel=f"{stage_rel(recipe_id)}/{PROPOSAL_FILE}", path=path,
+                      what=PROPOSAL_FILE, workspace=workspace)
+    except NotAuthentic as exc:
+        raise StagedStateError(f"{exc}; `kitsoki-miner propose` drafts it again") from None
+    except (KeyUnavailable, orjson.JSONDecodeError) as exc:
+        raise StagedStateError(f"{path}: {exc}") from None
+    try:
+        proposal = Proposal.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top)"
+        raise StagedStateError(f"{path}: {where}: {first['msg']}") from None
+    if proposal.recipe_id != recipe_id:
+        raise StagedStateError(f"{path}: it is the proposal of {proposal.recipe_id!r}, not of {recipe_id}")
+    for change in proposal.files:
+        try:
+            _draft_rel(change.path)
+        except StagedStateError as exc:
+            raise StagedStateError(f"{path}: files: {exc}") from None
+    return proposal
 
 
 def load_proposal(workspace: Path, recipe_id: str) -> Proposal | None:
+    """`read_proposal`, or None (logged) when it cannot be used: the inbox never shows such a stage."""
     try:
-        raw = (stage_dir(workspace, recipe_id) / PROPOSAL_FILE).read_bytes()
-    except OSError:
-        return None
-    try:
-        return Proposal.model_validate_json(raw)
-    except ValueError:
+        return read_proposal(workspace, recipe_id)
+    except StagedStateError as exc:
+        log.info("staged proposal not used: %s", exc)
         return None
 
 
 def staged_files(workspace: Path, proposal: Proposal) -> dict[str, bytes]:
-    """The draft's files as they are staged now (a person may have refined them)."""
+    """The draft's files as they are staged now (a person may have refined them). Each is reached
+    without following a link and read only if it is a regular file of at most 1 MiB; raises
+    StagedStateError naming the file otherwise."""
     folder = stage_dir(workspace, proposal.recipe_id)
-    return {change.path: (folder / change.path).read_bytes() for change in proposal.files}
+    out = {}
+    for change in proposal.files:
+        path = folder / _draft_rel(change.path)
+        try:
+            out[change.path] = statefs.read_bytes(path, MAX_DRAFT_FILE_BYTES, what="the staged draft")
+        except FileNotFoundError:
+            raise StagedStateError(f"{path}: the staged draft is missing") from None
+        except OSError as exc:
+            raise StagedStateError(str(exc)) from None
+    return out
+
+
+def read_artifact(workspace: Path, proposal: Proposal) -> dict[str, Any]:
+    """The stage's author_artifact.json, or one rebuilt from the proposal when it is absent or unusable."""
+    try:
+        value = orjson.loads(statefs.read_bytes(stage_dir(workspace, proposal.recipe_id) / ARTIFACT_FILE,
+                                                MAX_ARTIFACT_BYTES, what=ARTIFACT_FILE))
+        if type(value) is dict:
+            return value
+    except (OSError, orjson.JSONDecodeError):
+        pass
+    return AuthorArtifact(files_changed=[c.path for c in proposal.files],
+                          summary_markdown=proposal.summary_markdown).model_dump(mode="json")
+
+
+def write_artifact(workspace: Path, proposal: Proposal, artifact: dict[str, Any]) -> None:
+    statefs.write_atomic(stage_dir(workspace, proposal.recipe_id) / ARTIFACT_FILE,
+                         orjson.dumps(artifact, option=orjson.OPT_INDENT_2), what=ARTIFACT_FILE)

@@ -104,6 +104,7 @@ def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapp
     if not files:
         raise DraftInvalid("the draft changes no file")
     for rel, data in files.items():
+        _check_target(workspace, rel, data)  # core.proposals.targets: the rule an accept re-checks
         check_path(workspace.path, rel)
         if len(data) > MAX_DRAFT_FILE_BYTES:
             raise DraftInvalid(f"{rel}: {len(data)} bytes; a draft file over 1 MiB is refused")
@@ -125,6 +126,12 @@ def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapp
             if verdict.intent != intent:
                 got = verdict.intent or (f"a tie ({', '.join(verdict.candidates)})" if verdict.candidates else "nothing")
                 raise DraftInvalid(f'after the draft, "{phrase}" would route to {got}, not {intent}')
+
+
+def _check_target(workspace: Workspace, rel: str, data: bytes) -> None:
+    from core.proposals.targets import check_target  # targets builds on this module's rules
+
+    check_target(workspace, rel, data)
 
 
 def _in_a_story_dir(workspace: Workspace, rel: str) -> bool:

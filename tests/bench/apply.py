@@ -52,7 +52,7 @@ def one_run(root: Path, targets: list[str], gate_result: GateResult, reload, n: 
     expected = {rel: hashlib.sha256((root / rel).read_bytes()).hexdigest() for rel in targets}
     expected["stories/demo/new/extra.yaml"] = None
     started = time.perf_counter()
-    outcome = apply_delta(root, f"bench{n}", changes, expected, gate=lambda p: gate_result, reload=reload)
+    outcome = apply_delta(root, f"{n & 0xffffffffffffffff:016x}", changes, expected, gate=lambda p: gate_result, reload=reload)
     elapsed = (time.perf_counter() - started) * 1000
     assert outcome.flows_green == gate_result.green
     if outcome.flows_green:  # undo outside the timing, so every run starts from the same tree
