@@ -335,8 +335,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.log:
         logging.basicConfig(filename=args.log, level=logging.INFO,
                             format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    serve(args.tcp)
-    return 0
+    return serve(args.tcp)
 
 
 if __name__ == "__main__":

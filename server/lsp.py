@@ -27,11 +27,12 @@ import orjson
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, default_converter
+from pygls.protocol import default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.uris import from_fs_path, to_fs_path
 
 from server import methods as M
+from server.transport import GuardedProtocol, serve_stdio, serve_tcp
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -79,7 +80,7 @@ def _plain_params_converter():
     return converter
 
 
-class KitsokiProtocol(LanguageServerProtocol):
+class KitsokiProtocol(GuardedProtocol):
     """Results and notifications we build as plain JSON data go out as they are: cattrs walking
     a 500-card answer element by element costs more than everything else in the request."""
 
@@ -123,7 +124,7 @@ class KitsokiServer(LanguageServer):
         self.sidecars: dict[Path, WorkspaceSidecar] = {}
         self.work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kitsoki-work")
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.init_options: dict[str, Any] = {}
+        self.init_options: Any = None
         self.published: set[str] = set()
         self._pass_tokens: dict[Path, tuple[str, float]] = {}
         self._answers: dict[tuple, tuple[object, Any]] = {}
@@ -358,14 +359,14 @@ def code_actions_impl(ls: KitsokiServer, params: types.CodeActionParams) -> list
     if sidecar is None:
         return []
     rel = _rel(sidecar, params.text_document.uri)
-    wanted = range(params.range.start.line, params.range.end.line + 1)
+    first, last = params.range.start.line, params.range.end.line  # compared, never expanded
     actions = []
     for card in sidecar.cards(rel):
         if card.status == "stale" or card.suggestion_only:
             continue
         change = next(c for c in card.files if c.path == rel)
         lines = {max(n - 1, 0) for n in change.changed_lines}
-        if not lines & set(wanted):
+        if not any(first <= n <= last for n in lines):
             continue
         arg = [{"id": card.recipe_id}]
         actions.append(types.CodeAction(title=f"Accept proposal (runs flows): {card.title}",
@@ -718,7 +719,7 @@ def build_server() -> KitsokiServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: KitsokiServer, params: types.InitializeParams) -> None:
-        ls.init_options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        ls.init_options = params.initialization_options  # checked in start_sidecars, where it is used
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: KitsokiServer, params: types.InitializedParams) -> None:
@@ -842,21 +843,44 @@ def build_server() -> KitsokiServer:
 
 def start_sidecars(ls: KitsokiServer) -> None:
     folders = ls.workspace.folders.values() if ls.workspace.folders else []
-    roots = [Path(to_fs_path(f.uri)) for f in folders]
-    if not roots and ls.workspace.root_path:
+    options, problems = P.initialization_options(ls.init_options)
+    roots = []
+    for folder in folders:
+        path = to_fs_path(folder.uri) if folder.uri.startswith("file:") else None
+        if path:
+            roots.append(Path(path))
+        else:
+            problems.append(f"workspace folder {folder.uri[:200]!r} is not a file: URI; not served")
+    if not roots and not folders and ls.workspace.root_path:
         roots = [Path(ls.workspace.root_path)]
-    options = ls.init_options
-    mining = options.get("mining") if isinstance(options.get("mining"), bool) else None
-    dirs = [Path(d) for d in options.get("transcriptDirs", []) if isinstance(d, str)]
+    mining, dirs = options.mining, [Path(d) for d in options.transcriptDirs]
     for root in roots:
-        if not (root / ".kitsoki.yaml").is_file():
+        try:
+            if not (root / ".kitsoki.yaml").is_file():
+                continue
+        except (OSError, ValueError) as exc:  # a name too long, a NUL, a loop: say so, serve the others
+            problems.append(f"workspace folder {str(root)[:200]!r} cannot be read "
+                            f"({getattr(exc, 'strerror', None) or exc}); not served")
             continue
         sidecar = _core['core.sidecar'].WorkspaceSidecar(root.absolute(), events=make_events(ls), mining=mining, transcript_dirs=dirs,
-                                   watch=options.get("watch", True) is not False)
+                                   watch=options.watch)
         ls.sidecars[sidecar.workspace] = sidecar
         sidecar.start()
         ls.soon(ls.window_log_message, types.LogMessageParams(
             type=types.MessageType.Info, message=f"{SOURCE}: serving {root} ({len(sidecar.cards())} pending)"))
+    report_problems(ls, problems)
+
+
+def report_problems(ls: KitsokiServer, problems: list[str]) -> None:
+    """Bad settings from the client: one pop-up for all, a log line each; the rest is still used."""
+    if not problems:
+        return
+    for problem in problems:
+        log.warning("%s", problem)
+        ls.soon(ls.window_log_message, types.LogMessageParams(type=types.MessageType.Warning,
+                                                              message=f"{SOURCE}: {problem}"))
+    ls.soon(ls.window_show_message, types.ShowMessageParams(type=types.MessageType.Warning,
+                                                            message=f"{SOURCE}: " + "; ".join(problems)))
 
 
 def stop_sidecars(ls: KitsokiServer) -> None:
@@ -865,10 +889,10 @@ def stop_sidecars(ls: KitsokiServer) -> None:
     ls.work.shutdown(wait=False, cancel_futures=True)
 
 
-def serve(tcp: str | None = None) -> None:
+def serve(tcp: str | None = None) -> int:
+    """Serve until the client exits; the exit code LSP asks for (server/transport.py reads the wire)."""
     server = build_server()
     if tcp:
         host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
-    else:
-        server.start_io()
+        return serve_tcp(server, host or "127.0.0.1", int(port))
+    return serve_stdio(server)

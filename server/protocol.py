@@ -7,9 +7,11 @@ generated into schemas/protocol.schema.json; the editor clients and the tests us
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import difflib
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import orjson
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from core.mining.passes import PassReport
 from core.sidecar import MineStatus
@@ -20,6 +22,82 @@ from server.methods import QUESTION_HEADER
 
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+MAX_PATH_CHARS = 4095
+"""PATH_MAX less the terminating NUL: a longer path can name no file (the kernel says ENAMETOOLONG)."""
+
+
+def folder_path(value: str) -> str:
+    """An absolute folder path a client sends (checked before any file-system call sees it)."""
+    if "\x00" in value:
+        raise ValueError("a path cannot contain a NUL character")
+    if len(value) > MAX_PATH_CHARS:
+        raise ValueError(f"a path of {len(value)} characters is longer than any file system allows ({MAX_PATH_CHARS})")
+    if not value.startswith("/") and not (len(value) > 2 and value[1] == ":" and value[2] in "\\/"):
+        raise ValueError(f"{value[:80]!r} is not an absolute path")
+    return value
+
+
+FolderPath = Annotated[str, AfterValidator(folder_path)]
+
+
+class InitializationOptions(_Params):
+    """What a client may send as `initializationOptions` (all optional). A bad value is reported
+    (window/showMessage and the log) and left out; the valid ones are used."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    mining: bool | None = None
+    """Mine transcripts even when `mining.enabled` is false (true), or not at all (false)."""
+    transcriptDirs: list[FolderPath] = Field(default_factory=list)
+    """Transcript folders to mine besides `mining.transcript_dirs` (absolute paths)."""
+    watch: bool = True
+    """false: no file watching (mine on demand only)."""
+
+
+def initialization_options(raw: Any) -> tuple[InitializationOptions, list[str]]:
+    """The client's options, each checked on its own: (what is usable, a problem per bad part)."""
+    where = "initializationOptions"
+    if raw is None:
+        return InitializationOptions(), []
+    if not isinstance(raw, dict):
+        return InitializationOptions(), [f"{where} must be an object such as {{\"mining\": true}}, "
+                                         f"got {type(raw).__name__}; using the defaults"]
+    fields = InitializationOptions.model_fields
+    usable: dict[str, Any] = {}
+    found: list[str] = []
+    for key, value in raw.items():
+        if key not in fields:
+            lowered = {name.lower(): name for name in fields}
+            close = difflib.get_close_matches(str(key).lower(), list(lowered), n=1, cutoff=0.7)
+            hint = f" (did you mean {lowered[close[0]]!r}?)" if close else f" (known: {', '.join(fields)})"
+            found.append(f"{where}.{str(key)[:60]}: unknown option{hint}; ignored")
+            continue
+        if key == "transcriptDirs" and isinstance(value, list):
+            kept = []
+            for index, item in enumerate(value):
+                try:
+                    kept.append(InitializationOptions.model_validate({key: [item]}).transcriptDirs[0])
+                except ValidationError as exc:
+                    found.append(f"{where}.{key}[{index}]: {_first_message(exc)}; ignored")
+            usable[key] = kept
+            continue
+        try:
+            InitializationOptions.model_validate({key: value})
+        except ValidationError as exc:
+            found.append(f"{where}.{key}: {_first_message(exc)}; ignored")
+            continue
+        usable[key] = value
+    return InitializationOptions.model_validate(usable), found
+
+
+def _first_message(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    if error["type"] == "value_error":  # our own checks say what they got
+        return error["msg"].removeprefix("Value error, ")
+    shown = orjson.dumps(error.get("input")).decode()
+    return f"{error['msg']} (got {shown if len(shown) <= 40 else shown[:37] + '...'})"
 
 
 # -- requests ---------------------------------------------------------------------------------------
@@ -36,7 +114,7 @@ class MineStatusResult(BaseModel):
 
 class MineControlParams(_Params):
     action: Literal["pause", "resume", "now", "scope"]
-    dirs: list[str] | None = None
+    dirs: list[FolderPath] | None = None
     """scope: the transcript folders to mine (absolute paths)."""
     uri: str | None = None
 
