@@ -11,7 +11,7 @@ import difflib
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from core.mining.passes import PassReport
 from core.sidecar import MineStatus
@@ -28,8 +28,8 @@ MAX_PATH_CHARS = 4095
 """PATH_MAX less the terminating NUL: a longer path can name no file (the kernel says ENAMETOOLONG)."""
 
 
-def folder_path(value: str) -> str:
-    """An absolute folder path a client sends (checked before any file-system call sees it)."""
+def client_path(value: str) -> str:
+    """An absolute path a client sends (checked before any file-system call sees it)."""
     if "\x00" in value:
         raise ValueError("a path cannot contain a NUL character")
     if len(value) > MAX_PATH_CHARS:
@@ -39,7 +39,7 @@ def folder_path(value: str) -> str:
     return value
 
 
-FolderPath = Annotated[str, AfterValidator(folder_path)]
+ClientPath = Annotated[str, AfterValidator(client_path)]
 
 
 class InitializationOptions(_Params):
@@ -50,7 +50,7 @@ class InitializationOptions(_Params):
 
     mining: bool | None = None
     """Mine transcripts even when `mining.enabled` is false (true), or not at all (false)."""
-    transcriptDirs: list[FolderPath] = Field(default_factory=list)
+    transcriptDirs: list[ClientPath] = Field(default_factory=list)
     """Transcript folders to mine besides `mining.transcript_dirs` (absolute paths)."""
     watch: bool = True
     """false: no file watching (mine on demand only)."""
@@ -114,7 +114,7 @@ class MineStatusResult(BaseModel):
 
 class MineControlParams(_Params):
     action: Literal["pause", "resume", "now", "scope"]
-    dirs: list[FolderPath] | None = None
+    dirs: list[ClientPath] | None = None
     """scope: the transcript folders to mine (absolute paths)."""
     uri: str | None = None
 
@@ -217,8 +217,8 @@ class EvolveParams(_Params):
     uri: str | None = None
     select: list[str] = Field(default_factory=list)
     """confirm: candidate ids or `[type] subject` labels."""
-    transcriptDirs: list[str] = Field(default_factory=list)
-    sessionsJsonl: str | None = None
+    transcriptDirs: list[ClientPath] = Field(default_factory=list)
+    sessionsJsonl: ClientPath | None = None
     hostClass: str | None = None
     all: bool = False
     """list: include expired records."""
@@ -237,6 +237,20 @@ class RunsParams(BaseModel):
 
     action: Literal["projects", "coverage", "confirm", "prepare", "list", "status", "reuse", "resume",
                     "finish", "cancel", "delete", "groups", "workdir"]
+
+    @model_validator(mode="after")
+    def _dirs_are_paths(self) -> RunsParams:
+        # `dirs` is one of the operation's arguments (extra keys), yet read by the server itself.
+        try:
+            _DIRS.validate_python((self.model_extra or {}).get("dirs"))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = "".join(f"[{step}]" for step in error["loc"] if isinstance(step, int))
+            raise ValueError(f"dirs{where}: {error['msg'].removeprefix('Value error, ')}") from None
+        return self
+
+
+_DIRS = TypeAdapter(list[ClientPath] | None)
 
 
 # -- notifications ---------------------------------------------------------------------------------
@@ -342,6 +356,7 @@ def problems(exc: ValidationError, method: str) -> str:
     """A one-line, actionable InvalidParams message."""
     parts = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "params"
-        parts.append(f"{where}: {error['msg']}")
+        where = ".".join(str(p) for p in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
     return f"{method}: " + "; ".join(parts)

@@ -404,6 +404,13 @@ class GuardedProtocol(LanguageServerProtocol):
             return
         self.handle_message(message)
 
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        # lsprotocol does not check the union `int | str`: a list or an object arrives as it is.
+        if not isinstance(msg_id, (int, str)) or isinstance(msg_id, bool):
+            log.warning("dropped a $/cancelRequest whose id is %s, not an integer or a string", _short(msg_id))
+            return
+        super()._handle_cancel_notification(msg_id)
+
     # -- answers -------------------------------------------------------------------------------------
 
     def refuse(self, msg_id: MsgId | None, error: JsonRpcException, notification: bool = False) -> None:
