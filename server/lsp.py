@@ -847,7 +847,9 @@ def start_sidecars(ls: KitsokiServer) -> None:
     roots = []
     for folder in folders:
         path = to_fs_path(folder.uri) if folder.uri.startswith("file:") else None
-        if path:
+        if path and "\x00" in path:
+            problems.append(f"workspace folder {folder.uri[:200]!r} names a path with a NUL; not served")
+        elif path:
             roots.append(Path(path))
         else:
             problems.append(f"workspace folder {folder.uri[:200]!r} is not a file: URI; not served")

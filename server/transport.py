@@ -41,7 +41,7 @@ from typing import Any, BinaryIO
 
 import cattrs
 import orjson
-from lsprotocol.types import EXIT, INITIALIZE, SHUTDOWN, ResponseErrorMessage
+from lsprotocol.types import EXIT, INITIALIZE, INITIALIZED, SHUTDOWN, ResponseErrorMessage
 from pygls.exceptions import (
     JsonRpcException,
     JsonRpcInternalError,
@@ -51,7 +51,6 @@ from pygls.exceptions import (
     JsonRpcParseError,
     JsonRpcServerNotInitialized,
 )
-from pygls.io_ import StdoutWriter
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 
@@ -172,16 +171,17 @@ class FrameReader:
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+', re.S)
 
 
-def salvage_id(raw: bytes) -> MsgId | None:
-    """The top-level "id" of a message too deep, too large or too broken to parse (None when
-    there is none a reply could carry). A linear scan of its tokens, never a parse."""
+def salvage_id(raw: bytes) -> tuple[bool, MsgId | None]:
+    """Whether a message too deep, too large or too broken to parse has a top-level "id", and the
+    id a reply can carry (None when it is not an integer or a string). A linear scan of its
+    tokens, never a parse."""
     depth, key, state = 0, None, "key"
     for match in _TOKEN.finditer(raw[:SALVAGE_BYTES]):
         token = match.group()
         first = token[:1]
         if first in b"{[":
             if depth == 1 and state == "value" and key == b'"id"':
-                return None
+                return True, None
             depth += 1
             continue
         if first in b"}]":
@@ -202,10 +202,11 @@ def salvage_id(raw: bytes) -> MsgId | None:
                 try:
                     value = orjson.loads(token)
                 except orjson.JSONDecodeError:
-                    return None
-                return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+                    return True, None
+                usable = isinstance(value, (int, str)) and not isinstance(value, bool)
+                return True, value if usable else None
             state = "comma"
-    return None
+    return False, None
 
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
@@ -254,6 +255,7 @@ class GuardedProtocol(LanguageServerProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.initialize_received = False
+        self.initialized_received = False
         self.shutdown_received = False
 
     # -- one frame ----------------------------------------------------------------------------------
@@ -261,16 +263,16 @@ class GuardedProtocol(LanguageServerProtocol):
     def receive(self, frame: Frame) -> None:
         if frame.body is None:
             log.warning("refused a frame: %s", frame.problem)
-            self.refuse(salvage_id(frame.salvage), JsonRpcInvalidRequest(f"{frame.problem}"))
+            self.refuse(salvage_id(frame.salvage)[1], JsonRpcInvalidRequest(f"{frame.problem}"))
             return
         try:
             data = orjson.loads(frame.body)
         except orjson.JSONDecodeError as exc:
-            msg_id = salvage_id(frame.body)
-            if "depth" in str(exc):
+            has_id, msg_id = salvage_id(frame.body)
+            if "depth" in str(exc):  # valid JSON, just deeper than anything we read
                 self.refuse(msg_id, JsonRpcInvalidParams(f"the message nests deeper than {MAX_DEPTH} levels"),
-                            notification=msg_id is None)
-            else:
+                            notification=not has_id)
+            else:  # JSON-RPC: a parse error is answered, with a null id when none can be read
                 self.refuse(msg_id, JsonRpcParseError(f"the message is not valid JSON in UTF-8: {exc}"))
             return
         self.receive_data(data)
@@ -355,8 +357,18 @@ class GuardedProtocol(LanguageServerProtocol):
             if has_id:
                 envelope["id"] = msg_id
             return envelope
-        if not has_id or ("result" in data) == ("error" in data):
+        if not has_id:
             log.warning("dropped a message that is neither a request, a notification nor a response")
+            return None
+        if "result" not in data and "error" not in data:
+            if msg_id in self._request_futures:  # an answer to us that says nothing
+                self._fail_pending(msg_id, 'the client answered without a "result" or an "error"')
+            else:
+                self.refuse(msg_id, JsonRpcInvalidRequest(
+                    'a message with an id needs a "method" (a request) or a "result" or an "error" (a response)'))
+            return None
+        if "result" in data and "error" in data:
+            self._fail_pending(msg_id, 'the client answered with both a "result" and an "error"')
             return None
         if "error" in data:
             return {"jsonrpc": "2.0", "id": msg_id, "error": data["error"]}
@@ -373,6 +385,13 @@ class GuardedProtocol(LanguageServerProtocol):
             else:
                 log.info("dropped %s after shutdown", method)
             return False
+        if method == INITIALIZED:
+            if self.initialized_received or not self.initialize_received:
+                log.info("dropped an initialized notification %s", "sent twice" if self.initialized_received
+                         else "sent before initialize")
+                return False
+            self.initialized_received = True
+            return True
         if method == INITIALIZE and self.initialize_received:
             self.refuse(msg_id, JsonRpcInvalidRequest("initialize was already received; send it once per session"))
             return False
@@ -397,12 +416,28 @@ class GuardedProtocol(LanguageServerProtocol):
                 message = self._converter.structure(
                     envelope, self._result_types.pop(msg_id, None) or JsonRPCResponseMessage)
         except Exception as exc:  # noqa: BLE001
-            log.warning("the client's response to %r does not read: %s", msg_id, describe(exc))
-            future = self._request_futures.pop(msg_id, None)
-            if future is not None and not future.done():
-                future.set_exception(JsonRpcInternalError(f"the client's response does not read: {describe(exc)}"))
+            self._fail_pending(msg_id, f"the client's response does not read: {describe(exc)}")
             return
         self.handle_message(message)
+
+    def _fail_pending(self, msg_id: Any, problem: str) -> None:
+        """A broken answer to one of our requests: whoever awaits it gets an error, not a hang."""
+        log.warning("response %s: %s", _short(msg_id), problem)
+        future = self._request_futures.pop(msg_id, None)
+        self._result_types.pop(msg_id, None)
+        if future is not None and not future.done():
+            future.set_exception(JsonRpcInternalError(problem))
+
+    def _run_generator(self, future, *, gen, result_future):
+        # A step of a generator handler (initialize, initialized, shutdown, executeCommand) whose
+        # awaited handler was cancelled, as at the end of the loop: pygls calls .result() on it and
+        # the CancelledError escapes into asyncio's "Exception in callback" traceback.
+        if future is not None and future.cancelled():
+            gen.close()
+            if not result_future.done():
+                result_future.cancel()
+            return
+        super()._run_generator(future, gen=gen, result_future=result_future)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         # lsprotocol does not check the union `int | str`: a list or an object arrives as it is.
@@ -497,6 +532,36 @@ async def pump(protocol: GuardedProtocol, reader: FrameReader, stop: threading.E
         protocol.receive(frame)
 
 
+class GuardedWriter:
+    """The output stream for pygls. Once it is closed (exit) or broken (the client left), writes
+    are dropped: a notification a worker thread sends at exit must neither raise into the event
+    loop nor, as pygls does with a failed write, report the failure by writing again."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self._stream.write(data)
+                self._stream.flush()
+            except (OSError, ValueError) as exc:
+                self.closed = True
+                log.info("the client's stream is closed (%s); output from now on is dropped", exc)
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            try:
+                self._stream.close()
+            except (OSError, ValueError):
+                pass
+
+
 def _run(server, reader: FrameReader, writer) -> int:
     """Serve one stream to its end; the exit code LSP asks for (0 after shutdown, else 1)."""
     server._stop_event = stop = threading.Event()
@@ -516,7 +581,7 @@ def _run(server, reader: FrameReader, writer) -> int:
 
 
 def serve_stdio(server, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
-    return _run(server, FrameReader(stdin or sys.stdin.buffer), StdoutWriter(stdout or sys.stdout.buffer))
+    return _run(server, FrameReader(stdin or sys.stdin.buffer), GuardedWriter(stdout or sys.stdout.buffer))
 
 
 def serve_tcp(server, host: str, port: int, on_listen: Callable[[int], None] | None = None) -> int:
@@ -527,4 +592,4 @@ def serve_tcp(server, host: str, port: int, on_listen: Callable[[int], None] | N
             on_listen(listener.getsockname()[1])
         conn, _ = listener.accept()
     with conn, conn.makefile("rb") as rfile, conn.makefile("wb") as wfile:
-        return _run(server, FrameReader(rfile), StdoutWriter(wfile))
+        return _run(server, FrameReader(rfile), GuardedWriter(wfile))
