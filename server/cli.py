@@ -10,6 +10,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from server.client_paths import path_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,10 +33,34 @@ def _date(text: str) -> datetime:
 
 
 def _folder(text: str) -> Path:
-    path = Path(text).expanduser()
-    if not path.exists():
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    problem = path_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{shown}: {problem}")
+    try:
+        path = Path(text).expanduser()
+        found = path.exists()
+    except (OSError, RuntimeError) as exc:  # a name too long once expanded, an unknown ~user
+        raise argparse.ArgumentTypeError(f"{shown}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not found:
         raise argparse.ArgumentTypeError(f"no such file or folder: {text}")
     return path
+
+
+def path_arg(text: str) -> Path:
+    """A path argument that need not exist yet, refused when no file system could hold it."""
+    problem = path_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text if len(text) <= 80 else text[:77] + '...'}: {problem}")
+    return Path(text)
+
+
+def no_workspace_message(repo: Path | None) -> str:
+    """The refusal of a command that needs a kitsoki workspace (mine, propose, proposals, accept ...)."""
+    from core.kitsoki.config import CONFIG_FILE
+
+    where = f"in {repo}" if repo is not None else "here or above"
+    return f"no {CONFIG_FILE} {where}: pass --repo with a kitsoki workspace"
 
 
 def add_commands(sub, folder_type) -> None:
@@ -229,17 +254,26 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    from core.kitsoki.config import CONFIG_FILE, ConfigError, MiningConfig, find_workspace, load_config
+    from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace, load_config
     from core.mining.passes import MineResult, run_pass
     from core.mining.service import record_pass, trace_path
     from core.trace import Trace, TraceBusyError
 
     console = Console(file=err)
-    workspace = args.repo or find_workspace(Path.cwd()) or Path.cwd()
+    workspace = args.repo or find_workspace(Path.cwd())
+    # Like proposals and accept: no workspace, no pass (it would write .artifacts/ wherever it ran).
+    # A dangling .kitsoki.yaml symlink is the loader's to refuse, by name.
+    if workspace is None or not os.path.lexists(Path(workspace) / CONFIG_FILE):
+        err.write(no_workspace_message(args.repo) + "\n")
+        return 2
+    workspace = Path(workspace).absolute()
     try:
-        config = load_config(workspace).mining if (workspace / CONFIG_FILE).exists() else MiningConfig()
+        config = load_config(workspace).mining
     except ConfigError as exc:
         err.write(f"{exc}\n")  # plain: a file:line:col must stay on one line for editors to link it
+        return 2
+    except OSError as exc:  # a special file, a loop: the loader names the file when it can
+        err.write(f"{workspace / CONFIG_FILE}: cannot be read: {exc.strerror or exc}\n")
         return 2
     dirs = [Path(d).expanduser().resolve() for d in [*config.transcript_dirs, *args.dirs]]
     kwargs = dict(repo=workspace, dirs=dirs, trigger=args.trigger, first_pass_sample=config.first_pass_sample,

@@ -17,6 +17,7 @@ from core.mining.passes import PassReport
 from core.sidecar import MineStatus
 
 from server.methods import *  # noqa: F403 - the names are part of the protocol module
+from server.client_paths import path_problem
 from server.methods import QUESTION_HEADER
 
 
@@ -24,18 +25,11 @@ class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-MAX_PATH_CHARS = 4095
-"""PATH_MAX less the terminating NUL: a longer path can name no file (the kernel says ENAMETOOLONG)."""
-
-
 def client_path(value: str) -> str:
     """An absolute path a client sends (checked before any file-system call sees it)."""
-    if "\x00" in value:
-        raise ValueError("a path cannot contain a NUL character")
-    if len(value) > MAX_PATH_CHARS:
-        raise ValueError(f"a path of {len(value)} characters is longer than any file system allows ({MAX_PATH_CHARS})")
-    if not value.startswith("/") and not (len(value) > 2 and value[1] == ":" and value[2] in "\\/"):
-        raise ValueError(f"{value[:80]!r} is not an absolute path")
+    problem = path_problem(value, absolute=True)
+    if problem:
+        raise ValueError(problem)
     return value
 
 
@@ -239,18 +233,22 @@ class RunsParams(BaseModel):
                     "finish", "cancel", "delete", "groups", "workdir"]
 
     @model_validator(mode="after")
-    def _dirs_are_paths(self) -> RunsParams:
-        # `dirs` is one of the operation's arguments (extra keys), yet read by the server itself.
-        try:
-            _DIRS.validate_python((self.model_extra or {}).get("dirs"))
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            where = "".join(f"[{step}]" for step in error["loc"] if isinstance(step, int))
-            raise ValueError(f"dirs{where}: {error['msg'].removeprefix('Value error, ')}") from None
+    def _paths_are_paths(self) -> RunsParams:
+        # The operation's arguments are extra keys; the two that name folders are checked here,
+        # before any stat() of them (core/runs bounds the rest).
+        extra = self.model_extra or {}
+        for key, adapter in (("dirs", _DIRS), ("workdir", _WORKDIR)):
+            try:
+                adapter.validate_python(extra.get(key))
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = "".join(f"[{step}]" for step in error["loc"] if isinstance(step, int))
+                raise ValueError(f"{key}{where}: {error['msg'].removeprefix('Value error, ')}") from None
         return self
 
 
 _DIRS = TypeAdapter(list[ClientPath] | None)
+_WORKDIR = TypeAdapter(ClientPath | None)
 
 
 # -- notifications ---------------------------------------------------------------------------------

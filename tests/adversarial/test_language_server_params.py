@@ -65,7 +65,7 @@ NOTIFICATIONS: dict[str, Any] = {
 BAD_VALUES: dict[str, Any] = {
     "minus-5": -5, "2^40": 2 ** 40, "2^64": 2 ** 64, "fraction": 1.5, "null": None, "true": True,
     "empty-string": "", "long-string": "x" * 5000, "long-path": "/" + "a" * 5000, "nul": "a\u0000b",
-    "lone-surrogate": "\ud800", "dotdot": "../../../etc/passwd", "long-uri": "file:///" + "a" * 5000,
+    "lone-surrogate": "\ud800", "long-name": "/tmp/" + "n" * 300, "dotdot": "../../../etc/passwd", "long-uri": "file:///" + "a" * 5000,
     "nul-uri": "file:///a%00b", "other-scheme": "untitled:Untitled-1", "empty-list": [], "list": [1, "x"],
     "empty-object": {}, "object": {"a": {"b": [1]}},
 }
