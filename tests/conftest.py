@@ -12,6 +12,19 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
+def pytest_collectstart(collector):
+    # Every conftest here is imported as the module `conftest` (no packages), and each import
+    # replaces the last: point the name at the conftest of the folder being collected, so
+    # `from conftest import jsonl` here and `from conftest import adversarial_cases` in
+    # tests/adversarial/ both find theirs whatever the order of collection.
+    if isinstance(collector, pytest.Module):
+        here = str(collector.path.parent / "conftest.py")
+        for plugin in collector.config.pluginmanager.get_plugins():
+            if getattr(plugin, "__file__", None) == here:
+                sys.modules["conftest"] = plugin
+                return
+
+
 def pytest_collection_modifyitems(config, items):
     if CORPUS.is_dir():
         return
