@@ -82,10 +82,27 @@ class RawServer:
 
     # -- sending -----------------------------------------------------------------------------------
 
-    def write(self, data: bytes) -> None:
-        with self._write_lock:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
+    def write(self, data: bytes, timeout: float = ANSWER_TIMEOUT_S) -> None:
+        """Write, or fail the case (and end the server) when it stops reading its stdin: a case
+        must never hang the suite."""
+        failed: list[BaseException] = []
+
+        def put() -> None:
+            try:
+                with self._write_lock:
+                    self.proc.stdin.write(data)
+                    self.proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError) as exc:
+                failed.append(exc)
+
+        writer = threading.Thread(target=put, daemon=True)
+        writer.start()
+        writer.join(timeout + len(data) / 10e6)  # and 1 s per 10 MB
+        if writer.is_alive():
+            self.proc.kill()
+            raise AssertionError(f"the server stopped reading its input ({len(data)} bytes not taken)")
+        if failed:
+            raise AssertionError(f"the server's input is closed: {failed[0]}")
 
     def send(self, message: Any) -> None:
         self.write(frame(encode(message)))
@@ -166,7 +183,7 @@ class RawServer:
             try:
                 self.request("shutdown", timeout=10)
                 self.notify("exit")
-            except (BrokenPipeError, OSError):
+            except (AssertionError, OSError):
                 pass
             try:
                 self.proc.wait(10)
