@@ -49,8 +49,8 @@ def no_traceback(server: RawServer) -> None:
 
 
 def test_requests_before_initialize_are_refused_and_initialize_still_works(fresh, workspace):
-    """Before initialize: requests get ServerNotInitialized (-32002), notifications are dropped;
-    initialize then succeeds."""
+    """Before initialize: requests get ServerNotInitialized (-32002), notifications are dropped,
+    an initialize with broken params is InvalidParams; a good initialize then succeeds."""
     server = fresh()
     for method, params in (("kitsoki/mineStatus", {}), ("textDocument/hover", {}), ("shutdown", None)):
         answer = server.request(method, params)
@@ -58,6 +58,8 @@ def test_requests_before_initialize_are_refused_and_initialize_still_works(fresh
         assert "send initialize first" in answer["error"]["message"]
     server.notify("initialized", {})
     server.notify("textDocument/didSave", {"textDocument": {"uri": "file:///x"}})
+    broken = server.request("initialize", {"processId": None, "rootUri": None, "capabilities": 5})
+    assert broken["error"]["code"] == -32602 and "params.capabilities" in broken["error"]["message"], broken
     assert "result" in server.initialize(workspace[0], {"mining": False, "watch": False})
     assert server.wait_served(), "the workspace is served after a late initialize"
     no_traceback(server)
