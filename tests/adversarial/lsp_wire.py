@@ -46,8 +46,10 @@ class RawServer:
         self._stderr_lock = threading.Lock()
         self._next_id = 1000
         self._write_lock = threading.Lock()
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._threads = [threading.Thread(target=self._read_stdout, daemon=True),
+                         threading.Thread(target=self._read_stderr, daemon=True)]
+        for thread in self._threads:
+            thread.start()
 
     # -- threads ---------------------------------------------------------------------------------
 
@@ -179,6 +181,7 @@ class RawServer:
         return self.proc.poll() is None
 
     def stop(self) -> int | None:
+        """shutdown and exit, else kill; never waits without a bound."""
         if self.alive():
             try:
                 self.request("shutdown", timeout=10)
@@ -190,11 +193,13 @@ class RawServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            try:
+        # Close a pipe only once its reader thread has seen the end: closing a buffered stream
+        # another thread is reading waits on that thread's lock.
+        for thread in self._threads:
+            thread.join(5)
+        for stream, thread in ((self.proc.stdout, self._threads[0]), (self.proc.stderr, self._threads[1])):
+            if not thread.is_alive():
                 stream.close()
-            except OSError:
-                pass
         return self.proc.returncode
 
     # -- what a case checks ------------------------------------------------------------------------
