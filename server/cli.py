@@ -10,6 +10,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from server.client_paths import path_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,10 +33,34 @@ def _date(text: str) -> datetime:
 
 
 def _folder(text: str) -> Path:
-    path = Path(text).expanduser()
-    if not path.exists():
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    problem = path_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{shown}: {problem}")
+    try:
+        path = Path(text).expanduser()
+        found = path.exists()
+    except (OSError, RuntimeError) as exc:  # a name too long once expanded, an unknown ~user
+        raise argparse.ArgumentTypeError(f"{shown}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not found:
         raise argparse.ArgumentTypeError(f"no such file or folder: {text}")
     return path
+
+
+def path_arg(text: str) -> Path:
+    """A path argument that need not exist yet, refused when no file system could hold it."""
+    problem = path_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text if len(text) <= 80 else text[:77] + '...'}: {problem}")
+    return Path(text)
+
+
+def no_workspace_message(repo: Path | None) -> str:
+    """The refusal of a command that needs a kitsoki workspace (mine, propose, proposals, accept ...)."""
+    from core.kitsoki.config import CONFIG_FILE
+
+    where = f"in {repo}" if repo is not None else "here or above"
+    return f"no {CONFIG_FILE} {where}: pass --repo with a kitsoki workspace"
 
 
 def add_commands(sub, folder_type) -> None:
@@ -242,15 +267,19 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
 
     console = Console(file=err)
     workspace = args.repo or find_workspace(Path.cwd())
-    if workspace is None or not (Path(workspace) / CONFIG_FILE).exists():
-        # like `proposals` and `accept`: mining writes .artifacts/mining/ into the workspace, never a stray folder
-        err.write(f"no {CONFIG_FILE} in {workspace or Path.cwd()}{'' if workspace else ' or above'}: "
-                  "pass --repo with a kitsoki workspace\n")
+    # Like proposals and accept: no workspace, no pass (it would write .artifacts/ wherever it ran).
+    # A dangling .kitsoki.yaml symlink is the loader's to refuse, by name.
+    if workspace is None or not os.path.lexists(Path(workspace) / CONFIG_FILE):
+        err.write(no_workspace_message(args.repo) + "\n")
         return 2
+    workspace = Path(workspace).absolute()
     try:
         kitsoki_config = load_config(workspace)
     except ConfigError as exc:
         err.write(f"{exc}\n")  # plain: a file:line:col must stay on one line for editors to link it
+        return 2
+    except OSError as exc:  # a special file, a loop: the loader names the file when it can
+        err.write(f"{workspace / CONFIG_FILE}: cannot be read: {exc.strerror or exc}\n")
         return 2
     for warning in kitsoki_config.warnings:  # e.g. a mining: block in .kitsoki.local.yaml, which kitsoki ignores
         err.write(f"warning: {warning}\n")
@@ -356,8 +385,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.tcp and args.stdio:
         sys.stderr.write("kitsoki-miner serve: choose --stdio or --tcp, not both\n")
         return 2
-    serve(args.tcp)
-    return 0
+    return serve(args.tcp)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import orjson
 from rich.console import Console
@@ -18,6 +17,7 @@ from rich.markup import escape
 from core import runs
 from core.runs.errors import RunError
 from core.runs.inventory import Sources
+from server.cli import path_arg
 
 VERBS = ("projects", "coverage", "confirm", "prepare", "list", "status", "reuse", "resume", "finish", "delete",
          "groups", "cancel", "workdir")
@@ -41,7 +41,7 @@ def add_runs_commands(sub) -> argparse.ArgumentParser:
             p.add_argument("--session", dest="current_session", metavar="ID",
                            help="the current session's id (excluded from coverage; one active run per session)")
         if sources:
-            p.add_argument("--dir", dest="dirs", action="append", type=Path, default=[],
+            p.add_argument("--dir", dest="dirs", action="append", type=path_arg, default=[],
                            help="read transcripts under DIR instead of the default locations (repeatable)")
         return p
 

@@ -27,7 +27,7 @@ import orjson
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, default_converter
+from pygls.protocol import default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -44,6 +44,7 @@ from server.views import (
     uri_of,
 )
 from server.views import rel_path as _rel
+from server.transport import GuardedProtocol, serve_stdio, serve_tcp
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -91,7 +92,7 @@ def _plain_params_converter():
     return converter
 
 
-class KitsokiProtocol(LanguageServerProtocol):
+class KitsokiProtocol(GuardedProtocol):
     """Results and notifications we build as plain JSON data go out as they are: cattrs walking
     a 500-card answer element by element costs more than everything else in the request."""
 
@@ -135,7 +136,7 @@ class KitsokiServer(LanguageServer):
         self.sidecars: dict[Path, WorkspaceSidecar] = {}
         self.work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kitsoki-work")
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.init_options: dict[str, Any] = {}
+        self.init_options: Any = None
         self.published: set[str] = set()
         self._pass_tokens: dict[Path, tuple[str, float]] = {}
         self._answers: dict[tuple, tuple[object, Any]] = {}
@@ -611,7 +612,7 @@ def build_server() -> KitsokiServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: KitsokiServer, params: types.InitializeParams) -> None:
-        ls.init_options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        ls.init_options = params.initialization_options  # checked in start_sidecars, where it is used
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: KitsokiServer, params: types.InitializedParams) -> None:
@@ -739,21 +740,46 @@ def build_server() -> KitsokiServer:
 
 def start_sidecars(ls: KitsokiServer) -> None:
     folders = ls.workspace.folders.values() if ls.workspace.folders else []
-    roots = [Path(to_fs_path(f.uri)) for f in folders]
-    if not roots and ls.workspace.root_path:
+    options, problems = P.initialization_options(ls.init_options)
+    roots = []
+    for folder in folders:
+        path = to_fs_path(folder.uri) if folder.uri.startswith("file:") else None
+        if path and "\x00" in path:
+            problems.append(f"workspace folder {folder.uri[:200]!r} names a path with a NUL; not served")
+        elif path:
+            roots.append(Path(path))
+        else:
+            problems.append(f"workspace folder {folder.uri[:200]!r} is not a file: URI; not served")
+    if not roots and not folders and ls.workspace.root_path:
         roots = [Path(ls.workspace.root_path)]
-    options = ls.init_options
-    mining = options.get("mining") if isinstance(options.get("mining"), bool) else None
-    dirs = [Path(d) for d in options.get("transcriptDirs", []) if isinstance(d, str)]
+    mining, dirs = options.mining, [Path(d) for d in options.transcriptDirs]
     for root in roots:
-        if not (root / ".kitsoki.yaml").is_file():
+        try:
+            if not (root / ".kitsoki.yaml").is_file():
+                continue
+        except (OSError, ValueError) as exc:  # a name too long, a NUL, a loop: say so, serve the others
+            problems.append(f"workspace folder {str(root)[:200]!r} cannot be read "
+                            f"({getattr(exc, 'strerror', None) or exc}); not served")
             continue
         sidecar = _core['core.sidecar'].WorkspaceSidecar(root.absolute(), events=make_events(ls), mining=mining, transcript_dirs=dirs,
-                                   watch=options.get("watch", True) is not False)
+                                   watch=options.watch)
         ls.sidecars[sidecar.workspace] = sidecar
         sidecar.start()
         ls.soon(ls.window_log_message, types.LogMessageParams(
             type=types.MessageType.Info, message=f"{SOURCE}: serving {root} ({len(sidecar.cards())} pending)"))
+    report_problems(ls, problems)
+
+
+def report_problems(ls: KitsokiServer, problems: list[str]) -> None:
+    """Bad settings from the client: one pop-up for all, a log line each; the rest is still used."""
+    if not problems:
+        return
+    for problem in problems:
+        log.warning("%s", problem)
+        ls.soon(ls.window_log_message, types.LogMessageParams(type=types.MessageType.Warning,
+                                                              message=f"{SOURCE}: {problem}"))
+    ls.soon(ls.window_show_message, types.ShowMessageParams(type=types.MessageType.Warning,
+                                                            message=f"{SOURCE}: " + "; ".join(problems)))
 
 
 def stop_sidecars(ls: KitsokiServer) -> None:
@@ -762,20 +788,10 @@ def stop_sidecars(ls: KitsokiServer) -> None:
     ls.work.shutdown(wait=False, cancel_futures=True)
 
 
-class _NoRefusalTracebacks(logging.Filter):
-    """pygls logs every handler exception with its traceback, and an editor shows the server's
-    stderr: a refusal (InvalidParams, answered to the client) is not a crash, so it is not logged."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        error = record.exc_info[1] if record.exc_info else None
-        return not isinstance(error, JsonRpcInvalidParams)
-
-
-def serve(tcp: str | None = None) -> None:
-    logging.getLogger("pygls.protocol.json_rpc").addFilter(_NoRefusalTracebacks())
+def serve(tcp: str | None = None) -> int:
+    """Serve until the client exits; the exit code LSP asks for (server/transport.py reads the wire)."""
     server = build_server()
     if tcp:
         host, _, port = tcp.rpartition(":")
-        server.start_tcp(host or "127.0.0.1", int(port))
-    else:
-        server.start_io()
+        return serve_tcp(server, host or "127.0.0.1", int(port))
+    return serve_stdio(server)

@@ -7,9 +7,11 @@ generated into schemas/protocol.schema.json; the editor clients and the tests us
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import difflib
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import orjson
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from core.apply.gates import GatePreview
 from core.mining.passes import PassReport
@@ -17,11 +19,81 @@ from core.proposals.hunks import Hunk
 from core.sidecar import MineStatus
 
 from server.methods import *  # noqa: F403 - the names are part of the protocol module
+from server.client_paths import path_problem
 from server.methods import QUESTION_HEADER
 
 
 class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def client_path(value: str) -> str:
+    """An absolute path a client sends (checked before any file-system call sees it)."""
+    problem = path_problem(value, absolute=True)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+ClientPath = Annotated[str, AfterValidator(client_path)]
+
+
+class InitializationOptions(_Params):
+    """What a client may send as `initializationOptions` (all optional). A bad value is reported
+    (window/showMessage and the log) and left out; the valid ones are used."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    mining: bool | None = None
+    """Mine transcripts even when `mining.enabled` is false (true), or not at all (false)."""
+    transcriptDirs: list[ClientPath] = Field(default_factory=list)
+    """Transcript folders to mine besides `mining.transcript_dirs` (absolute paths)."""
+    watch: bool = True
+    """false: no file watching (mine on demand only)."""
+
+
+def initialization_options(raw: Any) -> tuple[InitializationOptions, list[str]]:
+    """The client's options, each checked on its own: (what is usable, a problem per bad part)."""
+    where = "initializationOptions"
+    if raw is None:
+        return InitializationOptions(), []
+    if not isinstance(raw, dict):
+        return InitializationOptions(), [f"{where} must be an object such as {{\"mining\": true}}, "
+                                         f"got {type(raw).__name__}; using the defaults"]
+    fields = InitializationOptions.model_fields
+    usable: dict[str, Any] = {}
+    found: list[str] = []
+    for key, value in raw.items():
+        if key not in fields:
+            lowered = {name.lower(): name for name in fields}
+            close = difflib.get_close_matches(str(key).lower(), list(lowered), n=1, cutoff=0.7)
+            hint = f" (did you mean {lowered[close[0]]!r}?)" if close else f" (known: {', '.join(fields)})"
+            found.append(f"{where}.{str(key)[:60]}: unknown option{hint}; ignored")
+            continue
+        if key == "transcriptDirs" and isinstance(value, list):
+            kept = []
+            for index, item in enumerate(value):
+                try:
+                    kept.append(InitializationOptions.model_validate({key: [item]}).transcriptDirs[0])
+                except ValidationError as exc:
+                    found.append(f"{where}.{key}[{index}]: {_first_message(exc)}; ignored")
+            usable[key] = kept
+            continue
+        try:
+            InitializationOptions.model_validate({key: value})
+        except ValidationError as exc:
+            found.append(f"{where}.{key}: {_first_message(exc)}; ignored")
+            continue
+        usable[key] = value
+    return InitializationOptions.model_validate(usable), found
+
+
+def _first_message(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    if error["type"] == "value_error":  # our own checks say what they got
+        return error["msg"].removeprefix("Value error, ")
+    shown = orjson.dumps(error.get("input")).decode()
+    return f"{error['msg']} (got {shown if len(shown) <= 40 else shown[:37] + '...'})"
 
 
 # -- requests ---------------------------------------------------------------------------------------
@@ -38,7 +110,7 @@ class MineStatusResult(BaseModel):
 
 class MineControlParams(_Params):
     action: Literal["pause", "resume", "now", "scope"]
-    dirs: list[str] | None = None
+    dirs: list[ClientPath] | None = None
     """scope: the transcript folders to mine (absolute paths)."""
     uri: str | None = None
 
@@ -148,8 +220,8 @@ class EvolveParams(_Params):
     uri: str | None = None
     select: list[str] = Field(default_factory=list)
     """confirm: candidate ids or `[type] subject` labels."""
-    transcriptDirs: list[str] = Field(default_factory=list)
-    sessionsJsonl: str | None = None
+    transcriptDirs: list[ClientPath] = Field(default_factory=list)
+    sessionsJsonl: ClientPath | None = None
     hostClass: str | None = None
     all: bool = False
     """list: include expired records."""
@@ -168,6 +240,24 @@ class RunsParams(BaseModel):
 
     action: Literal["projects", "coverage", "confirm", "prepare", "list", "status", "reuse", "resume",
                     "finish", "cancel", "delete", "groups", "workdir"]
+
+    @model_validator(mode="after")
+    def _paths_are_paths(self) -> RunsParams:
+        # The operation's arguments are extra keys; the two that name folders are checked here,
+        # before any stat() of them (core/runs bounds the rest).
+        extra = self.model_extra or {}
+        for key, adapter in (("dirs", _DIRS), ("workdir", _WORKDIR)):
+            try:
+                adapter.validate_python(extra.get(key))
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = "".join(f"[{step}]" for step in error["loc"] if isinstance(step, int))
+                raise ValueError(f"{key}{where}: {error['msg'].removeprefix('Value error, ')}") from None
+        return self
+
+
+_DIRS = TypeAdapter(list[ClientPath] | None)
+_WORKDIR = TypeAdapter(ClientPath | None)
 
 
 # -- notifications ---------------------------------------------------------------------------------
@@ -282,6 +372,7 @@ def problems(exc: ValidationError, method: str) -> str:
     """A one-line, actionable InvalidParams message."""
     parts = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "params"
-        parts.append(f"{where}: {error['msg']}")
+        where = ".".join(str(p) for p in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
     return f"{method}: " + "; ".join(parts)

@@ -261,13 +261,13 @@ def code_actions_impl(ls: Any, params: types.CodeActionParams) -> list[types.Cod
     if sidecar is None:
         return []
     rel = rel_path(sidecar, params.text_document.uri)
-    wanted = set(range(params.range.start.line, params.range.end.line + 1))
+    first, last = params.range.start.line, params.range.end.line  # compared, never expanded (a 10^9 range)
     actions = []
     for card in sidecar.cards(rel):
         if card.status == "stale" or card.suggestion_only:
             continue
         change = next(c for c in card.files if c.path == rel)
-        if not set(marked_lines(change)) & wanted:
+        if not any(first <= line <= last for line in marked_lines(change)):
             continue
         arg = [{"id": card.recipe_id}]
         actions.append(types.CodeAction(title=f"Accept proposal (runs flows): {card.title}",

@@ -128,3 +128,25 @@ def test_evolve_and_runs_are_served_through_the_same_core_calls(served, tmp_path
         runs_impl(server, {"action": "status", "workdir": str(workdir), "nonsense": 1})
     with pytest.raises(JsonRpcInvalidParams):
         runs_impl(server, {"action": "status", "workdir": str(workdir), "run_id": "000000000000"})
+
+
+def test_a_code_action_range_is_compared_not_expanded(served):
+    """A range to line 10^9 (or 2^31-1) answers at once with the actions of the lines it covers;
+    building the range as a set would take minutes and gigabytes."""
+    import time
+
+    server, sidecar, ws, _ = served
+    [diagnostic] = diagnostics_for(sidecar, "stories/release-desk/app.yaml")
+    line = diagnostic.range.start.line
+
+    def actions(start: int, end: int):
+        return code_actions_impl(server, types.CodeActionParams(
+            text_document=doc(ws / "stories/release-desk/app.yaml"),
+            range=types.Range(start=types.Position(line=start, character=0), end=types.Position(line=end, character=0)),
+            context=types.CodeActionContext(diagnostics=[])))
+
+    started = time.monotonic()
+    assert [a.command.command for a in actions(0, 10 ** 9)] == ["kitsoki.accept", "kitsoki.reject"]
+    assert len(actions(line, 2 ** 31 - 1)) == 2
+    assert time.monotonic() - started < 1.0
+    assert actions(line + 1, 10 ** 9) == [] and actions(10 ** 9, 0) == []
