@@ -140,15 +140,4 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def _load_adversarial_cases():
-    """The suite's `adversarial_cases` (tests/adversarial/conftest.py), by path: the module name
-    `conftest` is shared with tests/conftest.py, so `from conftest import` may find either."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("kitsoki_adversarial_conftest", Path(__file__).with_name("conftest.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.adversarial_cases
-
-
-adversarial_cases = _load_adversarial_cases()
+from conftest import adversarial_cases  # noqa: E402,F401 - re-exported for the suite's modules
