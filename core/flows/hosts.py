@@ -1,0 +1,280 @@
+"""Host stubs and host dispatch: what a flow's `host_handlers:` answer, and how an invoke runs.
+
+A fixture's `host_handlers:` registers one canned handler per name (kitsoki's
+internal/testrunner/hoststubs.go). A stub answers in this order: sleep `delay` on the fake
+clock, ask `request_clarification`, then the `by_call[args.call]` envelope, the `by_op[args.op]`
+envelope, `infra_error`, and finally `{data, error}`. A name is looked up exactly, then by its
+longest registered dotted prefix, the dropped suffix becoming `args.op` unless the caller set one
+(internal/host/host.go). Without `host_bindings:` only the stubs and
+`host.jobs.answer_clarification` are registered, so any other name is an infrastructure error.
+
+`dispatch` is the orchestrator's dispatchHostCalls (internal/orchestrator/host_dispatch.go):
+per call a `harness.dispatched` event with the args after re-rendering `with:` against the
+invoke-time world plus earlier binds; an infrastructure error sets `last_error` and `host_error`
+and follows `on_error` (else goes on); a domain error sets them too (with data, stderr,
+exit_code), binds still apply, then `on_error`. A `bind:` value is a dot path into the result
+data (`a.b[0]`) or a `{{ }}` template over `result` and `world`; a miss leaves the key unset.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.flows.expressions import ExprError, ExprUnsupported, render_value
+from core.flows.machine import Event, HostCall, Unsupported
+from core.flows.values import go_quote
+from core.kitsoki.duration import DurationError
+
+ANSWER_CLARIFICATION = "host.jobs.answer_clarification"
+NO_JOB_CONTEXT = "host.RequestClarification: not running as a background job (no JobContext in ctx)"
+STUB_KEYS = ("data", "error", "infra_error", "delay", "request_clarification", "by_op", "by_call")
+ENVELOPE_KEYS = ("data", "error", "infra_error")
+
+
+class InfraError(Exception):
+    """A handler failed at the infrastructure level (kitsoki: Invoke returned an error)."""
+
+
+@dataclass
+class Envelope:
+    data: dict[str, Any] | None = None
+    error: str = ""
+    infra_error: str = ""
+
+
+@dataclass
+class HostStub:
+    """One `host_handlers:` entry (kitsoki's HostStub)."""
+
+    name: str
+    envelope: Envelope = field(default_factory=Envelope)
+    delay: str = ""
+    request_clarification: str = ""
+    by_op: dict[str, Envelope] = field(default_factory=dict)
+    by_call: dict[str, Envelope] = field(default_factory=dict)
+
+    def answer(self, args: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        """(data, domain error) of one call; raises InfraError for an infrastructure error."""
+        if self.delay:
+            from core.flows.clock import parse_duration
+
+            try:
+                delay = parse_duration(self.delay)
+            except DurationError as exc:
+                raise InfraError(f"stub {self.name}: parse delay: {exc}") from None
+            if delay > 0:
+                raise Unsupported(f"host_handlers.{self.name}.delay {go_quote(self.delay)} on a foreground call "
+                                  "(kitsoki's fake clock blocks it until advanced)")
+        if self.request_clarification:
+            return None, NO_JOB_CONTEXT
+        envelope = None
+        call = args.get("call")
+        if self.by_call and isinstance(call, str) and call in self.by_call:
+            envelope = self.by_call[call]
+        op = args.get("op")
+        if envelope is None and self.by_op and isinstance(op, str) and op in self.by_op:
+            envelope = self.by_op[op]
+        if envelope is None:
+            if self.envelope.infra_error:
+                raise InfraError(self.envelope.infra_error)
+            envelope = self.envelope
+        elif envelope.infra_error:
+            raise InfraError(envelope.infra_error)
+        return copy.deepcopy(envelope.data), envelope.error
+
+
+def _envelope(value: dict[str, Any]) -> Envelope:
+    data = value.get("data")
+    return Envelope(data=data if isinstance(data, dict) else None, error=str(value.get("error") or ""),
+                    infra_error=str(value.get("infra_error") or ""))
+
+
+def read_stubs(value: Any, problems: list[str]) -> dict[str, HostStub]:
+    """`host_handlers:` as stubs; shape problems are appended to `problems` (keys kitsoki's
+    non-strict decoder would drop are dropped here too)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.append("host_handlers must be a mapping of handler name to stub")
+        return {}
+    stubs = {}
+    for name, spec in value.items():
+        name = str(name)
+        spec = spec if isinstance(spec, dict) else {}
+        stub = HostStub(name=name, envelope=_envelope(spec), delay=str(spec.get("delay") or ""),
+                        request_clarification=str(spec.get("request_clarification") or ""))
+        for key in ("by_op", "by_call"):
+            table = spec.get(key)
+            if isinstance(table, dict):
+                setattr(stub, key, {str(k): _envelope(v if isinstance(v, dict) else {}) for k, v in table.items()})
+            elif table is not None:
+                problems.append(f"host_handlers.{name}.{key} must be a mapping")
+        if spec.get("data") is not None and not isinstance(spec.get("data"), dict):
+            problems.append(f"host_handlers.{name}.data must be a mapping")
+        stubs[name] = stub
+    return stubs
+
+
+class Registry:
+    """The handlers a flow's orchestrator can reach: the fixture's stubs."""
+
+    def __init__(self, stubs: dict[str, HostStub], bindings: bool = False) -> None:
+        self.stubs = stubs
+        self.bindings = bindings
+        """`host_bindings:` set: kitsoki registers its real builtin handlers beside the stubs."""
+
+    def lookup(self, name: str) -> tuple[HostStub | None, str]:
+        """(stub, the registered name it matched) by exact name, then longest dotted prefix."""
+        if name in self.stubs:
+            return self.stubs[name], name
+        current = name
+        while "." in current:
+            current = current.rsplit(".", 1)[0]
+            if current in self.stubs:
+                return self.stubs[current], current
+        return None, ""
+
+    def invoke(self, name: str, args: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        stub, registered = self.lookup(name)
+        if stub is None:
+            if name == ANSWER_CLARIFICATION:
+                raise Unsupported(f"invoke {ANSWER_CLARIFICATION} (background jobs)")
+            if self.bindings:
+                raise Unsupported(f"host_bindings: kitsoki would run its real builtin handler for {name}")
+            raise InfraError(f"host: no handler registered for {go_quote(name)}")
+        if registered != name and not (isinstance(args.get("op"), str) and args.get("op")):
+            suffix = name[len(registered):].lstrip(".")
+            if suffix:
+                args["op"] = suffix
+        return stub.answer(args)
+
+
+# --- dispatch ---------------------------------------------------------------------------------
+
+
+def _rerender(call: HostCall, binds: dict[str, Any]) -> dict[str, Any]:
+    """kitsoki's rerenderHostArgs over dispatchRerenderWorld: `with:` against the invoke-time
+    world plus earlier binds of this dispatch; a leaf that fails keeps its machine-time value."""
+    if not call.raw_with:
+        return dict(call.args)
+    world = {**call.world_snapshot, **binds}
+    env = {**call.env, "world": world}
+
+    def leaf(raw: Any, existing: Any, has: bool) -> Any:
+        if isinstance(raw, str):
+            if "{{" not in raw:
+                return raw
+            try:
+                return render_value(raw, env)
+            except ExprUnsupported as exc:
+                raise Unsupported(f"invoke {call.namespace} with: {exc}") from None
+            except ExprError:
+                return existing if has else raw
+        if isinstance(raw, dict):
+            before = existing if isinstance(existing, dict) else {}
+            return {k: leaf(v, before.get(k), k in before) for k, v in raw.items()}
+        if isinstance(raw, list):
+            before = existing if isinstance(existing, list) else []
+            return [leaf(v, before[i] if i < len(before) else None, i < len(before)) for i, v in enumerate(raw)]
+        return raw
+
+    return {key: leaf(raw, call.args.get(key), key in call.args) for key, raw in call.raw_with.items()}
+
+
+_SEGMENT = re.compile(r"^([^\[\]]*)((?:\[\d+\])*)$")
+
+
+def bind_path(data: dict[str, Any] | None, path: str) -> tuple[Any, bool]:
+    """kitsoki's lookupBindPath: `a.b[0].c` into the result data; (value, found)."""
+    if data is None or not path:
+        return None, False
+    current: Any = data
+    for segment in path.split("."):
+        match = _SEGMENT.match(segment)
+        if match is None:
+            return None, False
+        key, indices = match.group(1), [int(i) for i in re.findall(r"\[(\d+)\]", match.group(2))]
+        if key:
+            if not isinstance(current, dict) or key not in current:
+                return None, False
+            current = current[key]
+        for index in indices:
+            if not isinstance(current, list) or not 0 <= index < len(current):
+                return None, False
+            current = current[index]
+    return current, True
+
+
+@dataclass
+class Dispatched:
+    events: list[Event]
+    world: dict[str, Any]
+    redirect: str = ""
+    applied: bool = False
+
+
+def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any]) -> Dispatched:
+    """kitsoki's dispatchHostCalls for foreground calls (the redirect is returned, not entered)."""
+    out = Dispatched(events=[], world=dict(world))
+    if not calls:
+        return out
+    binds: dict[str, Any] = {}
+    w = out.world
+    for call in calls:
+        if call.background:
+            raise Unsupported(f"background: true on invoke {call.namespace} (jobs and on_complete)")
+        args = _rerender(call, binds)
+        out.events.append(Event("harness.dispatched", {"namespace": call.namespace, "args": copy.deepcopy(args),
+                                                        "background": False}))
+        try:
+            data, error = registry.invoke(call.namespace, args)
+        except InfraError as exc:
+            message = str(exc)
+            w["last_error"] = message
+            w["host_error"] = {"namespace": call.namespace, "message": message}
+            out.events.append(Event("harness.returned", {"namespace": call.namespace, "error": message}))
+            out.applied = True
+            if call.on_error:
+                out.redirect = call.on_error
+                break
+            continue
+        if error:
+            w["last_error"] = error
+            host_error: dict[str, Any] = {"namespace": call.namespace, "message": error}
+            if data is not None:
+                host_error["data"] = data
+                for key in ("stderr", "exit_code"):
+                    if key in data:
+                        host_error[key] = data[key]
+            w["host_error"] = host_error
+        for key in sorted(call.bind):
+            source = call.bind[key]
+            if "{{" in source:
+                env = {**call.env, "world": dict(w), "result": data or {}}
+                try:
+                    value = render_value(source, env)
+                except ExprUnsupported as exc:
+                    raise Unsupported(f"bind {key}: {exc}") from None
+                except ExprError:
+                    continue
+            else:
+                value, found = bind_path(data, source)
+                if not found:
+                    continue
+            w[key] = value
+            binds[key] = value
+            out.events.append(Event("world.update", {"set": {key: value}}))
+            out.applied = True
+        payload: dict[str, Any] = {"namespace": call.namespace}
+        if error:
+            payload["error"] = error
+        if data is not None:
+            payload["data"] = data
+        out.events.append(Event("harness.returned", payload))
+        if error and call.on_error:
+            out.redirect = call.on_error
+            break
+    return out
