@@ -15,13 +15,13 @@ supported rather than run against a partial story.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from core.flows.yaml12 import Yaml12Loader
 from core.kitsoki.story import STORY_LIMITS, Intent, Story, WorldVar
 from core.safeio import read_regular
 
@@ -122,20 +122,8 @@ def app_model(story: Story) -> AppModel:
     return model
 
 
-class _Yaml12Loader(yaml.CSafeLoader):
-    """PyYAML's C loader with YAML 1.2 booleans, as Go's yaml.v3 reads them: only true/false
-    (YAML 1.1 would turn the key `on:` into True)."""
-
-
-_Yaml12Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()}
-_Yaml12Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
-
-
 def load_yaml12(text: str) -> Any:
-    return yaml.load(text, Loader=_Yaml12Loader)
+    return yaml.load(text, Loader=Yaml12Loader)
 
 
 def _read(path: Path) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError
 
-from core.flows.values import go_float, go_json, go_type
+from core.flows.values import GoInt, go_float, go_json, go_type
 
 ROOTS = frozenset({"slots", "world", "event", "args", "menu", "item", "proposal", "inbox",
                    "workspace", "result"})
@@ -133,6 +133,12 @@ def _unquote(text: str) -> str:
     return "".join(out)
 
 
+def _check_root(node: tuple) -> None:
+    """kitsoki's whitelist: a member chain starts at an allowed root (else the story does not load)."""
+    if node[0] == "root" and node[1] not in ROOTS:
+        raise ExprUnsupported(f"member access on {node[1]} (kitsoki allows only {', '.join(sorted(ROOTS))})")
+
+
 @v_args(inline=True)
 class _Build(Transformer):
     """Parse tree -> tuples: (op, ...)."""
@@ -158,21 +164,21 @@ class _Build(Transformer):
         return ("lit", None)
 
     def name(self, token: Token) -> tuple:
-        name = str(token)
-        if name not in ROOTS:
-            raise ExprUnsupported(f"identifier {name} (kitsoki allows only {', '.join(sorted(ROOTS))})")
-        return ("root", name)
+        return ("root", str(token))  # an undeclared bare name is nil (AllowUndefinedVariables)
 
     def array(self, *items: tuple) -> tuple:
         return ("array", tuple(items))
 
     def member(self, node: tuple, name: Token) -> tuple:
+        _check_root(node)
         return ("member", node, ("lit", str(name)), False)
 
     def opt_member(self, node: tuple, name: Token) -> tuple:
+        _check_root(node)
         return ("member", node, ("lit", str(name)), True)
 
     def index(self, node: tuple, key: tuple) -> tuple:
+        _check_root(node)
         return ("member", node, key, False)
 
     def opt_index(self, node: tuple, key: tuple) -> tuple:
@@ -470,11 +476,17 @@ def _call(fn: str, args: list[Any]) -> Any:
     raise ExprUnsupported(f"function {fn}()")
 
 
+def _go_int(value: Any) -> Any:
+    return GoInt(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def evaluate(tree: tuple, env: dict[str, Any]) -> Any:
     op = tree[0]
     if op == "lit":
         return tree[1]
     if op == "root":
+        if tree[1] not in ROOTS:
+            return None
         value = env.get(tree[1])
         # Every root but `item` is a typed map in kitsoki's Env: absent, it reads as empty.
         return {} if value is None and tree[1] != "item" else value
@@ -505,7 +517,7 @@ def evaluate(tree: tuple, env: dict[str, Any]) -> Any:
         return {"contains": right in left, "startsWith": left.startswith(right),
                 "endsWith": left.endswith(right)}[tree[1]]
     if op == "arith":
-        return _arith(tree[1], evaluate(tree[2], env), evaluate(tree[3], env))
+        return _go_int(_arith(tree[1], evaluate(tree[2], env), evaluate(tree[3], env)))
     if op == "neg":
         value = evaluate(tree[1], env)
         if not _number(value):
@@ -521,7 +533,7 @@ def evaluate(tree: tuple, env: dict[str, Any]) -> Any:
     if op == "array":
         return [evaluate(item, env) for item in tree[1]]
     if op == "call":
-        return _call(tree[1], [evaluate(arg, env) for arg in tree[2]])
+        return _go_int(_call(tree[1], [evaluate(arg, env) for arg in tree[2]]))
     raise ExprUnsupported(f"operation {op}")
 
 

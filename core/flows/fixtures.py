@@ -12,13 +12,16 @@ Fail closed: every key the built-in runner does not implement (kitsoki's own, li
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, Field
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from core.flows.yaml12 import Yaml12Loader as _Yaml12Loader
 from core.kitsoki.config import (
     YamlLimits,
     read_limited,
@@ -152,18 +155,48 @@ def load_fixture_file(path: Path) -> FixtureFile:
     """Read every document of a fixture file; never raises for what the file contains."""
     path = Path(path)
     try:
-        documents = _compose_all(path, FLOW_LIMITS)
+        documents = _fast_documents(path)
+        if documents is None:
+            documents = [(document.at.line, _plain(document)) for document in _compose_all(path, FLOW_LIMITS)]
     except _FileProblem as problem:
         return FixtureFile(path=path, problem=f"{path.name}:{problem.line}:{problem.column}: {problem.message}")
     except _ValueProblems as problems:
         return FixtureFile(path=path, problem="; ".join(
             f"{path.name}:{issue.line}:{issue.column}: {issue.key + ': ' if issue.key else ''}{issue.message}"
             for issue in problems.issues))
-    fixtures = [_read_fixture(path, index, document) for index, document in enumerate(documents)]
+    fixtures = [_read_fixture(path, index, line, data) for index, (line, data) in enumerate(documents)]
     return FixtureFile(path=path, fixtures=fixtures)
 
 
 # --- reading ----------------------------------------------------------------------------------
+
+
+_ANCHOR_OR_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s,\]}]")
+
+
+def _fast_documents(path: Path) -> list[tuple[int, Any]] | None:
+    """The documents as (line, plain value) through libyaml, for the common file with no anchors,
+    aliases or tags (nothing for an alias budget to guard); None sends the file to the bounded
+    reader, which also gives the precise error of a file that does not parse."""
+    try:
+        text = read_limited(path, FLOW_LIMITS)
+    except _FileProblem:
+        return None
+    if _ANCHOR_OR_ALIAS.search(text) or "!" in text:
+        return None
+    loader = _Yaml12Loader(text)
+    documents: list[tuple[int, Any]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None or (node.tag.endswith(":null") and not getattr(node, "value", "")):
+                continue
+            documents.append((node.start_mark.line + 1, loader.construct_document(node)))
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):
+        return None
+    finally:
+        loader.dispose()
+    return documents
 
 
 def _compose_all(path: Path, limits: YamlLimits) -> list[_Value]:
@@ -210,14 +243,14 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _read_fixture(path: Path, index: int, document: _Value) -> FlowFixture:
-    fixture = FlowFixture(file=path, index=index, line=document.at.line)
+def _read_fixture(path: Path, index: int, line: int, data: Any) -> FlowFixture:
+    fixture = FlowFixture(file=path, index=index, line=line)
     problems = fixture.problems
-    if document.kind != "map":
-        problems.append(f"document {index + 1} (line {document.at.line}) must be a mapping "
-                        f"(test_kind, app, turns, ...), got {_kind(_plain(document))}")
+    if not isinstance(data, dict):
+        problems.append(f"document {index + 1} (line {line}) must be a mapping "
+                        f"(test_kind, app, turns, ...), got {_kind(data)}")
         return fixture
-    data: dict[str, Any] = {key: _plain(value) for key, value in document.data.items()}
+    data = {str(key): value for key, value in data.items()}
 
     if data.get("test_kind") != "flow":
         fixture.skipped = True  # kitsoki runs only `test_kind: flow` documents and skips the rest unreported

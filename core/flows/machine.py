@@ -27,10 +27,14 @@ from typing import Any
 from core.flows.app import WILDCARD, AppModel, Arm, chain
 from core.flows.expressions import ExprError, ExprUnsupported, eval_bool, render, resolve_value
 from core.flows.fixtures import unsupported
-from core.flows.values import go_quote, go_value
+from core.flows.values import GoInt, go_quote, go_value
 
 EMIT_INTENT_MAX_DEPTH = 8
 """kitsoki's EmitIntentMaxDepth."""
+EFFECT_KEYS = frozenset({"when", "set", "increment", "say", "invoke", "id", "with", "bind", "on_error", "background",
+                         "once", "on_complete", "emit_intent", "slots", "agent", "selection"})
+"""The effect keys the machine implements (`agent` and `selection` only steer a real agent: stubs ignore them);
+kitsoki's others (`emit`, `target`, `effects`, `selection`) and unknown keys are refused."""
 
 
 class Unsupported(Exception):
@@ -346,6 +350,9 @@ class Machine:
         for effect in effects:
             if not isinstance(effect, dict):
                 raise Unsupported(f"effect entry {go_quote(go_value(effect))}")
+            unknown = [key for key in effect if key not in EFFECT_KEYS]
+            if unknown:
+                raise Unsupported(f"effect {unknown[0]}")
             when = effect.get("when")
             if when is not None and not isinstance(when, str):
                 raise Unsupported(f"effect when: {go_value(when)}")
@@ -409,7 +416,7 @@ class Machine:
         for key, delta in deltas.items():
             if not isinstance(delta, int) or isinstance(delta, bool):
                 raise Unsupported(f"effect increment {key}: {go_value(delta)} (not a whole number)")
-            world[key] = _to_int(world.get(key)) + delta
+            world[key] = GoInt(_to_int(world.get(key)) + delta, "int64")
             result.events.append(Event("world.update", {"increment": {key: delta}}))
 
     def _invoke(self, effect: dict[str, Any], world: dict[str, Any], env: dict[str, Any], result: TurnResult) -> None:

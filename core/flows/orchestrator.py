@@ -194,12 +194,13 @@ class Session:
                         depth: int) -> tuple[list[Event], dict[str, Any], str]:
         if depth > REDIRECT_MAX_DEPTH:
             raise Unsupported(f"on_error redirect chain deeper than {REDIRECT_MAX_DEPTH} (from {prior} to {target})")
-        if target.strip() in ("", "."):
-            target = prior  # the loader resolves `on_error: .` to the invoking state: a no-op redirect
         target = resolve_target(prior, target) if target.startswith("..") else target.replace("/", ".")
         found = self.app.states.get(target)
         if found is None:
-            raise Abort(f"orchestrator: on_error target state {go_quote(target)} not found")
+            # kitsoki logs the dispatch error and goes on without a redirect (so `on_error: .`
+            # stops the remaining calls and keeps last_error, nothing more).
+            message = f"orchestrator: on_error target state {go_quote(target)} not found"
+            return [Event("harness.error", {"phase": "on_error", "error": message})], world, ""
         if target == prior:
             return [], world, target
         events = [Event("machine.transition", {"from": prior, "to": target, "intent": "on_error"}),

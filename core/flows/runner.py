@@ -256,7 +256,7 @@ class _Run:
             got = world.get(key)
             if not deep_equal(got, want):
                 failures.append(f"expect_world[{go_quote(key)}]: got {go_value(got)} ({go_type(got)}), "
-                                f"want {go_value(want)} ({go_type(want, yaml_int=True)})")
+                                f"want {go_value(want)} ({go_type(want)})")
         if turn.expect_world_full:
             for key, want in turn.expect_world_full.items():
                 got = world.get(key)

@@ -49,15 +49,32 @@ def go_value(value: Any) -> str:
     return str(value)
 
 
-def go_type(value: Any, yaml_int: bool = False) -> str:
-    """Go's %T of a decoded value. kitsoki's fixture decoder yields uint64 for a
-    non-negative YAML integer (`yaml_int`); values computed at run time are int or int64."""
+class GoInt(int):
+    """An integer computed at run time, carrying the Go type kitsoki's code gives it
+    (`increment` yields int64, expr-lang arithmetic int); a plain int is a decoded YAML one."""
+
+    go: str = "int"
+
+    def __new__(cls, value: int, go: str = "int") -> GoInt:
+        made = super().__new__(cls, value)
+        made.go = go
+        return made
+
+    def __reduce__(self):  # deepcopy and pickle keep the Go type
+        return (GoInt, (int(self), self.go))
+
+
+def go_type(value: Any) -> str:
+    """Go's %T of a value: Go's YAML decoder gives uint64 for a non-negative integer and int64 for
+    a negative one; computed integers say their own type (GoInt)."""
     if value is None:
         return "<nil>"
     if isinstance(value, bool):
         return "bool"
+    if isinstance(value, GoInt):
+        return value.go
     if isinstance(value, int):
-        return "uint64" if yaml_int and value >= 0 else "int"
+        return "uint64" if value >= 0 else "int64"
     if isinstance(value, float):
         return "float64"
     if isinstance(value, str):
