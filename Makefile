@@ -24,6 +24,7 @@ bench: venv
 	$(BIN)/python tests/bench/mining.py
 	$(BIN)/python tests/bench/apply.py
 	$(BIN)/python tests/bench/server.py
+	$(BIN)/python tests/bench/flows.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
