@@ -26,6 +26,8 @@ from core.kitsoki.story import STORY_LIMITS, Intent, Story, WorldVar
 from core.safeio import read_regular
 
 WILDCARD = "*"
+RESERVED_WORLD = {"session_cost_usd": 0.0, "turn_cost_usd": 0.0, "last_error": "", "write_mode_scope": ""}
+"""World keys kitsoki's WorldFromSchema always seeds."""
 
 
 @dataclass
@@ -79,10 +81,14 @@ class AppModel:
         return self.story.world
 
     def world_defaults(self) -> dict[str, Any]:
-        """kitsoki's WorldFromSchema: every declared key at its default (a fresh copy)."""
+        """kitsoki's WorldFromSchema: every declared key that has a default (a fresh copy), plus the
+        reserved keys it seeds when the story does not declare them."""
         import copy
 
-        return {name: copy.deepcopy(var.default) for name, var in self.story.world.items()}
+        world = {name: copy.deepcopy(var.default) for name, var in self.story.world.items() if var.default is not None}
+        for key, value in RESERVED_WORLD.items():
+            world.setdefault(key, value)
+        return world
 
     def lookup_intent(self, state: str, name: str) -> Intent | None:
         """The declaration an intent resolves to from a state: the nearest state-local one, else global."""

@@ -1,0 +1,441 @@
+"""The built-in runner's orchestrator path, key by key, on the desk story (tests/fixtures/flows/desk).
+
+Each key has a passing and a failing case; every failure text below is the one kitsoki's own
+runner printed for the same fixture against the same story (checked beside the real binary when
+these tests were written; kitsoki prints a turn's expect_world failures in map order, so turns
+are compared as sets where they hold several).
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from core.flows import UNSUPPORTED, FlowResult, run_app_flows
+from core.flows.clock import parse_duration_ns
+from core.flows.expressions import eval_any, render, render_value
+from core.flows.hosts import Envelope, HostStub, InfraError, Registry, bind_path
+
+DESK = Path(__file__).parent / "fixtures" / "flows" / "desk"
+APP = "stories/desk/app.yaml"
+HEAD = "test_kind: flow\napp: ../app.yaml\n"
+
+
+@pytest.fixture
+def desk(tmp_path: Path) -> Path:
+    workspace = tmp_path / "desk"
+    shutil.copytree(DESK, workspace)
+    for fixture in (workspace / "stories/desk/flows").glob("*.yaml"):
+        fixture.unlink()
+    return workspace
+
+
+def run(workspace: Path, *parts: str) -> list[FlowResult]:
+    body = "".join(textwrap.dedent(part).lstrip("\n") for part in parts)
+    (workspace / "stories/desk/flows/case.yaml").write_text(HEAD + body, encoding="utf-8")
+    return run_app_flows(workspace / APP, workspace).Results
+
+
+def one(workspace: Path, *parts: str) -> FlowResult:
+    (result,) = run(workspace, *parts)
+    return result
+
+
+def failures(result: FlowResult) -> set[str]:
+    return {failure for turn in result.Turns for failure in turn.Failures}
+
+
+def test_the_desk_happy_path_passes():
+    report = run_app_flows(DESK / APP, DESK)
+    assert [(r.Passed, [t.NewState for t in r.Turns]) for r in report.Results] == [
+        (True, ["filed", "escalated", "closed"])]
+
+
+# --- host_handlers: binds, prefix lookup, by_op / by_call, errors ------------------------------
+
+
+TRACKER_OK = """
+    initial_state: inbox
+    host_handlers:
+      host.tracker:
+        by_op:
+          create: { data: { id: "T-1", links: { html: "http://t/1" }, labels: [bug, ui] } }
+      host.run: { data: { ok: true } }
+    turns:
+      - intent: { name: file, slots: { title: "printer is on fire" } }
+        expect_state: filed
+        expect_world: { ticket: "T-1", ticket_url: "http://t/1", first_label: bug }
+"""
+
+
+def test_bind_paths_and_by_op_on_a_prefix_handler(desk):
+    assert one(desk, TRACKER_OK).Passed
+
+
+def test_the_op_is_not_in_the_dispatched_args(desk):
+    # `op` is injected after harness.dispatched records the args, so expecting it never matches.
+    result = one(desk, TRACKER_OK + """
+        expect_host_calls:
+          - { handler: host.tracker.create, args: { title: "printer is on fire", priority: high, call: create,
+                                                    op: create }, times: 1 }
+    """)
+    assert failures(result) == {"expect_host_calls: host.tracker.create expected 1 invocations, got 0"}
+
+
+def test_unregistered_handler_and_failed_expectations(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.tracker: { data: { id: "T-2" } }
+        turns:
+          - intent: { name: file, slots: { title: "x" } }
+            expect_world: { ticket: "T-9", last_error: "" }
+            expect_host_calls:
+              - { handler: host.tracker.create, times: 2 }
+              - { handler: host.run, args: { cmd: "echo T-2" } }
+              - { handler: host.nothing }
+    """)
+    assert failures(result) == {
+        'expect_world["ticket"]: got T-2 (string), want T-9 (string)',
+        'expect_world["last_error"]: got host: no handler registered for "host.run" (string), want  (string)',
+        "expect_host_calls: host.tracker.create expected 2 invocations, got 1",
+        "expect_host_calls: host.nothing never invoked (args=map[])",
+    }
+
+
+def test_domain_error_sets_host_error_and_follows_on_error(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.tracker:
+            error: "tracker down"
+            data: { stderr: "503", exit_code: 3 }
+          host.run: { data: { ok: true } }
+        turns:
+          - intent: { name: file, slots: { title: "x" } }
+            expect_state: failed
+            expect_world:
+              last_error: "tracker down"
+              host_error: { namespace: host.tracker.create, message: "tracker down", stderr: "503", exit_code: 3,
+                            data: { stderr: "503", exit_code: 3 } }
+            expect_no_host_calls: [host.run]
+    """)
+    assert result.Passed, failures(result)
+
+
+def test_unregistered_handler_is_an_infrastructure_error_with_on_error(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { data: { ok: true } }
+        turns:
+          - intent: { name: file, slots: { title: "x" } }
+            expect_state: failed
+            expect_world:
+              last_error: 'host: no handler registered for "host.tracker.create"'
+    """)
+    assert result.Passed, failures(result)
+
+
+def test_by_call_infra_error_wins_over_data_and_redirects(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.tracker:
+            by_call: { create: { infra_error: "socket closed" } }
+            data: { id: "T-3" }
+          host.run: { data: { ok: true } }
+        expect_no_host_calls: [host.run]
+        turns:
+          - intent: { name: file, slots: { title: "x" } }
+            expect_state: filed
+            expect_world: { last_error: "socket closed" }
+    """)
+    assert failures(result) == {'expect_state: got "failed", want "filed"'}
+
+
+def test_stub_resolution_order():
+    stub = HostStub(name="host.x", envelope=Envelope(data={"top": 1}),
+                    by_op={"a": Envelope(data={"op": 1})}, by_call={"c": Envelope(error="call failed")})
+    assert stub.answer({"call": "c", "op": "a"}) == (None, "call failed")  # by_call before by_op
+    assert stub.answer({"op": "a"}) == ({"op": 1}, "")
+    assert stub.answer({"op": "zzz"}) == ({"top": 1}, "")
+    stub.envelope.infra_error = "down"
+    with pytest.raises(InfraError, match="down"):
+        stub.answer({})
+    assert stub.answer({"op": "a"}) == ({"op": 1}, "")  # a matching envelope still answers
+    clarify = HostStub(name="host.y", request_clarification="Which one?", envelope=Envelope(data={"a": 1}))
+    assert clarify.answer({}) == (None, "host.RequestClarification: not running as a background job "
+                                        "(no JobContext in ctx)")
+
+
+def test_longest_dotted_prefix_and_op_injection():
+    registry = Registry({"host.git": HostStub("host.git"), "host.git.worktree": HostStub("host.git.worktree")})
+    assert registry.lookup("host.git.worktree.add")[1] == "host.git.worktree"
+    assert registry.lookup("host.git.push")[1] == "host.git"
+    assert registry.lookup("host.gh.ticket") == (None, "")
+    args: dict = {}
+    registry.invoke("host.git.worktree.add", args)
+    assert args == {"op": "add"}
+    given = {"op": "mine"}
+    registry.invoke("host.git.push", given)
+    assert given == {"op": "mine"}  # a caller's op wins
+    with pytest.raises(InfraError, match='host: no handler registered for "host.gh.ticket"'):
+        registry.invoke("host.gh.ticket", {})
+
+
+def test_bind_path_lookup():
+    data = {"a": {"b": [{"c": 1}, {"c": 2}]}, "x": None}
+    assert bind_path(data, "a.b[1].c") == (2, True)
+    assert bind_path(data, "x") == (None, True)
+    assert bind_path(data, "a.b[5].c") == (None, False)
+    assert bind_path(data, "a.missing") == (None, False)
+    assert bind_path(None, "a") == (None, False)
+
+
+def test_a_positive_delay_on_a_foreground_call_is_not_supported(desk):
+    result = one(desk, TRACKER_OK.replace("host.run: { data: { ok: true } }",
+                                          'host.run: { data: { ok: true }, delay: "30s" }'))
+    assert failures(result) == {f'{UNSUPPORTED}: host_handlers.host.run.delay "30s" on a foreground call '
+                                "(kitsoki's fake clock blocks it until advanced)"}
+    assert one(desk, TRACKER_OK.replace("host.run: { data: { ok: true } }",
+                                        'host.run: { data: { ok: true }, delay: "0s" }')).Passed
+
+
+# --- post-bind emits, rejections, world_override, expect_world_final ---------------------------
+
+
+JUDGE = """
+    initial_state: filed
+    host_handlers:
+      host.agent.decide:
+        by_call:
+          judge: { data: { submitted: { intent: escalate } } }
+"""
+
+
+def test_post_bind_emit_and_rejection_text(desk):
+    result = one(desk, JUDGE, """
+        turns:
+          - intent: { name: triage }
+            expect_state: escalated
+            expect_host_calls: [{ handler: host.agent.decide, args: { call: judge }, times: 1 }]
+          - intent: { name: triage }
+            expect_state: escalated
+          - intent: { name: close }
+        expect_terminal: true
+        expect_no_errors: true
+    """)
+    assert [t.Failures for t in result.Turns] == [
+        [], ["unexpected rejection: code=INTENT_NOT_ALLOWED_IN_STATE hint="], [],
+        ["expect_no_errors: there were validation errors"]]
+
+
+def test_missing_slots_asks_for_clarification_and_fails_nothing(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers: { host.run: { data: {} } }
+        turns:
+          - intent: { name: file }
+            expect_state: inbox
+        expect_no_errors: true
+    """)
+    assert result.Passed, failures(result)
+
+
+def test_world_override_persists_and_expect_world_final(desk):
+    result = one(desk, """
+        initial_state: filed
+        host_handlers:
+          host.agent.decide: { data: { submitted: { intent: close } } }
+        turns:
+          - intent: { name: triage }
+            expect_state: judging
+          - intent: { name: close }
+            world_override: { note: "overridden" }
+            expect_world: { note: "overridden" }
+        expect_world_final: { note: "different" }
+    """)
+    assert result.Turns[-1].Failures == ['expect_world_final["note"]: got overridden, want different']
+    assert all(turn.Passed for turn in result.Turns[:-1])
+
+
+# --- the clock, interfaces, host_bindings -------------------------------------------------------
+
+
+def test_advance_clock_fires_the_state_timeout(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers: { host.notify: { data: {} } }
+        turns:
+          - intent: { name: wait }
+            expect_state: waiting
+          - advance_clock: "1d"
+            expect_state: waiting
+          - advance_clock: "24h"
+            expect_state: nudged
+            expect_world: { attempts: 1 }
+    """)
+    assert result.Passed, failures(result)
+
+
+def test_interface_invoke_bind_template_and_clock_on_an_intent_turn(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.notify: { data: { reply: "pong" } }
+        turns:
+          - intent: { name: ping }
+            expect_world: { note: pong }
+            expect_host_calls: [{ handler: host.notify.ping, args: { message: "hello ", op: ping } }]
+          - intent: { name: wait }
+            advance_clock: "3d"
+            expect_state: waiting
+    """)
+    assert [t.Failures for t in result.Turns] == [
+        ["expect_host_calls: host.notify.ping never invoked (args=map[message:hello  op:ping])"],
+        ['expect_state: got "nudged", want "waiting"']]
+
+
+def test_host_bindings_rebind_an_interface(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_bindings: { notifier: host.run }
+        host_handlers:
+          host.run: { data: { reply: "ran" } }
+        turns:
+          - intent: { name: ping }
+            expect_world: { note: ran }
+            expect_host_calls: [{ handler: host.run.ping, times: 1 }]
+    """)
+    assert result.Passed, failures(result)
+
+
+def test_host_bindings_with_an_unstubbed_builtin_is_not_supported(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_bindings: { notifier: host.run }
+        host_handlers: { host.notify: { data: {} } }
+        turns:
+          - intent: { name: ping }
+    """)
+    assert failures(result) == {f"{UNSUPPORTED}: host_bindings: kitsoki would run its real builtin handler for "
+                                "host.run.ping"}
+
+
+def test_expect_events_subsequence(desk):
+    result = one(desk, JUDGE, """
+        turns:
+          - intent: { name: triage }
+            expect_events:
+              - { kind: harness.called, effect: { namespace: host.agent.decide } }
+              - { kind: machine.transition, from: judging, to: escalated }
+              - { kind: harness.dispatched, effect: { namespace: host.run } }
+    """)
+    assert failures(result) == {
+        "expect_events: event {Kind:harness.dispatched From: To: Effect:map[namespace:host.run]} not found in "
+        "subsequence"}
+
+
+def test_input_turn_on_the_orchestrator_path_stops_the_run(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers: { host.run: { data: {} } }
+        turns:
+          - input: "file a ticket"
+    """)
+    (failure,) = failures(result)
+    assert failure.startswith('turn 1: input: "file a ticket" in orchestrator-path fixture; use intent: instead')
+
+
+# --- the clock's durations and the expression language ------------------------------------------
+
+
+def test_durations():
+    assert parse_duration_ns("11d") == 11 * 24 * 3600 * 10**9
+    assert parse_duration_ns("1h30m") == 5400 * 10**9
+    assert parse_duration_ns("") == 0
+    with pytest.raises(ValueError):
+        parse_duration_ns("1d2h")
+
+
+@pytest.mark.parametrize("source, world, expected", [
+    ("world.a ?? 'd'", {}, "d"),
+    ("len(world.missing)", {}, 0),
+    ("int('12') + 1", {}, 13),
+    ("split('a,b', ',')", {}, ["a", "b"]),
+    ("world.n > 1 ? 'y' : 'n'", {"n": 2}, "y"),
+    ("'a' in ['a', 'b']", {}, True),
+    ("'k' in world.m", {"m": {"k": 1}}, True),
+    ("world.l[-1]", {"l": [1, 2]}, 2),
+    ("world.n / 2", {"n": 4}, 2.0),
+    ("world.s contains 'ell'", {"s": "hello"}, True),
+    ("!(world.a == nil) || world.b == 2.0", {"b": 2}, True),
+    ("world.x?.y", {}, None),
+    ("join(world.l, '-')", {"l": ["a", "b"]}, "a-b"),
+])
+def test_expression_values(source, world, expected):
+    assert eval_any(source, {"world": world, "slots": {}}) == expected
+
+
+def test_templates():
+    env = {"world": {"n": 2, "items": [{"id": "a"}, {"id": "b"}], "m": {"k": [1]}, "none": None}}
+    assert render("n={{ world.n * 50 }}{{ if world.n > 1 }} big{{ else }} small{{ end }}", env) == "n=100 big"
+    assert render("{{ range world.items }}[{{ .id }}]{{ end }}", env) == "[a][b]"
+    assert render("{{ world.m }}|{{ world.none }}|{{ 2.0 }}", env) == '{"k":[1]}||2'
+    assert render_value("{{ world.n > 1 }}", env) is True
+    assert render_value("  {{ world.items }} ", env) == [{"id": "a"}, {"id": "b"}]
+    assert render_value("{{ world.n }} and {{ world.n }}", env) == "2 and 2"
+
+
+# --- expect_error and expect_world_full on both paths --------------------------------------------
+
+
+def test_expect_error_on_the_machine_only_path(desk):
+    result = one(desk, """
+        initial_state: inbox
+        turns:
+          - intent: { name: file }
+            expect_state: inbox
+          - intent: { name: wait }
+            expect_error: { code: GUARD_FAILED }
+          - intent: { name: close }
+            expect_error: { code: INTENT_NOT_ALLOWED_IN_STATE }
+          - intent: { name: close }
+            expect_error: { code: GUARD_FAILED }
+        expect_no_errors: true
+    """)
+    assert [t.Failures for t in result.Turns] == [
+        ["unexpected validation error: MISSING_SLOTS: intent requires slots: [title]"],
+        ['expected error "GUARD_FAILED" but got none'],
+        [],
+        ['expected error code "GUARD_FAILED" but got "INTENT_NOT_ALLOWED_IN_STATE"'],
+        ["expect_no_errors: there were validation errors"]]
+
+
+def test_expect_error_and_expect_world_full_on_the_orchestrator_path(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers: { host.run: { data: {} } }
+        turns:
+          - intent: { name: wait }
+            expect_error: { code: GUARD_FAILED }
+          - intent: { name: close }
+            expect_error: { code: INTENT_NOT_ALLOWED_IN_STATE }
+          - intent: { name: ping }
+            expect_error: { code: INTENT_NOT_ALLOWED_IN_STATE }
+          - intent: { name: ping }
+            expect_world_full: { note: x }
+    """)
+    assert result.Turns[0].Failures == ['expected error "GUARD_FAILED" but got none (mode=transitioned)']
+    assert result.Turns[1].Failures == ['expected error "INTENT_NOT_ALLOWED_IN_STATE" but got none (mode=completed)']
+    assert result.Turns[2].Failures == []
+    # kitsoki's world always holds its reserved keys and the per-turn seeds
+    assert set(result.Turns[3].Failures) == {
+        "unexpected rejection: code=INTENT_NOT_ALLOWED_IN_STATE hint=", 'expect_world_full["note"]: got , want x',
+        *(f'expect_world_full: unexpected key "{key}" in world' for key in (
+            "session_id", "verdict", "attempts", "last_error", "ticket", "session_cost_usd", "turn_cost_usd",
+            "write_mode_scope", "first_label", "summary", "ticket_url", "ide"))}
