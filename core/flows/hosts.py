@@ -235,6 +235,8 @@ def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any]) -
             message = str(exc)
             w["last_error"] = message
             w["host_error"] = {"namespace": call.namespace, "message": message}
+            out.events.append(Event("world.update", {"set": {"last_error": message}}))
+            out.events.append(Event("world.update", {"set": {"host_error": w["host_error"]}}))
             out.events.append(Event("harness.returned", {"namespace": call.namespace, "error": message}))
             out.applied = True
             if call.on_error:
@@ -250,6 +252,8 @@ def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any]) -
                     if key in data:
                         host_error[key] = data[key]
             w["host_error"] = host_error
+            out.events.append(Event("world.update", {"set": {"last_error": error}}))
+            out.events.append(Event("world.update", {"set": {"host_error": host_error}}))
         for key in sorted(call.bind):
             source = call.bind[key]
             if "{{" in source:

@@ -82,7 +82,11 @@ class TurnResult:
     """(code, message, guard hint) when the intent was rejected."""
     host_calls: list[HostCall] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    say: list[str] = field(default_factory=list)
+    say: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    """Each `say:` as (template, world, slots) at the effect."""
+    arm_view: Any = None
+    """The winning arm's own `view:` (it replaces the state's in the turn's view)."""
+    slots: dict[str, Any] = field(default_factory=dict)
 
 
 def _to_int(value: Any) -> int:
@@ -254,7 +258,7 @@ class Machine:
                 "machine.validation_failed", {"code": "GUARD_FAILED", "intent": intent, "state": state,
                                               "guard_hint": hint})])
         target = self._target(path, arm.target, env)
-        result = TurnResult(target, world)
+        result = TurnResult(target, world, arm_view=arm.view, slots=slots)
         world, emits = self.apply(arm.effects, world, env, result)
         raw = arm.target.strip()
         reentry = target == state and raw not in ("", ".")
@@ -372,7 +376,8 @@ class Machine:
                 elif effect.get("increment"):
                     self._increment(effect["increment"], world, result)
                 elif effect.get("say"):
-                    result.say.append(str(effect["say"]))
+                    # rendered only if a view is checked, against the world of this moment
+                    result.say.append((str(effect["say"]), copy.deepcopy(world), dict(env.get("slots") or {})))
                 elif effect.get("invoke"):
                     self._invoke(effect, world, env, result)
                 if effect.get("emit_intent"):

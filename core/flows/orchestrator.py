@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from core.flows.app import AppModel
 from core.flows.clock import MAX_ROUNDS, FakeClock, parse_duration_ns
 from core.flows.expressions import ExprError
 from core.flows.hosts import Registry, dispatch
 from core.flows.machine import Abort, Event, HostCall, Machine, TurnResult, Unsupported, resolve_target
-from core.flows.values import go_quote
+from core.flows.values import GoInt, go_quote
+from core.flows.views import render_say, render_state, render_turn, with_error_banner
 from core.kitsoki.duration import DurationError
 
 POST_BIND_MAX_DEPTH = 4
@@ -35,6 +36,14 @@ POST_BIND_MAX_DEPTH = 4
 REDIRECT_MAX_DEPTH = 4
 SESSION_ID = "flow-session"
 """kitsoki's session id is a fresh ULID per flow; nothing can assert on its value."""
+
+
+View = Callable[[], str]
+"""A view rendered on demand: only a turn that checks its view pays for (or trips on) it."""
+
+
+def _empty() -> str:
+    return ""
 
 
 @dataclass
@@ -46,18 +55,52 @@ class Outcome:
     code: str = ""
     hint: str = ""
     harness_error: str = ""
+    view: View = _empty
+    """kitsoki's outcome.View: the turn's render, the post-bind re-render, the redirect's banner."""
 
 
 class Session:
     def __init__(self, app: AppModel, machine: Machine, registry: Registry, state: str,
-                 world: dict[str, Any]) -> None:
+                 world: dict[str, Any], initial_keys: set[str] | frozenset = frozenset()) -> None:
         self.app = app
         self.machine = machine
         self.registry = registry
         self.state = state
         self.world = world
         self.clock = FakeClock()
+        self.evented: dict[str, str] = {key: "set" for key in world if key in initial_keys}
+        """World keys the journey holds as events, and how the last one changed them."""
         self.arm_timeout("", state)
+
+    # -- the journey --
+
+    def record(self, events: list[Event]) -> None:
+        for event in events:
+            if event.kind != "world.update":
+                continue
+            for how in ("set", "increment"):
+                for key in event.payload.get(how) or {}:
+                    self.evented[key] = how
+
+    def override(self, values: dict[str, Any]) -> None:
+        """`world_override`: synthetic set events before the turn."""
+        self.world.update(copy.deepcopy(values))
+        for key in values:
+            self.evented[key] = "set"
+
+    def reload(self) -> None:
+        """kitsoki's loadJourney replays the world from its events through JSON: a value a `set`
+        wrote comes back with every number a float64, a declared `int` as int64 (an `increment`
+        is replayed as int64 too)."""
+        world = dict(self.world)
+        for key, how in self.evented.items():
+            if how == "set" and key in world:
+                value = _as_json_numbers(world[key])
+                var = self.app.world.get(key)
+                if var is not None and var.type == "int" and isinstance(value, float):
+                    value = GoInt(int(value), "int64")  # kitsoki's coerceWorldVar for declared ints
+                world[key] = value
+        self.world = world
 
     # -- timeouts --
 
@@ -86,7 +129,10 @@ class Session:
             for timer in due:
                 self.clock.cancel(timer.state)
                 if self.state == timer.state:
-                    events.extend(self._fire(timer.state, timer.target))
+                    self.reload()
+                    fired = self._fire(timer.state, timer.target)
+                    self.record(fired)
+                    events.extend(fired)
         raise Abort(f"advance_clock: timeouts did not settle in {MAX_ROUNDS} rounds")
 
     def _fire(self, source: str, target: str) -> list[Event]:
@@ -103,7 +149,7 @@ class Session:
             if landed and landed != target:
                 target = landed
             if result.host_calls:
-                more, world, redirect = self.dispatch_calls(result.host_calls, world, target, 0)
+                more, world, redirect, _ = self.dispatch_calls(result.host_calls, world, target, 0)
                 events.extend(more)
                 if redirect:
                     target = redirect
@@ -135,60 +181,82 @@ class Session:
             return Outcome("rejected", self.state, list(result.events), code=code, hint=hint)
         events = [Event("machine.intent_accepted", {"intent": intent, "slots": slots}), *result.events]
         state, world = result.state, result.world
-        more, world, redirect = self.dispatch_calls(result.host_calls, world, state, 0)
+        view: View = _empty
+        if not any(call.bind for call in result.host_calls):  # kitsoki leaves the render to the re-render
+            view = self._lazy(render_turn, state, world, result.arm_view, list(result.say), dict(slots))
+        calls = result.host_calls
+        more, world, redirect, host_view = self.dispatch_calls(calls, world, state, 0)
         events.extend(more)
+        if calls and host_view is not None:
+            view = host_view
         harness_error = ""
         if redirect:
             state = redirect
+            message = world.get("last_error")
+            if isinstance(message, str) and message:
+                view = _banner(view, message)
         else:
-            state, world, harness_error = self._settle(state, world, events, 0)
+            state, world, harness_error, settled = self._settle(state, world, events, 0)
+            if settled is not None:
+                view = _or(settled, view)
         self.state, self.world = state, world
+        self.record(events)
         self.arm_timeout(previous, state)
         found = self.app.states.get(state)
         mode = "completed" if found is not None and found.terminal else "transitioned"
-        return Outcome(mode, state, events, harness_error=harness_error)
+        return Outcome(mode, state, events, harness_error=harness_error, view=view)
 
-    def _settle(self, state: str, world: dict[str, Any], events: list[Event], depth: int) -> tuple[str, dict[str, Any], str]:
-        """kitsoki's settlePostBindEmits."""
+    def _lazy(self, function, *args) -> View:
+        return lambda: function(self.app, *args)
+
+    def _settle(self, state: str, world: dict[str, Any], events: list[Event],
+                depth: int) -> tuple[str, dict[str, Any], str, View | None]:
+        """kitsoki's settlePostBindEmits: (state, world, harness error, the re-render when emits fired)."""
         if depth > POST_BIND_MAX_DEPTH:
             message = (f"settlePostBindEmits: orchestrator recursion depth {depth} exceeded cap "
                        f"{POST_BIND_MAX_DEPTH}")
             events.append(Event("harness.error", {"phase": "settle_post_bind_emits", "error": message}))
-            return state, world, message
+            return state, world, message, None
         result = TurnResult(state, world)
         try:
             landed, new_world, dispatched = self.machine.post_bind_emits(state, world, result)
         except (ExprError, Abort) as exc:
             message = str(exc)
             events.append(Event("harness.error", {"phase": "dispatch_post_bind_emits", "error": message}))
-            return state, world, message
+            return state, world, message, None
         if not dispatched:
-            return state, world, ""
+            return state, world, "", None
         events.extend(result.events)
         state, world = landed, new_world
+        say = list(result.say)
+        error = ""
         if result.host_calls:
-            more, world, redirect = self.dispatch_calls(result.host_calls, world, state, 0)
+            more, world, redirect, _ = self.dispatch_calls(result.host_calls, world, state, 0)
             events.extend(more)
             if redirect:
                 state = redirect
-            return self._settle(state, world, events, depth + 1)
-        return state, world, ""
+            state, world, error, _ = self._settle(state, world, events, depth + 1)
+        final = self._lazy(_said_view, state, world, say)
+        return state, world, error, final
 
     # -- host calls --
 
     def dispatch_calls(self, calls: list[HostCall], world: dict[str, Any], state: str,
-                       depth: int) -> tuple[list[Event], dict[str, Any], str]:
-        """kitsoki's dispatchHostCalls with its on_error redirect: (events, world, landed state
-        when a redirect happened, else "")."""
+                       depth: int) -> tuple[list[Event], dict[str, Any], str, View | None]:
+        """kitsoki's dispatchHostCalls with its on_error redirect: (events, world, the landed state
+        when a redirect happened else "", the view it re-rendered or None)."""
         if not calls:
-            return [], world, ""
+            return [], world, "", None
         for call in calls:
             call.namespace = self.machine.resolve_interface(call.namespace)
         out = dispatch(self.registry, calls, world)
         if not out.redirect:
-            return out.events, out.world, ""
+            view = self._lazy(render_state, state, out.world) if out.applied else None
+            return out.events, out.world, "", view
         more, world, landed = self._enter_redirect(state, out.redirect, out.world, depth)
-        return out.events + more, world, landed
+        if not landed:
+            return out.events + more, world, "", None
+        return out.events + more, world, landed, self._lazy(render_state, landed, world)
 
     def _enter_redirect(self, prior: str, target: str, world: dict[str, Any],
                         depth: int) -> tuple[list[Event], dict[str, Any], str]:
@@ -223,3 +291,34 @@ class Session:
                     events.extend(more)
                     return events, world, nested
         return events, world, landed
+
+
+def _said_view(app: AppModel, state: str, world: dict[str, Any], say: list) -> str:
+    view = render_state(app, state, world)
+    if not view:
+        return ""
+    said = render_say(app, state, say)
+    return f"{said}\n\n{view}" if said else view
+
+
+def _or(first: View, fallback: View) -> View:
+    """The first view unless it renders empty (kitsoki keeps the earlier view then)."""
+    def pick() -> str:
+        return first() or fallback()
+    return pick
+
+
+def _banner(view: View, message: str) -> View:
+    return lambda: with_error_banner(view(), message)
+
+
+def _as_json_numbers(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, dict):
+        return {key: _as_json_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_json_numbers(item) for item in value]
+    return value

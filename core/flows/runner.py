@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+from typing import Any, Callable
 
 from core.flows.app import AppModel, app_model
 from core.flows.clock import parse_duration_ns
@@ -35,6 +35,7 @@ from core.flows.machine import Abort, Event, Machine, Unsupported
 from core.flows.orchestrator import Session
 from core.flows.report import SESSION_TURN, FlowResult, TurnResult
 from core.flows.values import deep_equal, go_json, go_quote, go_type, go_value
+from core.flows.views import ViewError, render_state, view_matches
 from core.kitsoki.duration import DurationError
 from core.kitsoki.routing import Router
 from core.kitsoki.story import Story
@@ -86,11 +87,13 @@ class _Run:
                 self.setup_problems = raise_problems
             else:
                 self.setup_problems = []
-            self.session = Session(app, self.machine, Registry(stubs, bool(fixture.host_bindings)), state, world)
+            self.session = Session(app, self.machine, Registry(stubs, bool(fixture.host_bindings)), state, world,
+                                   set(fixture.initial_world))
         else:
             self.setup_problems = []
         self.had_error = False
         self.events: list[Event] = []
+        self.last_view = ""
 
     def execute(self, result: FlowResult) -> FlowResult:
         if self.setup_problems:
@@ -99,6 +102,7 @@ class _Run:
         stopped_at: int | None = None
         for index, turn in enumerate(self.fixture.turns):
             record = TurnResult(TurnIndex=index, Passed=False, NewState=self.current_state)
+            self.last_view = ""
             try:
                 record.Failures.extend(self._turn(index, turn))
             except Unsupported as exc:
@@ -108,6 +112,7 @@ class _Run:
                 record.Failures = [f"turn {index + 1}: {exc} (kitsoki stops the run here)"]
                 stopped_at = index
             record.NewState = self.current_state
+            record.View = self.last_view  # filled when the turn checked its view
             record.Passed = not record.Failures
             result.Turns.append(record)
             if stopped_at is not None:
@@ -163,8 +168,11 @@ class _Run:
             failures.append(f"unexpected validation error: {code}: {message}")
         else:
             self.state, self.world = outcome.state, outcome.world
-        failures.extend(self._turn_checks(turn, outcome.events, before, slots))
+        failures.extend(self._turn_checks(turn, outcome.events, before, slots, self._state_view))
         return failures
+
+    def _state_view(self) -> str:
+        return render_state(self.app, self.current_state, self.current_world)
 
     def _orchestrated_turn(self, index: int, turn: FlowTurn) -> list[str]:
         session = self.session
@@ -173,8 +181,10 @@ class _Run:
         slots: dict[str, Any] = {}
         outcome = None
         if turn.intent is not None:
+            session.reload()
             slots = {key: self._render_slot(value) for key, value in turn.intent.slots.items()}
-            session.world.update(copy.deepcopy(turn.world_override))
+            session.override(turn.world_override)
+            session.reload()
             before = copy.deepcopy(session.world)
             outcome = session.run_intent(turn.intent.name, slots)
             events = outcome.events
@@ -190,6 +200,7 @@ class _Run:
                 raise Abort(f"advance_clock {go_quote(turn.advance_clock)}: {exc}") from None
             if ns > 0:
                 session.advance(ns)  # events of later rounds are not the turn's (kitsoki reads outcome.Events)
+        session.reload()  # kitsoki asserts on the journey reloaded after the turn
         self.events.extend(events)
         if turn.expect_error is not None:
             rejected = outcome is not None and outcome.mode == "rejected"
@@ -201,7 +212,12 @@ class _Run:
         if outcome is not None and outcome.mode == "rejected":
             self.had_error = True
             failures.append(f"unexpected rejection: code={outcome.code} hint={outcome.hint}")
-        failures.extend(self._turn_checks(turn, events, before, slots))
+        produced = outcome.view if outcome is not None else None
+
+        def view() -> str:  # kitsoki: the outcome's view, else a render of where the turn settled
+            return (produced() if produced is not None else "") or self._state_view()
+
+        failures.extend(self._turn_checks(turn, events, before, slots, view))
         return failures
 
     def _render_slot(self, value: Any) -> Any:
@@ -243,7 +259,7 @@ class _Run:
         return []
 
     def _turn_checks(self, turn: FlowTurn, events: list[Event], before: dict[str, Any],
-                     slots: dict[str, Any]) -> list[str]:
+                     slots: dict[str, Any], view: Callable[[], str]) -> list[str]:
         state, world = self.current_state, self.current_world
         failures = []
         if turn.expect_state and state != turn.expect_state:
@@ -281,17 +297,16 @@ class _Run:
                 failures.append(f"expect_host_calls: {call.handler} never invoked (args={go_value(call.args)})")
         failures.extend(_forbidden_calls(events, turn.expect_no_host_calls))
         if turn.expect_view_matches:
-            failures.extend(self._view_check(turn.expect_view_matches))
+            try:
+                self.last_view = view()
+            except ViewError as exc:
+                raise Unsupported(f"a view kitsoki would fail to render ({exc})") from None
+            failures.extend(view_matches(self.last_view, turn.expect_view_matches))
         for key, want in turn.expect_slots.items():
             got = slots.get(key)
             if not deep_equal(got, want):
                 failures.append(f"expect_slots[{go_quote(key)}]: got {go_value(got)}, want {go_value(want)}")
         return failures
-
-    def _view_check(self, pattern: str) -> list[str]:
-        from core.flows.views import view_matches
-
-        return view_matches(self.app, self.current_state, self.current_world, pattern)
 
     def _session_checks(self) -> list[str]:
         state, world = self.current_state, self.current_world
