@@ -48,10 +48,10 @@ def failures(result: FlowResult) -> set[str]:
     return {failure for turn in result.Turns for failure in turn.Failures}
 
 
-def test_the_desk_happy_path_passes():
+def test_the_desk_flows_pass():
     report = run_app_flows(DESK / APP, DESK)
-    assert [(r.Passed, [t.NewState for t in r.Turns]) for r in report.Results] == [
-        (True, ["filed", "escalated", "closed"])]
+    assert [(Path(r.File).name, r.Passed, [t.NewState for t in r.Turns]) for r in report.Results] == [
+        ("happy.yaml", True, ["filed", "escalated", "closed"]), ("views.yaml", True, ["inbox"] * 3)]
 
 
 # --- host_handlers: binds, prefix lookup, by_op / by_call, errors ------------------------------
@@ -439,3 +439,98 @@ def test_expect_error_and_expect_world_full_on_the_orchestrator_path(desk):
         *(f'expect_world_full: unexpected key "{key}" in world' for key in (
             "session_id", "verdict", "attempts", "last_error", "ticket", "session_cost_usd", "turn_cost_usd",
             "write_mode_scope", "first_label", "summary", "ticket_url", "ide"))}
+
+
+# --- views ----------------------------------------------------------------------------------------
+
+INBOX_VIEW = (
+    "════════════════════════════════════════\n"
+    "  HELP DESK  ·  nothing filed\n"
+    "════════════════════════════════════════\n\n"
+    "Inbox\n\n"
+    "Tickets come in here. File one with a title, wait for the customer, or ping the\n"
+    "notifier; every path is a host call the flow stubs.\n\n"
+    "Attempts:  0\n"
+    "Note:      (none)\n\n"
+    "• file  open a ticket with a title\n"
+    "• wait  give the customer two days\n"
+    "• ping\n\n"
+    "Actions:\n\n"
+    "  file  open a ticket\n"
+    "  wait\n\n"
+    "[↑/↓ move • Enter pick • Tab chat • Esc cancel]")
+
+
+def test_expect_view_matches_failure_shows_the_whole_view(desk):
+    result = one(desk, """
+        initial_state: inbox
+        turns:
+          - intent: { name: ping }
+            expect_view_matches: "Attempts:  1"
+    """)
+    assert result.Turns[0].Failures == [
+        'expect_view_matches: view does not match "Attempts:  1"\nview: ' + json_quote(INBOX_VIEW)]
+    assert result.Turns[0].View == INBOX_VIEW
+
+
+def json_quote(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def test_extends_view_after_binds_and_an_empty_terminal_view(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.tracker:
+            by_op:
+              create: { data: { id: "T-1", links: { html: "http://t/1" }, labels: [bug, ui] } }
+          host.run: { data: { ok: true } }
+        turns:
+          - intent: { name: file, slots: { title: "printer is on fire" } }
+            expect_view_matches: "Desk · filed · T-1\\nURL:    http://t/1\\nLabel:  BUG\\n\\nA long one."
+          - intent: { name: close }
+            expect_view_matches: "nothing here"
+    """)
+    assert result.Turns[0].Passed, result.Turns[0].Failures
+    assert result.Turns[0].View == "Desk · filed · T-1\nURL:    http://t/1\nLabel:  BUG\n\nA long one.\n\n"
+    assert result.Turns[1].Failures == ['expect_view_matches: view does not match "nothing here"\nview: ""']
+
+
+def test_redirect_view_is_the_error_state_rendered(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { data: { ok: true } }
+        turns:
+          - intent: { name: file, slots: { title: "x" } }
+            expect_view_matches: "^Filing failed: host: no handler"
+    """)
+    assert result.Passed, failures(result)
+
+
+def test_wordwrap_like_reflow():
+    from core.flows.wrap import wordwrap
+
+    assert wordwrap("the quick brown fox", 10) == "the quick\nbrown fox"
+    # reflow does not count a hyphen it breaks after (checked against github.com/muesli/reflow v0.3.0)
+    assert wordwrap("a-very-long-hyphenated-word here", 10) == "a-very-long-\nhyphenated-\nword here"
+    assert wordwrap("trailing spaces   \nnext", 8) == "trailing\nspaces\nnext"
+    assert wordwrap("日本語のテキストを折り返す テスト", 10) == "日本語のテキストを折り返す\nテスト"
+    assert wordwrap("supercalifragilistic x", 5) == "supercalifragilistic\nx"
+    assert wordwrap("keep\nnewlines  ok", 40) == "keep\nnewlines  ok"
+
+
+def test_pongo_subset():
+    from core.flows.pongo import TemplateSet
+
+    render = TemplateSet(None).render
+    ctx = {"world": {"n": 2, "f": 0.5, "xs": ["a", "b"], "m": {"k": 1}, "ok": True, "none": None}}
+    assert render("{{ world.n * 50 }} {{ world.f }} {{ world.ok }} {{ world.none }}|", ctx) == "100 0.500000 True |"
+    assert render("{{ world.missing ?? 'dflt' }} {{ world.xs|join:', ' }} {{ world.xs|length }}", ctx) == "dflt a, b 2"
+    assert render("{% for x in world.xs %}{{ forloop.Counter }}={{ x }};{% empty %}none{% endfor %}", ctx) == "1=a;2=b;"
+    assert render("{% if world.n > 1 and not world.none %}big{% elif world.n %}some{% else %}none{% endif %}", ctx) == "big"
+    assert render("{{ world.f|floatformat:2 }} {{ world.n|floatformat }} {% comment %}x{% endcomment %}{# y #}", ctx) == \
+        "0.50 2 "
+    assert render("{{ world.xs }} {{ world.m }}", ctx) == "<[]interface {} Value> <map[string]interface {} Value>"
