@@ -8,9 +8,11 @@ composed (`Story.files`: app.yaml, then its includes in include order) and keeps
 plain dicts. Everything else the runner knows about a story comes through this module, so a
 change of the loader's model touches one place.
 
-What the loader does not compose yet (imports folded under an alias, phases, parallel states,
-`on: "*"`) is listed in `AppModel.needs_loader`; a flow on such a story is reported as not
-supported rather than run against a partial story.
+When the loader hands over kitsoki's composed definition (`Story.definition`: imports folded under
+their alias, phases expanded, interfaces resolved), the states are read from it instead. Without
+it, what the files alone cannot give (imports, phases, parallel states) is listed in
+`AppModel.needs_loader`, and a flow on such a story is reported as not supported rather than run
+against a partial story.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ class StateDef:
     """(after, target) of a `timeout:` block."""
     view: Any = None
     description: str = ""
+    intent_aliases: dict[str, str] = field(default_factory=dict)
+    """An imported child's intent names as the parent calls them (kitsoki's IntentAliases)."""
 
 
 @dataclass
@@ -137,20 +141,43 @@ def _read(path: Path) -> Any:
     return load_yaml12(text)  # the loader already validated these files
 
 
+def _plain(value: Any) -> Any:
+    """A composed definition as plain data (the loader's internal `__` keys dropped)."""
+    if isinstance(value, dict):
+        return {str(key): _plain(item) for key, item in value.items() if not str(key).startswith("__")}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
 def _build(story: Story) -> AppModel:
     model = AppModel(story=story)
-    if story.imports:
-        model.needs_loader.append("imports (needs the loader)")
-    documents = []
-    for path in story.files:
-        try:
-            documents.append(_read(path))
-        except (OSError, ValueError, yaml.YAMLError) as exc:
-            model.problems.append(f"cannot read {path.name}: {exc}")
+    definition = getattr(story, "definition", None)
+    if isinstance(definition, dict):
+        # The loader composed kitsoki's AppDef (includes merged, imports folded, phases expanded,
+        # interfaces resolved, exits materialised): read the states from it.
+        documents = [_plain(definition)]
+        folded = getattr(story, "folded", None) or {}
+        for alias, info in folded.items():
+            if getattr(info, "origin", "") == "library":
+                model.needs_loader.append(
+                    f"import {alias} folded from the built-in library summary, whose states are not known "
+                    "(point KITSOKI_REPO at a kitsoki checkout)")
+    else:
+        if story.imports:
+            model.needs_loader.append("imports (needs the loader)")
+        documents = []
+        for path in story.files:
+            try:
+                documents.append(_read(path))
+            except (OSError, ValueError, yaml.YAMLError) as exc:
+                model.problems.append(f"cannot read {path.name}: {exc}")
     for document in documents:
         if not isinstance(document, dict):
             continue
         for key in ("phases", "phase_templates"):
+            if definition is not None:
+                break  # the loader expanded them
             if document.get(key) and f"{key} (needs the loader)" not in model.needs_loader:
                 model.needs_loader.append(f"{key} (needs the loader)")
         interfaces = document.get("host_interfaces")
@@ -164,6 +191,10 @@ def _build(story: Story) -> AppModel:
     for name in story.exits:
         synth = f"__exit__{name}"
         model.states.setdefault(synth, StateDef(path=synth, raw={}, terminal=True))
+    for path, state in model.states.items():  # what only the loader's model carries
+        aliases = getattr(story.states.get(path), "intent_aliases", None)
+        if isinstance(aliases, dict) and aliases and not state.intent_aliases:
+            state.intent_aliases = {str(k): str(v) for k, v in aliases.items()}
     return model
 
 
@@ -175,20 +206,21 @@ def _read_states(model: AppModel, block: dict[str, Any], prefix: str) -> None:
         state = StateDef(path=path, raw=spec, type=str(spec.get("type") or ""),
                          initial=str(spec.get("initial") or ""), terminal=bool(spec.get("terminal")),
                          view=spec.get("view"), description=str(spec.get("description") or ""))
-        if state.type == "parallel" and "type: parallel (needs the loader)" not in model.needs_loader:
-            model.needs_loader.append("type: parallel (needs the loader)")
+        if state.type == "parallel" and "type: parallel (parallel states)" not in model.needs_loader:
+            model.needs_loader.append("type: parallel (parallel states)")
         on = spec.get("on")
         if isinstance(on, dict):
             for intent, arms in on.items():
                 intent = str(intent)
-                if intent == WILDCARD and f'on: "{WILDCARD}" (needs the loader)' not in model.needs_loader:
-                    model.needs_loader.append(f'on: "{WILDCARD}" (needs the loader)')
                 state.on[intent] = _arms(model, path, intent, arms)
         on_enter = spec.get("on_enter")
         if isinstance(on_enter, list):
             state.on_enter = list(on_enter)
         elif isinstance(on_enter, dict):
             state.on_enter = [on_enter]
+        aliases = spec.get("intent_aliases")
+        if isinstance(aliases, dict):
+            state.intent_aliases = {str(k): str(v) for k, v in aliases.items()}
         timeout = spec.get("timeout")
         if isinstance(timeout, dict):
             state.timeout = (str(timeout.get("after") or ""), str(timeout.get("target") or ""))

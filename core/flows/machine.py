@@ -166,12 +166,33 @@ class Machine:
     def allowed(self, state: str) -> list[str]:
         names = {name for path in chain(state) if path in self.app.states
                  for name in self.app.states[path].on if name != WILDCARD}
+        aliases = [(alias, target) for path in chain(state) if path in self.app.states
+                   for alias, target in self.app.states[path].intent_aliases.items()]
+        grown = True
+        while aliases and grown:  # an alias is allowed where the name it stands for is
+            grown = False
+            for alias, target in aliases:
+                if target in names and alias not in names:
+                    names.add(alias)
+                    grown = True
         return sorted(names)
+
+    def has_wildcard(self, state: str) -> bool:
+        return any(WILDCARD in self.app.states[path].on for path in chain(state) if path in self.app.states)
+
+    def resolve_alias(self, state: str, name: str) -> str:
+        """kitsoki's resolveEmittedIntentName: the nearest state's alias for an imported intent."""
+        for path in chain(state):
+            found = self.app.states.get(path)
+            if found is not None and found.intent_aliases.get(name):
+                return found.intent_aliases[name]
+        return name
 
     # -- validation --
 
     def validate(self, state: str, intent: str, slots: dict[str, Any]) -> tuple[str, str, str] | None:
-        if intent not in self.allowed(state):
+        """kitsoki's Validate; fills a slot's declared default into `slots` as it does."""
+        if intent not in self.allowed(state) and not self.has_wildcard(state):
             return ("INTENT_NOT_ALLOWED_IN_STATE",
                     f"intent {go_quote(intent)} is not allowed in state {go_quote(state)}", "")
         definition = self.app.lookup_intent(state, intent)
@@ -184,6 +205,10 @@ class Machine:
             if slot.required and value is None:
                 missing.append(name)
                 continue
+            default = getattr(slot, "default", None)
+            if name not in slots and default is not None:
+                slots[name] = copy.deepcopy(default)
+                value = slots[name]
             if name in slots and slot.values and go_value(value) not in slot.values:
                 return ("INVALID_SLOT_VALUE", f"slot {go_quote(name)} value {go_quote(go_value(value))} is not one of "
                         f"{go_value(slot.values)}", "")
@@ -197,21 +222,26 @@ class Machine:
             found = self.app.states.get(path)
             if found is None:
                 continue
-            arms = found.on.get(intent)
-            if arms:
-                hint = ""
-                for arm in arms:
-                    if arm.default or not arm.when.strip():
-                        return arm, path, ""
-                    try:
-                        if _guard(arm.when, env):
-                            return arm, path, ""
-                    except ExprError as exc:
-                        raise Abort(f"expr eval {go_quote(arm.when)}: {exc}") from None
-                    if not hint and arm.guard_hint:
-                        hint = arm.guard_hint
-                return None, path, hint
+            for name in (intent, WILDCARD):  # specific arms first, then `*`, before the parent
+                arms = found.on.get(name)
+                if arms:
+                    arm, hint = self._first_arm(arms, env)
+                    return arm, path, hint
         return None, state, ""
+
+    def _first_arm(self, arms: list[Arm], env: dict[str, Any]) -> tuple[Arm | None, str]:
+        hint = ""
+        for arm in arms:
+            if arm.default or not arm.when.strip():
+                return arm, ""
+            try:
+                if _guard(arm.when, env):
+                    return arm, ""
+            except ExprError as exc:
+                raise Abort(f"expr eval {go_quote(arm.when)}: {exc}") from None
+            if not hint and arm.guard_hint:
+                hint = arm.guard_hint
+        return None, hint
 
     def resolve_initial(self, path: str, env: dict[str, Any]) -> str:
         found = self.app.states.get(path)
@@ -246,6 +276,7 @@ class Machine:
 
     def turn(self, state: str, world: dict[str, Any], intent: str, slots: dict[str, Any]) -> TurnResult:
         """kitsoki's Machine.Turn."""
+        intent = self.resolve_alias(state, intent)
         error = self.validate(state, intent, slots)
         if error:
             return TurnResult(state, world, error, events=[Event("machine.validation_failed", {
@@ -287,6 +318,7 @@ class Machine:
             raise Abort(f"emit_intent: dispatch exceeded max depth ({EMIT_INTENT_MAX_DEPTH}) at state "
                         f"{go_quote(state)} — likely a cyclic emit chain")
         for name, slots in emits:
+            name = self.resolve_alias(state, name)
             env = _env(world, slots)
             arm, path, _ = self.find_transition(state, name, env)
             if arm is None:
