@@ -206,8 +206,6 @@ def _read_states(model: AppModel, block: dict[str, Any], prefix: str) -> None:
         state = StateDef(path=path, raw=spec, type=str(spec.get("type") or ""),
                          initial=str(spec.get("initial") or ""), terminal=bool(spec.get("terminal")),
                          view=spec.get("view"), description=str(spec.get("description") or ""))
-        if state.type == "parallel" and "type: parallel (parallel states)" not in model.needs_loader:
-            model.needs_loader.append("type: parallel (parallel states)")
         on = spec.get("on")
         if isinstance(on, dict):
             for intent, arms in on.items():

@@ -29,7 +29,7 @@ from lark.exceptions import LarkError
 
 from core.flows.values import GoInt, go_float, go_json, go_type
 
-ROOTS = frozenset({"slots", "world", "event", "args", "menu", "item", "proposal", "inbox",
+ROOTS = frozenset({"slots", "world", "event", "run", "args", "menu", "item", "proposal", "inbox",
                    "workspace", "result"})
 BUILTINS = frozenset({"len", "trim", "upper", "lower", "split", "join", "hasPrefix", "hasSuffix", "int",
                       "float", "string", "abs", "round", "type", "get", "keys", "min", "max"})

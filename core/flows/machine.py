@@ -128,8 +128,12 @@ def enter_paths(old: str, new: str) -> list[str]:
     return [".".join(new_parts[: i + 1]) for i in range(common, len(new_parts))]
 
 
+RUN = {"id": "", "turn": 0}
+"""kitsoki's machine evaluates effects with a zero RunCtx: `run.id` is "" and `run.turn` 0 there."""
+
+
 def _env(world: dict[str, Any], slots: dict[str, Any]) -> dict[str, Any]:
-    return {"world": world, "slots": slots, "event": {}}
+    return {"world": world, "slots": slots, "event": {}, "run": RUN}
 
 
 def _guard(source: str, env: dict[str, Any]) -> bool:
@@ -245,13 +249,22 @@ class Machine:
 
     def resolve_initial(self, path: str, env: dict[str, Any]) -> str:
         found = self.app.states.get(path)
+        if found is not None and found.type == "parallel":
+            raise Unsupported(f"entering the parallel state {path} (type: parallel)")
         if found is None or found.type != "compound" or not found.initial:
             if found is not None and found.type == "compound" and self.app.has_children(path):
                 raise Unsupported(f"compound state {path} without initial: as a target")
             return path
         child = found.initial
         if "{{" in child or "{%" in child:
-            raise Unsupported(f"templated initial: {go_quote(child)} on {path}")
+            from core.flows.pongo import PongoError, PongoUnsupported, TemplateSet
+
+            try:  # kitsoki renders a templated initial: with pongo2 against the turn's env
+                child = TemplateSet(None).render(child, {**env, "item": None})
+            except PongoUnsupported as exc:
+                raise Unsupported(f"templated initial: on {path} ({exc})") from None
+            except PongoError as exc:
+                raise Abort(f"evaluate initial expression {go_quote(found.initial)}: {exc}") from None
         return self.resolve_initial(f"{path}.{child.strip()}", env)
 
     def _target(self, path: str, raw: str, env: dict[str, Any]) -> str:
@@ -418,7 +431,8 @@ class Machine:
                     if emit is not None:
                         emits.append(emit)
             except ExprUnsupported as exc:
-                raise Unsupported(f"effect {go_quote(go_value(effect))[:200]}: {exc}") from None
+                kind = next((key for key in ("set", "invoke", "emit_intent", "increment", "say") if key in effect), "?")
+                raise Unsupported(f"{kind} effect: {exc}") from None
             except ExprError as exc:
                 raise Abort(f"effect: {exc}") from None
         return world, emits

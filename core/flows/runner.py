@@ -56,6 +56,10 @@ def run_fixture(fixture: FlowFixture, story: Story, file: str, router_cache: dic
                                        Failures=[str(Unsupported(blocked[0]))]))
         return result
     state = fixture.initial_state or app.root
+    if "#" in state:
+        result.Turns.append(TurnResult(TurnIndex=SESSION_TURN, Passed=False, Failures=[
+            str(Unsupported(f"initial_state {state} inside a parallel state (type: parallel)"))]))
+        return result
     setup = []
     if not state:
         setup.append("initial_state is not set and the story declares no root state")
@@ -64,8 +68,18 @@ def run_fixture(fixture: FlowFixture, story: Story, file: str, router_cache: dic
     if setup:
         result.Turns.append(TurnResult(TurnIndex=SESSION_TURN, Passed=False, Failures=setup))
         return result
+    inside = [path for path in _ancestors(state) if app.states[path].type == "parallel"] if state in app.states else []
+    if inside:
+        result.Turns.append(TurnResult(TurnIndex=SESSION_TURN, Passed=False, Failures=[
+            str(Unsupported(f"initial_state {state} inside a parallel state (type: parallel)"))]))
+        return result
     run = _Run(fixture, app, state, router_cache if router_cache is not None else {})
     return run.execute(result)
+
+
+def _ancestors(state: str) -> list[str]:
+    parts = state.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 class _Run:
