@@ -26,6 +26,7 @@ HEAD = "test_kind: flow\napp: ../app.yaml\n"
 
 @pytest.fixture
 def desk(tmp_path: Path) -> Path:
+    """A copy of the desk workspace with no flow fixtures (its cassettes stay)."""
     workspace = tmp_path / "desk"
     shutil.copytree(DESK, workspace)
     for fixture in (workspace / "stories/desk/flows").glob("*.yaml"):
@@ -534,3 +535,47 @@ def test_pongo_subset():
     assert render("{{ world.f|floatformat:2 }} {{ world.n|floatformat }} {% comment %}x{% endcomment %}{# y #}", ctx) == \
         "0.50 2 "
     assert render("{{ world.xs }} {{ world.m }}", ctx) == "<[]interface {} Value> <map[string]interface {} Value>"
+
+
+# --- host_cassette ---------------------------------------------------------------------------------
+
+
+def test_cassette_episode_matched_by_handler_phase_and_args(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_cassette: cassettes/desk.cassette.yaml
+        turns:
+          - intent: { name: file, slots: { title: "printer is on fire" } }
+            expect_state: filed
+            expect_world: { ticket: "T-7", first_label: hw }
+    """)
+    assert result.Passed, failures(result)
+
+
+def test_cassette_miss_is_an_infrastructure_error_and_strict_coverage(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_cassette: cassettes/desk.cassette.yaml
+        strict_cassette_coverage: true
+        turns:
+          - intent: { name: file, slots: { title: "something else" } }
+            expect_state: filed
+            expect_world: { last_error: "x" }
+    """)
+    assert failures(result) == {
+        'expect_state: got "failed", want "filed"',
+        'expect_world["last_error"]: got cassette miss: no episode matched handler="host.tracker.create" '
+        "args=map[call:create priority:high title:something else]; available episodes: [create_in_inbox run_any "
+        "never_used] (string), want x (string)",
+        "unexpected remaining episodes: [create_in_inbox run_any never_used]"}
+
+
+def test_a_cassette_that_does_not_load_stops_the_run(desk):
+    (failure,) = failures(one(desk, """
+        initial_state: inbox
+        host_cassette: cassettes/missing.cassette.yaml
+        turns:
+          - intent: { name: ping }
+    """))
+    assert failure.startswith("buildOrchestratorRig: load cassette: cassette: read ")
+    assert failure.endswith("(kitsoki stops the run here)")

@@ -19,14 +19,19 @@ data (`a.b[0]`) or a `{{ }}` template over `result` and `world`; a miss leaves t
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from core.flows.expressions import ExprError, ExprUnsupported, render_value
 from core.flows.machine import Event, HostCall, Unsupported
-from core.flows.values import go_quote
+from core.flows.values import go_quote, go_value
 from core.kitsoki.duration import DurationError
+from core.safeio import read_regular
 
 ANSWER_CLARIFICATION = "host.jobs.answer_clarification"
 NO_JOB_CONTEXT = "host.RequestClarification: not running as a background job (no JobContext in ctx)"
@@ -119,14 +124,15 @@ def read_stubs(value: Any, problems: list[str]) -> dict[str, HostStub]:
 
 
 class Registry:
-    """The handlers a flow's orchestrator can reach: the fixture's stubs."""
+    """The handlers a flow's orchestrator can reach: the fixture's stubs, then a cassette's handlers
+    (which replace stubs of the same name, as kitsoki registers them after)."""
 
-    def __init__(self, stubs: dict[str, HostStub], bindings: bool = False) -> None:
-        self.stubs = stubs
+    def __init__(self, stubs: dict[str, Any], bindings: bool = False) -> None:
+        self.stubs: dict[str, Any] = dict(stubs)
         self.bindings = bindings
         """`host_bindings:` set: kitsoki registers its real builtin handlers beside the stubs."""
 
-    def lookup(self, name: str) -> tuple[HostStub | None, str]:
+    def lookup(self, name: str) -> tuple[Any, str]:
         """(stub, the registered name it matched) by exact name, then longest dotted prefix."""
         if name in self.stubs:
             return self.stubs[name], name
@@ -282,3 +288,166 @@ def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any]) -
             out.redirect = call.on_error
             break
     return out
+
+
+# --- host cassettes -------------------------------------------------------------------------------
+
+INCLUDE_LINE = re.compile(r"^(\s*)([^:]+:\s*)!include\s+(.+?)\s*$")
+RECORD_MODES = ("", "none", "new_episodes")
+
+
+class CassetteError(Exception):
+    """A cassette kitsoki would refuse to load (its run stops)."""
+
+
+@dataclass
+class Episode:
+    id: str
+    match: dict[str, Any]
+    response: Envelope
+    delay: str = ""
+    replay: str = ""
+    played: bool = False
+
+
+@dataclass
+class Cassette:
+    """A `kind: host_cassette` file (kitsoki's internal/testrunner/cassette.go): canned host results
+    matched by handler, phase, schema name and args."""
+
+    path: Path
+    episodes: list[Episode]
+    record_mode: str = ""
+    phase_from: re.Pattern | None = None
+
+    def phase(self, state: str) -> str:
+        if self.phase_from is not None:
+            found = self.phase_from.search(state)
+            return found.group(1) if found and found.lastindex else ""
+        return state.split(".", 1)[0]
+
+    def handlers(self) -> list[str]:
+        seen: list[str] = []
+        for episode in self.episodes:
+            name = episode.match.get("handler")
+            if isinstance(name, str) and name and name not in seen:
+                seen.append(name)
+        return seen
+
+    def unplayed(self) -> list[str]:
+        return [episode.id for episode in self.episodes if not episode.played]
+
+
+def _resolve_includes(text: str, base: Path) -> str:
+    """kitsoki's `key: !include file` line rewrite: a JSON file inlined compact, anything else as a string."""
+    out = []
+    for line in text.split("\n"):
+        match = INCLUDE_LINE.match(line)
+        if match is None:
+            out.append(line)
+            continue
+        target = match.group(3).strip()
+        if Path(target).is_absolute():
+            raise CassetteError(f"!include {go_quote(target)}: absolute paths are not allowed")
+        path = (base / target).resolve()
+        if not path.is_relative_to(base.resolve()):
+            raise CassetteError(f"!include {go_quote(target)}: path resolves outside the cassette directory")
+        try:
+            raw = read_regular(path, CASSETTE_MAX_BYTES, what="cassette include").decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CassetteError(f"!include {go_quote(str(path))}: {exc}") from None
+        if path.suffix.lower() == ".json":
+            try:
+                inlined = json.dumps(json.loads(raw), separators=(",", ":"), ensure_ascii=False)
+            except ValueError as exc:
+                raise CassetteError(f"!include {go_quote(str(path))}: parse JSON: {exc}") from None
+        else:
+            inlined = json.dumps(raw, ensure_ascii=False)
+        out.append(match.group(1) + match.group(2) + inlined)
+    return "\n".join(out)
+
+
+CASSETTE_MAX_BYTES = 8 << 20
+
+
+def load_cassette(path: Path) -> Cassette:
+    """Read a host cassette as kitsoki's LoadCassette does; CassetteError says why it is refused."""
+    from core.flows.yaml12 import Yaml12Loader
+
+    try:
+        text = read_regular(path, CASSETTE_MAX_BYTES, what="host cassette").decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CassetteError(f"cassette: read {go_quote(str(path))}: {exc}") from None
+    try:
+        data = yaml.load(_resolve_includes(text, path.parent), Loader=Yaml12Loader)
+    except yaml.YAMLError as exc:
+        raise CassetteError(f"cassette: parse {go_quote(str(path))}: {exc}") from None
+    data = data if isinstance(data, dict) else {}
+    if data.get("kind") != "host_cassette":
+        raise CassetteError(f'cassette: {go_quote(str(path))}: kind must be "host_cassette", got '
+                            f'{go_quote(str(data.get("kind") or ""))}')
+    mode = str(data.get("record_mode") or "")
+    if mode not in RECORD_MODES:
+        raise CassetteError(f"cassette: {go_quote(str(path))}: record_mode {go_quote(mode)} is not supported; "
+                            'valid values are "none" or "new_episodes"')
+    phase_from = None
+    if data.get("phase_from"):
+        try:
+            phase_from = re.compile(str(data["phase_from"]))
+        except re.error as exc:
+            raise CassetteError(f"cassette: {go_quote(str(path))}: phase_from regex: {exc}") from None
+    episodes = []
+    for raw in data.get("episodes") or []:
+        if not isinstance(raw, dict):
+            continue
+        # An episode's `agent:` block only feeds kitsoki's trace (agent.call events), never the result.
+        response = raw.get("response") if isinstance(raw.get("response"), dict) else {}
+        match = raw.get("match") if isinstance(raw.get("match"), dict) else {}
+        episodes.append(Episode(id=str(raw.get("id") or ""), match=match, response=_envelope(response),
+                                delay=str(raw.get("delay") or ""), replay=str(raw.get("replay") or "")))
+    return Cassette(path=path, episodes=episodes, record_mode=mode, phase_from=phase_from)
+
+
+def _match_value(got: Any, want: Any) -> bool:
+    from core.flows.values import go_json
+
+    return got == want if type(got) is type(want) and not isinstance(got, (dict, list)) else go_json(got) == go_json(want)
+
+
+class CassetteHandler:
+    """One handler name served from a cassette (kitsoki's cassette dispatcher, replay only)."""
+
+    def __init__(self, cassette: Cassette, name: str, state_of) -> None:
+        self.cassette = cassette
+        self.name = name
+        self.state_of = state_of
+
+    def answer(self, args: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        state = self.state_of()
+        phase = self.cassette.phase(state)
+        schema = args.get("schema")
+        schema_name = Path(schema).name if isinstance(schema, str) and schema else ""
+        for episode in self.cassette.episodes:
+            if episode.played and episode.replay != "any":
+                continue
+            if all(_match_value({"handler": self.name, "phase": phase, "schema_name": schema_name}.get(key)
+                                if key in ("handler", "phase", "schema_name") else args.get(key), want)
+                   for key, want in episode.match.items()):
+                episode.played = True
+                if episode.delay:
+                    from core.flows.clock import parse_duration
+
+                    try:
+                        if parse_duration(episode.delay) > 0:
+                            raise Unsupported(f"host_cassette episode {episode.id} delay {go_quote(episode.delay)} "
+                                              "(kitsoki's fake clock blocks it until advanced)")
+                    except DurationError:
+                        pass
+                if episode.response.infra_error:
+                    raise InfraError(episode.response.infra_error)
+                return copy.deepcopy(episode.response.data), episode.response.error
+        if self.cassette.record_mode == "new_episodes":
+            raise Unsupported(f"host_cassette record_mode new_episodes (recording a missing episode for {self.name})")
+        ids = " ".join(episode.id for episode in self.cassette.episodes)
+        raise InfraError(f"cassette miss: no episode matched handler={go_quote(self.name)} args={go_value(args)}; "
+                         f"available episodes: [{ids}]")

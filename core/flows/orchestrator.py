@@ -68,6 +68,8 @@ class Session:
         self.state = state
         self.world = world
         self.clock = FakeClock()
+        self.turn_state = state
+        """The state the current intent turn started in (kitsoki's rig.currentStatePath)."""
         self.evented: dict[str, str] = {key: "set" for key in world if key in initial_keys}
         """World keys the journey holds as events, and how the last one changed them."""
         self.arm_timeout("", state)

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import copy
 import re
+from pathlib import Path
 from typing import Any, Callable
 
 from core.flows.app import AppModel, app_model
 from core.flows.clock import parse_duration_ns
 from core.flows.expressions import ExprError, ExprUnsupported, render
 from core.flows.fixtures import FlowFixture, FlowTurn
-from core.flows.hosts import Registry, read_stubs
+from core.flows.hosts import CassetteError, CassetteHandler, Cassette, Registry, load_cassette, read_stubs
 from core.flows.machine import Abort, Event, Machine, Unsupported
 from core.flows.orchestrator import Session
 from core.flows.report import SESSION_TURN, FlowResult, TurnResult
@@ -93,21 +94,33 @@ class _Run:
         self.orchestrated = fixture.orchestrated
         self.state, self.world = state, world
         self.session: Session | None = None
-        if self.orchestrated:
-            problems: list[str] = []
-            stubs = read_stubs(fixture.host_handlers, problems)
-            if problems:
-                raise_problems = problems  # shape errors are reported on the session turn
-                self.setup_problems = raise_problems
-            else:
-                self.setup_problems = []
-            self.session = Session(app, self.machine, Registry(stubs, bool(fixture.host_bindings)), state, world,
-                                   set(fixture.initial_world))
-        else:
-            self.setup_problems = []
+        self.setup_problems: list[str] = []
+        self.cassette: Cassette | None = None
         self.had_error = False
         self.events: list[Event] = []
         self.last_view = ""
+        if self.orchestrated:
+            stubs: dict[str, Any] = dict(read_stubs(fixture.host_handlers, self.setup_problems))
+            registry = Registry(stubs, bool(fixture.host_bindings))
+            self.session = Session(app, self.machine, registry, state, world, set(fixture.initial_world))
+            if fixture.host_cassette:
+                self._load_cassette(registry)
+
+    def _load_cassette(self, registry: Registry) -> None:
+        path = Path(self.fixture.host_cassette)
+        if not path.is_absolute():
+            path = self.fixture.file.parent / path
+        try:
+            self.cassette = load_cassette(path)
+        except CassetteError as exc:
+            self.setup_problems.append(f"buildOrchestratorRig: load cassette: {exc} (kitsoki stops the run here)")
+            return
+        except Unsupported as exc:
+            self.setup_problems.append(str(exc))
+            return
+        session = self.session
+        for name in self.cassette.handlers():
+            registry.stubs[name] = CassetteHandler(self.cassette, name, lambda: session.turn_state)
 
     def execute(self, result: FlowResult) -> FlowResult:
         if self.setup_problems:
@@ -196,6 +209,7 @@ class _Run:
         outcome = None
         if turn.intent is not None:
             session.reload()
+            session.turn_state = session.state  # what a cassette's `phase` reads during this turn
             slots = {key: self._render_slot(value) for key, value in turn.intent.slots.items()}
             session.override(turn.world_override)
             session.reload()
@@ -335,6 +349,8 @@ class _Run:
             if not deep_equal(got, want):
                 failures.append(f"expect_world_final[{go_quote(key)}]: got {go_value(got)}, want {go_value(want)}")
         failures.extend(_forbidden_calls(self.events, self.fixture.expect_no_host_calls))
+        if self.cassette is not None and self.fixture.strict_cassette_coverage and self.cassette.unplayed():
+            failures.append(f"unexpected remaining episodes: [{' '.join(self.cassette.unplayed())}]")
         return failures
 
 
