@@ -1,14 +1,19 @@
 """Built-in runner for kitsoki flow fixtures: a documented subset, fail closed.
 
 `run_flows(workspace)` finds the fixtures (`<story>/flows/*.yaml` of every story plus
-`<workspace>/flows/*.yaml`, or a glob), runs each document against the story its `app:` names,
+`<workspace>/flows/*.yaml`, or a glob), runs a story's own fixtures against that story (as
+kitsoki does, whatever their `app:` says) and the others against the story their `app:` names,
 and returns kitsoki's report (`FlowReport`, the `kitsoki test flows --json` shape);
+`run_app_flows(app.yaml)` is `kitsoki test flows <app.yaml>`;
 `format_text` prints it as kitsoki does. Nothing here raises for what the files contain: a
 workspace that does not load, a fixture that does not parse, a feature the subset does not
 implement — each is a failed flow with a message a person can act on. Zero fixtures is a
 report with no results, which `FlowReport.green` (and every gate) treats as red.
 
-What the subset runs is described in core.flows.runner; what it reads in core.flows.fixtures.
+The boxes: fixtures (reading flow files), app (the story as the runner sees it), expressions
+(kitsoki's expr-lang), machine (one turn), hosts (stubs, cassettes, dispatch), orchestrator (the
+host-dispatching session), clock (fake time, timeouts), views and pongo (what a turn shows),
+runner (one fixture, both paths, every assertion), report, conformance (kitsoki's own CI flows).
 """
 
 from __future__ import annotations

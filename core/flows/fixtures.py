@@ -1,12 +1,15 @@
 """Read kitsoki flow fixtures (`flows/*.yaml`) into models, refusing what we do not run.
 
 A fixture file holds one or more YAML documents separated by `---` (kitsoki's
-`internal/testrunner/flows.go` `FlowFixture` / `FlowTurn`). It is read safely: the file is
-capped at 1 MiB and composed with the same bounded scanner and alias budget as the config
-loader, so a hostile file costs at most about a second before it is refused.
+`internal/testrunner/flows.go` `FlowFixture` / `FlowTurn`). It is read safely: capped at 1 MiB;
+a file without anchors, aliases or tags goes through libyaml, any other through the bounded
+scanner and alias budget of the config loader, so a hostile file costs at most about a second
+before it is refused.
 
-Fail closed: every key the built-in runner does not implement (kitsoki's own, like
-`host_handlers` or `expect_events`, or one nobody knows) makes that fixture fail with
+As kitsoki decodes them: a document whose `test_kind` is not `flow` (a cassette, a disabled
+flow) is skipped unreported, and a key that is not one of kitsoki's fixture or turn keys is
+dropped. Fail closed on the rest: a key of kitsoki's the built-in runner does not implement
+(`recording`, `expect_inbox`, `starlark_*_cassette`, ...) makes that flow fail with
 `not supported by the built-in runner: <key>`; it is never skipped, never green.
 """
 

@@ -14,6 +14,12 @@ invoke-time world plus earlier binds; an infrastructure error sets `last_error` 
 and follows `on_error` (else goes on); a domain error sets them too (with data, stderr,
 exit_code), binds still apply, then `on_error`. A `bind:` value is a dot path into the result
 data (`a.b[0]`) or a `{{ }}` template over `result` and `world`; a miss leaves the key unset.
+
+A `host_cassette:` serves each handler its episodes name (internal/testrunner/cassette.go): the
+first unplayed episode (or one with `replay: any`) whose every `match` key holds (`handler`,
+`phase` = the turn's first state segment or `phase_from`, `schema_name` = the basename of
+`args.schema`, any other key an arg, compared as JSON). A miss is an infrastructure error, not a
+failure by itself; recording new episodes (`record_mode: new_episodes`) is not supported.
 """
 
 from __future__ import annotations

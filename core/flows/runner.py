@@ -13,7 +13,11 @@ cannot pass there). The two paths differ where kitsoki's do:
 * `world_override` is applied before every turn (machine-only) or only before `intent:` turns
   (orchestrator); `input:` turns are routed through the story's own examples on the machine
   path (kitsoki needs a recording there) and are fatal on the orchestrator path, as in kitsoki;
-* a turn with `expect_error` checks only that.
+* a turn with `expect_error` checks only that;
+* on the orchestrator path assertions read the journey as kitsoki reloads it after the turn (a
+  `set` value's numbers come back as float64, a declared int as int64), and the view is the
+  turn's outcome view (its render, the post-bind re-render, an on_error banner), else a render
+  of where the turn settled (core.flows.views); the machine-only path renders the landed state.
 
 Where kitsoki's run would stop with an error (exit 2), the flow fails at that turn with
 `(kitsoki stops the run here)`; what the runner cannot judge is `not supported by the built-in
@@ -35,7 +39,7 @@ from core.flows.hosts import CassetteError, CassetteHandler, Cassette, Registry,
 from core.flows.machine import Abort, Event, Machine, Unsupported
 from core.flows.orchestrator import Session
 from core.flows.report import SESSION_TURN, FlowResult, TurnResult
-from core.flows.values import deep_equal, go_json, go_quote, go_type, go_value
+from core.flows.values import deep_equal, go_quote, go_type, go_value
 from core.flows.views import ViewError, render_state, view_matches
 from core.kitsoki.duration import DurationError
 from core.kitsoki.routing import Router
@@ -396,5 +400,3 @@ def _event_matches(event: Event, want: Any) -> bool:
         return False
     return all(deep_equal(payload.get(key), value) for key, value in want.effect.items())
 
-
-_ = go_json  # re-exported helpers stay importable from here for older callers
