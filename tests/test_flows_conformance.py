@@ -16,7 +16,7 @@ from core.flows.conformance import conformance
 
 WORKSPACE = Path(__file__).resolve().parent.parent.parent / "shared" / "kitsoki-workspace"
 
-RECORDED_PASSED = 110
+RECORDED_PASSED = 111
 """Flows passed when issue 16's runner work was closed (of 345; 216 more wait for the loader)."""
 RECORDED_TOTAL = 345
 

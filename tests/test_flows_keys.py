@@ -439,7 +439,7 @@ def test_expect_error_and_expect_world_full_on_the_orchestrator_path(desk):
         "unexpected rejection: code=INTENT_NOT_ALLOWED_IN_STATE hint=", 'expect_world_full["note"]: got , want x',
         *(f'expect_world_full: unexpected key "{key}" in world' for key in (
             "session_id", "verdict", "attempts", "last_error", "ticket", "session_cost_usd", "turn_cost_usd",
-            "write_mode_scope", "first_label", "summary", "ticket_url", "ide"))}
+            "write_mode_scope", "first_label", "summary", "ticket_url", "ide", "export_job"))}
 
 
 # --- views ----------------------------------------------------------------------------------------
@@ -579,3 +579,78 @@ def test_a_cassette_that_does_not_load_stops_the_run(desk):
     """))
     assert failure.startswith("buildOrchestratorRig: load cassette: cassette: read ")
     assert failure.endswith("(kitsoki stops the run here)")
+
+
+# --- background jobs, on_complete, the inbox -------------------------------------------------------
+
+
+def test_background_job_finishes_on_the_clock_and_runs_on_complete(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { data: { rows: 3 }, delay: "2s" }
+        turns:
+          - intent: { name: export }
+            expect_state: exporting
+            expect_inbox: { unread: 1, severities: [info] }
+            expect_host_calls: [{ handler: host.run, times: 0 }]
+          - advance_clock: "2s"
+            expect_state: exported
+            expect_world: { note: "exported 3 rows", last_job_status: done }
+            expect_inbox: { unread: 2, severities: [success, info] }
+    """)
+    # last_job_status is only visible to on_complete: kitsoki never writes it to the journey
+    assert [t.Failures for t in result.Turns] == [
+        [], ['expect_world["last_job_status"]: got <nil> (<nil>), want done (string)']]
+
+
+def test_a_failing_on_complete_effect_drops_the_completion(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { error: "disk full", delay: "1s" }
+        turns:
+          - intent: { name: export }
+          - advance_clock: "5s"
+            expect_state: exported
+            expect_inbox: { unread: 2, severities: [info, warn], needs_attention: 1 }
+    """)
+    assert set(result.Turns[1].Failures) == {
+        'expect_state: got "exporting", want "exported"', "expect_inbox.unread: got 1, want 2",
+        "expect_inbox.needs_attention: got 0, want 1", "expect_inbox.severities: got [info], want [info warn]"}
+
+
+def test_a_job_without_delay_is_drained_before_the_clock_moves(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { data: { rows: 1 } }
+        turns:
+          - intent: { name: export }
+            advance_clock: "1ms"
+            expect_state: exported
+            expect_world: { note: "exported 1 rows" }
+    """)
+    assert result.Passed, failures(result)
+
+
+def test_timing_that_kitsoki_does_not_fix_is_declined_or_stops(desk):
+    racy = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { data: { rows: 1 } }
+        turns:
+          - intent: { name: export }
+    """)
+    assert failures(racy) == {f"{UNSUPPORTED}: background job host.run without a delay and no advance_clock in "
+                              "the turn (kitsoki finishes it at a time the flow does not fix)"}
+    short = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { data: { rows: 3 }, delay: "2s" }
+        turns:
+          - intent: { name: export }
+            advance_clock: "1s"
+    """)
+    (failure,) = failures(short)
+    assert failure.startswith("turn 1: advance_clock: scheduler WaitIdle: context deadline exceeded")

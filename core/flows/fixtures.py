@@ -58,7 +58,7 @@ KITSOKI_TURN_KEYS = (
     "expect_state", "expect_not_state", "expect_state_in", "expect_slots", "expect_world", "expect_world_full",
     "expect_world_unchanged", "expect_events", "expect_events_exact", "expect_error", "expect_view_matches",
     "expect_no_view", "expect_host_calls", "expect_no_host_calls")
-TURN_KEYS = ("intent", "input", "display_input", "world_override", "advance_clock", "expect_state",
+TURN_KEYS = ("intent", "input", "display_input", "world_override", "advance_clock", "expect_inbox", "expect_state",
              "expect_not_state", "expect_state_in", "expect_slots", "expect_world", "expect_world_full",
              "expect_world_unchanged", "expect_events", "expect_error", "expect_view_matches",
              "expect_host_calls", "expect_no_host_calls")
@@ -113,6 +113,8 @@ class FlowTurn(BaseModel):
     expect_view_matches: str = ""
     expect_host_calls: list[ExpectHostCall] = Field(default_factory=list)
     expect_no_host_calls: list[str] = Field(default_factory=list)
+    expect_inbox: dict[str, Any] | None = None
+    """{unread?, needs_attention?, severities?}"""
 
 
 class FlowFixture(BaseModel):
@@ -335,6 +337,11 @@ def _read_turn(number: int, turn: Any, problems: list[str]) -> FlowTurn:
         setattr(result, key, _mapping(turn, key, problems, where))
     result.expect_world_unchanged = _boolean(turn, "expect_world_unchanged", problems)
     result.expect_no_host_calls = _strings(turn, "expect_no_host_calls", problems, where)
+    inbox = turn.get("expect_inbox")
+    if isinstance(inbox, dict):
+        result.expect_inbox = inbox
+    elif inbox is not None:
+        problems.append(f"{where}.expect_inbox must be a mapping {{unread, needs_attention, severities}}")
     error = turn.get("expect_error")
     if isinstance(error, dict):
         for key in ("allowed_contains", "missing_slots"):

@@ -67,9 +67,10 @@ class HostStub:
     by_op: dict[str, Envelope] = field(default_factory=dict)
     by_call: dict[str, Envelope] = field(default_factory=dict)
 
-    def answer(self, args: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-        """(data, domain error) of one call; raises InfraError for an infrastructure error."""
-        if self.delay:
+    def answer(self, args: dict[str, Any], background: bool = False) -> tuple[dict[str, Any] | None, str]:
+        """(data, domain error) of one call; raises InfraError for an infrastructure error. A
+        background call's delay is the job's (core.flows.jobs)."""
+        if self.delay and not background:
             from core.flows.clock import parse_duration
 
             try:
@@ -149,7 +150,7 @@ class Registry:
                 return self.stubs[current], current
         return None, ""
 
-    def invoke(self, name: str, args: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    def invoke(self, name: str, args: dict[str, Any], background: bool = False) -> tuple[dict[str, Any] | None, str]:
         stub, registered = self.lookup(name)
         if stub is None:
             if name == ANSWER_CLARIFICATION:
@@ -161,18 +162,21 @@ class Registry:
             suffix = name[len(registered):].lstrip(".")
             if suffix:
                 args["op"] = suffix
+        if background and isinstance(stub, HostStub):
+            return stub.answer(args, background=True)
         return stub.answer(args)
 
 
 # --- dispatch ---------------------------------------------------------------------------------
 
 
-def _rerender(call: HostCall, binds: dict[str, Any]) -> dict[str, Any]:
+def _rerender(call: HostCall, binds: dict[str, Any], live: dict[str, Any] | None = None) -> dict[str, Any]:
     """kitsoki's rerenderHostArgs over dispatchRerenderWorld: `with:` against the invoke-time
-    world plus earlier binds of this dispatch; a leaf that fails keeps its machine-time value."""
+    world plus earlier binds of this dispatch (a background call: the live world); a leaf that
+    fails keeps its machine-time value."""
     if not call.raw_with:
         return dict(call.args)
-    world = {**call.world_snapshot, **binds}
+    world = dict(live) if live is not None else {**call.world_snapshot, **binds}
     env = {**call.env, "world": world}
 
     def leaf(raw: Any, existing: Any, has: bool) -> Any:
@@ -228,8 +232,9 @@ class Dispatched:
     applied: bool = False
 
 
-def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any]) -> Dispatched:
-    """kitsoki's dispatchHostCalls for foreground calls (the redirect is returned, not entered)."""
+def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any], submit=None) -> Dispatched:
+    """kitsoki's dispatchHostCalls (the redirect is returned, not entered); a background call goes
+    to `submit(call, args, world) -> events` (core.flows.jobs)."""
     out = Dispatched(events=[], world=dict(world))
     if not calls:
         return out
@@ -237,7 +242,11 @@ def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any]) -
     w = out.world
     for call in calls:
         if call.background:
-            raise Unsupported(f"background: true on invoke {call.namespace} (jobs and on_complete)")
+            if submit is None:
+                raise Unsupported(f"background: true on invoke {call.namespace} (jobs and on_complete)")
+            out.events.extend(submit(call, _rerender(call, binds, live=w), w))
+            out.applied = True
+            continue
         args = _rerender(call, binds)
         out.events.append(Event("harness.dispatched", {"namespace": call.namespace, "args": copy.deepcopy(args),
                                                         "background": False}))

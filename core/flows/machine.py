@@ -32,9 +32,10 @@ from core.flows.values import GoInt, go_quote, go_value
 EMIT_INTENT_MAX_DEPTH = 8
 """kitsoki's EmitIntentMaxDepth."""
 EFFECT_KEYS = frozenset({"when", "set", "increment", "say", "invoke", "id", "with", "bind", "on_error", "background",
-                         "once", "on_complete", "emit_intent", "slots", "agent", "selection"})
-"""The effect keys the machine implements (`agent` and `selection` only steer a real agent: stubs ignore them);
-kitsoki's others (`emit`, `target`, `effects`, `selection`) and unknown keys are refused."""
+                         "once", "on_complete", "emit_intent", "slots", "agent", "selection", "target"})
+"""The effect keys the machine implements (`agent` and `selection` only steer a real agent: stubs ignore
+them; `target` is read by a job's on_complete, the machine skips it); kitsoki's `emit` and `effects` and
+unknown keys are refused."""
 
 
 class Unsupported(Exception):

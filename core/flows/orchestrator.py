@@ -24,7 +24,10 @@ from typing import Any, Callable
 
 from core.flows.app import AppModel
 from core.flows.clock import MAX_ROUNDS, FakeClock, parse_duration_ns
-from core.flows.expressions import ExprError
+from core.flows.expressions import ExprError, eval_bool
+from core.flows.jobs import Jobs, Notification
+from core.flows.jobs import run as run_job
+from core.flows.jobs import submit as submit_job
 from core.flows.hosts import Registry, dispatch
 from core.flows.machine import Abort, Event, HostCall, Machine, TurnResult, Unsupported, resolve_target
 from core.flows.values import GoInt, go_quote
@@ -68,6 +71,8 @@ class Session:
         self.state = state
         self.world = world
         self.clock = FakeClock()
+        self.jobs = Jobs()
+        self._last_entered = ""
         self.turn_state = state
         """The state the current intent turn started in (kitsoki's rig.currentStatePath)."""
         self.evented: dict[str, str] = {key: "set" for key in world if key in initial_keys}
@@ -121,21 +126,142 @@ class Session:
             self.clock.arm(new, target, ns)
 
     def advance(self, ns: int) -> list[Event]:
-        """Move the fake clock and settle the timeouts that fall due."""
+        """kitsoki's advanceAndWait: jobs that finish at once are drained first, then the fake
+        clock moves and due jobs and timeouts settle, earliest first, at most 32 rounds."""
+        events = self.drain()
         self.clock.advance(ns)
-        events: list[Event] = []
         for _ in range(MAX_ROUNDS):
-            due = self.clock.due()
-            if not due:
+            timers = [(t.fires_at, 1, t) for t in self.clock.due()]
+            finished = [(job.due or 0, 0, job) for job in self.jobs.due(self.clock.now)]
+            if not timers and not finished:
+                parked = self.jobs.pending()
+                if parked:  # kitsoki waits for every job to finish: a job still sleeping fails the run
+                    raise Abort(f"advance_clock: scheduler WaitIdle: context deadline exceeded (job {parked[0].namespace} "
+                                "still sleeping on the fake clock)")
                 return events
-            for timer in due:
-                self.clock.cancel(timer.state)
-                if self.state == timer.state:
+            for _, kind, item in sorted(timers + finished, key=lambda entry: (entry[0], entry[1])):
+                if kind == 0:
+                    events.extend(self._complete(item))
+                    continue
+                self.clock.cancel(item.state)
+                if self.state == item.state:
                     self.reload()
-                    fired = self._fire(timer.state, timer.target)
+                    fired = self._fire(item.state, item.target)
                     self.record(fired)
                     events.extend(fired)
-        raise Abort(f"advance_clock: timeouts did not settle in {MAX_ROUNDS} rounds")
+        raise Abort(f"advance_clock: drain did not stabilize after {MAX_ROUNDS} iterations")
+
+    def drain(self) -> list[Event]:
+        """The park barrier: every job without a delay finishes (and those it starts, bounded)."""
+        events: list[Event] = []
+        for _ in range(MAX_ROUNDS):
+            ready = self.jobs.immediate()
+            if not ready:
+                return events
+            for job in ready:
+                events.extend(self._complete(job))
+        raise Abort(f"advance_clock: jobs did not park after {MAX_ROUNDS} rounds")
+
+    # -- background jobs --
+
+    def _submitter(self, state: str):
+        def submit(call: HostCall, args: dict[str, Any], world: dict[str, Any]) -> list[Event]:
+            return submit_job(self.jobs, self.registry, call, args, state, self.clock.now, world)
+        return submit
+
+    def _complete(self, job) -> list[Event]:
+        """kitsoki's handleJobTerminal for one finished job. `last_job_*` are visible to the
+        on_complete effects but, never written as events, not kept in the journey; an effect
+        that fails drops the whole completion (kitsoki logs it and persists nothing)."""
+        status, data, error = run_job(job, self.registry)
+        job.status = status
+        self.reload()
+        world = dict(self.world)
+        world["last_job_id"] = job.id
+        world["last_job_status"] = status
+        if data is not None:
+            world["last_job_result"] = data
+        events: list[Event] = []
+        current = job.origin
+        try:
+            if self.state != job.origin:
+                current = self.state  # stale: the session moved on, on_complete is dropped
+            elif job.on_complete:
+                current, world = self._on_complete(job, world, events)
+        except Abort:
+            return []
+        for key in ("last_job_id", "last_job_status", "last_job_result"):
+            written = any(key in (event.payload.get("set") or {}) for event in events if event.kind == "world.update")
+            if not written:
+                if key in self.world:
+                    world[key] = self.world[key]
+                else:
+                    world.pop(key, None)
+        world["inbox"] = self.jobs.summary()
+        events.append(Event("world.update", {"set": {"inbox": world["inbox"]}}))
+        self.jobs.inbox.append(Notification("success" if status == "done" else "error",
+                                            f"Job {'done' if status == 'done' else 'failed'}: {job.namespace}"))
+        previous = self.state
+        self.state, self.world = current, world
+        self.record(events)
+        self.arm_timeout(previous, current)
+        return events
+
+    def _on_complete(self, job, world: dict[str, Any], events: list[Event]) -> tuple[str, dict[str, Any]]:
+        current = job.origin
+        result = TurnResult(job.origin, world)
+        landed, world = self.machine.run_effects_and_state(job.origin, world, job.on_complete, result)
+        events.extend(result.events)
+        if landed and landed != job.origin:
+            current = landed
+        redirected = False
+        if result.host_calls:
+            more, world, redirect, _ = self.dispatch_calls(result.host_calls, world, job.origin, 0)
+            events.extend(more)
+            if redirect:
+                current, redirected = redirect, True
+        if not redirected:
+            target = self._on_complete_target(job, world)
+            if target:
+                events.extend(self._enter_quietly(job.origin, target, world))
+                current = self._last_entered or target
+        return current, world
+
+    def _on_complete_target(self, job, world: dict[str, Any]) -> str:
+        env = {"world": world, "slots": {}, "event": {}}
+        for effect in job.on_complete:
+            if not isinstance(effect, dict) or not effect.get("target"):
+                continue
+            when = str(effect.get("when") or "")
+            if when.strip():
+                try:
+                    if not eval_bool(when, env):
+                        continue
+                except ExprError:
+                    return ""  # kitsoki logs the error and stays
+            raw = str(effect["target"])
+            resolved = resolve_target(job.origin, raw) if raw.startswith("..") else raw.replace("/", ".")
+            if "{{" in resolved:
+                raise Unsupported(f"templated on_complete target {go_quote(raw)}")
+            return resolved if resolved in self.app.states else ""
+        return ""
+
+    def _enter_quietly(self, origin: str, target: str, world: dict[str, Any]) -> list[Event]:
+        """resolveAndApplyOnCompleteTarget: enter the target and run its on_enter, whose world
+        changes kitsoki does not keep."""
+        events = [Event("machine.transition", {"from": origin, "to": target, "intent": "__on_complete_target__"})]
+        self._last_entered = target
+        found = self.app.states[target]
+        if found.on_enter:
+            result = TurnResult(target, world)
+            landed, scratch = self.machine.run_effects_and_state(target, copy.deepcopy(world), found.on_enter, result)
+            events.extend(result.events)
+            if landed and landed != target:
+                self._last_entered = landed
+            if result.host_calls:
+                more, _, _, _ = self.dispatch_calls(result.host_calls, scratch, self._last_entered, 0)
+                events.extend(more)
+        return [event for event in events if event.kind != "world.update"]
 
     def _fire(self, source: str, target: str) -> list[Event]:
         found = self.app.states.get(target)
@@ -251,7 +377,7 @@ class Session:
             return [], world, "", None
         for call in calls:
             call.namespace = self.machine.resolve_interface(call.namespace)
-        out = dispatch(self.registry, calls, world)
+        out = dispatch(self.registry, calls, world, self._submitter(state))
         if not out.redirect:
             view = self._lazy(render_state, state, out.world) if out.applied else None
             return out.events, out.world, "", view
@@ -285,7 +411,7 @@ class Session:
             if result.host_calls:
                 for call in result.host_calls:
                     call.namespace = self.machine.resolve_interface(call.namespace)
-                out = dispatch(self.registry, result.host_calls, world)
+                out = dispatch(self.registry, result.host_calls, world, self._submitter(landed))
                 events.extend(out.events)
                 world = out.world
                 if out.redirect:

@@ -232,6 +232,10 @@ class _Run:
                 raise Abort(f"advance_clock {go_quote(turn.advance_clock)}: {exc}") from None
             if ns > 0:
                 session.advance(ns)  # events of later rounds are not the turn's (kitsoki reads outcome.Events)
+        if not turn.advance_clock and session.jobs.immediate():
+            job = session.jobs.immediate()[0]
+            raise Unsupported(f"background job {job.namespace} without a delay and no advance_clock in the turn "
+                              "(kitsoki finishes it at a time the flow does not fix)")
         session.reload()  # kitsoki asserts on the journey reloaded after the turn
         self.events.extend(events)
         if turn.expect_error is not None:
@@ -250,6 +254,8 @@ class _Run:
             return (produced() if produced is not None else "") or self._state_view()
 
         failures.extend(self._turn_checks(turn, events, before, slots, view))
+        if turn.expect_inbox is not None:
+            failures.extend(_inbox_checks(session.jobs, turn.expect_inbox))
         return failures
 
     def _render_slot(self, value: Any) -> Any:
@@ -356,6 +362,23 @@ class _Run:
         if self.cassette is not None and self.fixture.strict_cassette_coverage and self.cassette.unplayed():
             failures.append(f"unexpected remaining episodes: [{' '.join(self.cassette.unplayed())}]")
         return failures
+
+
+def _inbox_checks(jobs: Any, want: dict[str, Any]) -> list[str]:
+    """kitsoki's assertInbox over the session's unread notifications."""
+    unread = jobs.unread()
+    failures = []
+    if want.get("unread") is not None and len(unread) != want["unread"]:
+        failures.append(f"expect_inbox.unread: got {len(unread)}, want {want['unread']}")
+    if want.get("needs_attention") is not None:
+        attention = sum(1 for note in unread if note.severity == "action_required")
+        if attention != want["needs_attention"]:
+            failures.append(f"expect_inbox.needs_attention: got {attention}, want {want['needs_attention']}")
+    wanted = want.get("severities") or []
+    got = sorted(note.severity for note in unread)
+    if wanted and got != sorted(str(s) for s in wanted):
+        failures.append(f"expect_inbox.severities: got {go_value(got)}, want {go_value(list(wanted))}")
+    return failures
 
 
 def _count_dispatched(events: list[Event], handler: str, args: dict[str, Any]) -> int:
