@@ -321,7 +321,6 @@ def test_unsupported_fixture_key_fails_closed(shop, key, block):
 
 @pytest.mark.parametrize("key, value", [
     ("expect_events", "[{ kind: machine.state_entered }]"),
-    ("expect_jobs", "[{ namespace: host.run }]"),
     ("expect_events_exact", "[{ kind: machine.transition }]"),
     ("expect_no_view", "true"),
 ])

@@ -654,3 +654,44 @@ def test_timing_that_kitsoki_does_not_fix_is_declined_or_stops(desk):
     """)
     (failure,) = failures(short)
     assert failure.startswith("turn 1: advance_clock: scheduler WaitIdle: context deadline exceeded")
+
+
+def test_expect_jobs_reads_the_jobs_that_ended_in_the_turn(desk):
+    result = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { error: "disk full", delay: "1s" }
+        turns:
+          - intent: { name: export }
+            expect_jobs: [{ namespace: host.run, status: done }]
+          - advance_clock: "1s"
+            expect_jobs: [{ namespace: host.run, status: done }, { namespace: host.git, status: done }]
+          - advance_clock: "1s"
+            expect_jobs: [{ namespace: host.run, status: finished }]
+    """)
+    assert [t.Failures for t in result.Turns] == [
+        ["expect_jobs: expected 1 jobs to terminate this turn, got 0"],
+        ["expect_jobs: expected 2 jobs to terminate this turn, got 1"],
+        ['expect_jobs[0]: status "finished" is not one of done|failed|cancelled|awaiting_input']]
+    remaining = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { error: "disk full", delay: "1s" }
+        turns:
+          - intent: { name: export }
+          - advance_clock: "1s"
+            expect_jobs: [{ namespace: host.git, status: done }]
+    """)
+    assert remaining.Turns[1].Failures == [
+        'expect_jobs[0]: no newly-terminal job found with namespace="host.git" (remaining: [host.run/failed])']
+    wrong = one(desk, """
+        initial_state: inbox
+        host_handlers:
+          host.run: { data: { rows: 2 }, delay: "1s" }
+        turns:
+          - intent: { name: export }
+          - advance_clock: "1s"
+            expect_jobs: [{ namespace: host.run, status: failed }]
+    """)
+    assert wrong.Turns[1].Failures == [
+        'expect_jobs[0]: namespace="host.run" got status="done", want "failed" (job_id=job-1, error="")']

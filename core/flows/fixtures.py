@@ -58,7 +58,8 @@ KITSOKI_TURN_KEYS = (
     "expect_state", "expect_not_state", "expect_state_in", "expect_slots", "expect_world", "expect_world_full",
     "expect_world_unchanged", "expect_events", "expect_events_exact", "expect_error", "expect_view_matches",
     "expect_no_view", "expect_host_calls", "expect_no_host_calls")
-TURN_KEYS = ("intent", "input", "display_input", "world_override", "advance_clock", "expect_inbox", "expect_state",
+TURN_KEYS = ("intent", "input", "display_input", "world_override", "advance_clock", "expect_inbox", "expect_jobs",
+             "expect_state",
              "expect_not_state", "expect_state_in", "expect_slots", "expect_world", "expect_world_full",
              "expect_world_unchanged", "expect_events", "expect_error", "expect_view_matches",
              "expect_host_calls", "expect_no_host_calls")
@@ -115,6 +116,8 @@ class FlowTurn(BaseModel):
     expect_no_host_calls: list[str] = Field(default_factory=list)
     expect_inbox: dict[str, Any] | None = None
     """{unread?, needs_attention?, severities?}"""
+    expect_jobs: list[dict[str, Any]] = Field(default_factory=list)
+    """[{namespace, status}] of jobs that end in this turn"""
 
 
 class FlowFixture(BaseModel):
@@ -337,6 +340,11 @@ def _read_turn(number: int, turn: Any, problems: list[str]) -> FlowTurn:
         setattr(result, key, _mapping(turn, key, problems, where))
     result.expect_world_unchanged = _boolean(turn, "expect_world_unchanged", problems)
     result.expect_no_host_calls = _strings(turn, "expect_no_host_calls", problems, where)
+    expected_jobs = turn.get("expect_jobs")
+    if isinstance(expected_jobs, list) and all(isinstance(job, dict) for job in expected_jobs):
+        result.expect_jobs = list(expected_jobs)
+    elif expected_jobs is not None:
+        problems.append(f"{where}.expect_jobs must be a list of {{namespace, status}}")
     inbox = turn.get("expect_inbox")
     if isinstance(inbox, dict):
         result.expect_inbox = inbox

@@ -37,6 +37,7 @@ class Job:
     due: int | None
     """Fake-clock time it finishes; None: at once (drained before the next advance)."""
     status: str = "running"
+    error: str = ""
 
 
 @dataclass

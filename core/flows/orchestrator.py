@@ -174,7 +174,7 @@ class Session:
         on_complete effects but, never written as events, not kept in the journey; an effect
         that fails drops the whole completion (kitsoki logs it and persists nothing)."""
         status, data, error = run_job(job, self.registry)
-        job.status = status
+        job.status, job.error = status, error
         self.reload()
         world = dict(self.world)
         world["last_job_id"] = job.id

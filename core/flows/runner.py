@@ -208,6 +208,7 @@ class _Run:
     def _orchestrated_turn(self, index: int, turn: FlowTurn) -> list[str]:
         session = self.session
         assert session is not None
+        job_status = {job.id: job.status for job in session.jobs.jobs}
         events: list[Event] = []
         slots: dict[str, Any] = {}
         outcome = None
@@ -256,6 +257,8 @@ class _Run:
         failures.extend(self._turn_checks(turn, events, before, slots, view))
         if turn.expect_inbox is not None:
             failures.extend(_inbox_checks(session.jobs, turn.expect_inbox))
+        if turn.expect_jobs:
+            failures.extend(_job_checks(session.jobs, job_status, turn.expect_jobs))
         return failures
 
     def _render_slot(self, value: Any) -> Any:
@@ -362,6 +365,39 @@ class _Run:
         if self.cassette is not None and self.fixture.strict_cassette_coverage and self.cassette.unplayed():
             failures.append(f"unexpected remaining episodes: [{' '.join(self.cassette.unplayed())}]")
         return failures
+
+
+JOB_STATUSES = ("done", "failed", "cancelled", "awaiting_input")
+
+
+def _job_checks(jobs: Any, before: dict[str, str], expected: list[dict[str, Any]]) -> list[str]:
+    """kitsoki's assertJobs: the jobs that became terminal in this turn, matched by namespace."""
+    failures = []
+    for index, want in enumerate(expected):
+        if not want.get("namespace"):
+            failures.append(f"expect_jobs[{index}]: namespace is required")
+        if want.get("status") not in JOB_STATUSES:
+            failures.append(f"expect_jobs[{index}]: status {go_quote(str(want.get('status') or ''))} is not one of "
+                            "done|failed|cancelled|awaiting_input")
+    if failures:
+        return failures
+    ended = [job for job in jobs.jobs if job.status in JOB_STATUSES and before.get(job.id) not in JOB_STATUSES]
+    if len(ended) < len(expected):
+        return [f"expect_jobs: expected {len(expected)} jobs to terminate this turn, got {len(ended)}"]
+    taken: set[str] = set()
+    for index, want in enumerate(expected):
+        match = next((job for job in ended if job.id not in taken and job.namespace == want["namespace"]), None)
+        if match is None:
+            remaining = [f"{job.namespace}/{job.status}" for job in ended if job.id not in taken]
+            failures.append(f"expect_jobs[{index}]: no newly-terminal job found with namespace="
+                            f"{go_quote(want['namespace'])} (remaining: {go_value(remaining)})")
+            continue
+        taken.add(match.id)
+        if match.status != want["status"]:
+            failures.append(f"expect_jobs[{index}]: namespace={go_quote(want['namespace'])} got status="
+                            f"{go_quote(match.status)}, want {go_quote(want['status'])} (job_id={match.id}, "
+                            f"error={go_quote(match.error)})")
+    return failures
 
 
 def _inbox_checks(jobs: Any, want: dict[str, Any]) -> list[str]:
