@@ -695,3 +695,26 @@ def test_expect_jobs_reads_the_jobs_that_ended_in_the_turn(desk):
     """)
     assert wrong.Turns[1].Failures == [
         'expect_jobs[0]: namespace="host.run" got status="done", want "failed" (job_id=job-1, error="")']
+
+
+# --- recording: input turns on the machine-only path -----------------------------------------------
+
+
+def test_recording_routes_input_turns_and_a_miss_stops_the_run(desk):
+    routed = one(desk, """
+        recording: cassettes/desk.recording.yaml
+        initial_state: inbox
+        turns:
+          - input: "  please file the printer ticket "
+            expect_state: filed
+            expect_world: { summary: printer }
+    """)
+    assert routed.Passed, failures(routed)
+    (miss,) = failures(one(desk, """
+        recording: cassettes/desk.recording.yaml
+        initial_state: inbox
+        turns:
+          - input: "something unrecorded"
+    """))
+    assert miss == ('turn 1: recording miss for input "something unrecorded" in state "inbox" '
+                    "(kitsoki stops the run here)")

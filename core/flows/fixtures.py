@@ -51,7 +51,7 @@ KITSOKI_FIXTURE_KEYS = (
 """Every key of kitsoki's FlowFixture; any other key is dropped by its non-strict decoder, so here too."""
 FIXTURE_KEYS = ("test_kind", "app", "initial_state", "initial_world", "turns", "expect_terminal",
                 "expect_no_errors", "expect_world_final", "host_handlers", "host_bindings", "use_orchestrator",
-                "mode", "expect_no_host_calls", "strict_cassette_coverage", "host_cassette")
+                "mode", "expect_no_host_calls", "strict_cassette_coverage", "host_cassette", "recording")
 """The keys the built-in runner implements (the rest of kitsoki's are refused by name)."""
 KITSOKI_TURN_KEYS = (
     "intent", "input", "display_input", "world_override", "advance_clock", "expect_inbox", "expect_jobs",
@@ -139,6 +139,7 @@ class FlowFixture(BaseModel):
     host_bindings: dict[str, str] = Field(default_factory=dict)
     use_orchestrator: bool | None = None
     host_cassette: str = ""
+    recording: str = ""
     strict_cassette_coverage: bool = False
     expect_no_host_calls: list[str] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
@@ -286,6 +287,7 @@ def _read_fixture(path: Path, index: int, line: int, data: Any) -> FlowFixture:
         fixture.use_orchestrator = _boolean(data, "use_orchestrator", problems)
     fixture.expect_no_host_calls = _strings(data, "expect_no_host_calls", problems)
     fixture.host_cassette = _string(data, "host_cassette", problems) or ""
+    fixture.recording = _string(data, "recording", problems) or ""
     fixture.strict_cassette_coverage = _boolean(data, "strict_cassette_coverage", problems)
 
     turns = data.get("turns")

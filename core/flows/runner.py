@@ -11,8 +11,9 @@ cannot pass there). The two paths differ where kitsoki's do:
   or `unexpected rejection: code=CODE hint=HINT` (orchestrator, where MISSING_SLOTS asks for
   clarification instead and fails nothing);
 * `world_override` is applied before every turn (machine-only) or only before `intent:` turns
-  (orchestrator); `input:` turns are routed through the story's own examples on the machine
-  path (kitsoki needs a recording there) and are fatal on the orchestrator path, as in kitsoki;
+  (orchestrator); `input:` turns are routed by the fixture's `recording:` on the machine path
+  (core.flows.recording; without one, through the story's own examples, where kitsoki would
+  stop) and are fatal on the orchestrator path, as in kitsoki;
 * a turn with `expect_error` checks only that;
 * on the orchestrator path assertions read the journey as kitsoki reloads it after the turn (a
   `set` value's numbers come back as float64, a declared int as int64), and the view is the
@@ -38,6 +39,7 @@ from core.flows.fixtures import FlowFixture, FlowTurn
 from core.flows.hosts import CassetteError, CassetteHandler, Cassette, Registry, load_cassette, read_stubs
 from core.flows.machine import Abort, Event, Machine, Unsupported
 from core.flows.orchestrator import Session
+from core.flows.recording import Recording, RecordingError, load_recording
 from core.flows.report import SESSION_TURN, FlowResult, TurnResult
 from core.flows.values import deep_equal, go_quote, go_type, go_value
 from core.flows.views import ViewError, render_state, view_matches
@@ -103,6 +105,13 @@ class _Run:
         self.had_error = False
         self.events: list[Event] = []
         self.last_view = ""
+        self.recording: Recording | None = None
+        if fixture.recording and not self.orchestrated:
+            path = Path(fixture.recording)
+            try:
+                self.recording = load_recording(path if path.is_absolute() else fixture.file.parent / path)
+            except RecordingError as exc:
+                self.setup_problems.append(f"{exc} (kitsoki stops the run here)")
         if self.orchestrated:
             stubs: dict[str, Any] = dict(read_stubs(fixture.host_handlers, self.setup_problems))
             registry = Registry(stubs, bool(fixture.host_bindings))
@@ -182,6 +191,11 @@ class _Run:
             raise Unsupported("advance_clock without an intent on the machine-only path")
         if turn.intent is not None:
             intent, slots = turn.intent.name, copy.deepcopy(turn.intent.slots)
+        elif self.recording is not None:
+            try:
+                intent, slots = self.recording.route(self.state, turn.input or "")
+            except RecordingError as exc:
+                raise Abort(str(exc)) from None
         else:
             intent, slots, failure = self._route(turn.input or "")
             if failure:
