@@ -225,8 +225,7 @@ def _read_states(model: AppModel, block: dict[str, Any], prefix: str) -> None:
         model.states[path] = state
         children = spec.get("states")
         if isinstance(children, dict):
-            if not state.type:
-                state.type = "compound"
+            # kitsoki descends into `initial:` only for `type: compound`; nothing is inferred
             _read_states(model, children, f"{path}.")
 
 
