@@ -718,3 +718,26 @@ def test_recording_routes_input_turns_and_a_miss_stops_the_run(desk):
     """))
     assert miss == ('turn 1: recording miss for input "something unrecorded" in state "inbox" '
                     "(kitsoki stops the run here)")
+
+
+# --- the adapter reads the loader's composed definition when a Story carries one -------------------
+
+
+def test_app_model_prefers_the_composed_definition():
+    from core.flows.app import app_model, load_yaml12
+    from core.kitsoki.story import Story, load_story
+
+    class Composed(Story):  # stands in for the loader's Story with kitsoki's composed AppDef
+        definition: dict = {}
+
+    story = load_story(DESK / APP, DESK)
+    definition = load_yaml12((DESK / APP).read_text(encoding="utf-8"))
+    definition["states"]["child"] = {"type": "compound", "initial": "entry", "__import__": {"alias": "child"},
+                                     "states": {"entry": {"on": {"child__go": [{"target": "closed"}]}}}}
+    composed = Composed(**{**story.model_dump(), "imports": {"child": {"source": "x"}}}, definition=definition)
+    model = app_model(composed)
+    assert model.needs_loader == []  # imports are folded in the definition
+    assert model.states["child"].type == "compound" and "child.entry" in model.states
+    assert sorted(model.states["inbox"].on) == ["export", "file", "ping", "wait"]
+    assert "__import__" not in model.states["child"].raw
+    assert app_model(story.model_copy(update={"imports": {"child": {}}})).needs_loader == ["imports (needs the loader)"]

@@ -188,13 +188,50 @@ def _col(v: Any, arg: Any, right: bool) -> str:
     return pad + text if right else text + pad
 
 
+_LLM_MARKS = ("\u2063\u2061\u2061\u2063", "\u2063\u2062\u2062\u2063")
+"""kitsoki's invisible sentinels around model-written text (internal/render/sourcecolor)."""
+
+
 def _truncatechars(v: Any, arg: Any) -> str:
-    text, limit = to_str(v), to_int(arg)
-    if limit <= 0 or len(text) <= limit:
-        return text if limit > 0 else ""
-    if limit <= 3:
-        return text[:limit]
-    return text[: limit - 1] + "…"
+    """kitsoki's truncatechars (sourcecolor.Truncate): n runes, the last three as `...`."""
+    text, limit = to_str(v), max(to_int(arg), 0)
+    if any(mark in text for mark in _LLM_MARKS):
+        raise PongoUnsupported("truncatechars over text with kitsoki's model-text sentinels")
+    if len(text) <= limit:
+        return text
+    return text[: limit - 3] + "..." if limit >= 3 else text[:limit]
+
+
+_VERB = re.compile(r"%([-+ 0#]*)(\d*)(?:\.(\d+))?([dsvfq])")
+
+
+def _stringformat(v: Any, arg: Any) -> str:
+    """fmt.Sprintf(arg, value) for one plain verb (%d %s %v %f %q with flags, width, precision)."""
+    spec = to_str(arg)
+    verbs = list(re.finditer(r"%.", spec))
+    match = _VERB.fullmatch(spec) if len(verbs) == 1 else None
+    if match is None:
+        raise PongoUnsupported(f"stringformat {spec!r}")
+    flags, width, precision, verb = match.groups()
+    if verb == "d" and not _is_int(v):
+        raise PongoUnsupported(f"stringformat %d of a {type(v).__name__}")
+    if verb == "f" and not _is_number(v):
+        raise PongoUnsupported(f"stringformat %f of a {type(v).__name__}")
+    if verb in "sv" and not isinstance(v, str) and not _is_int(v):
+        raise PongoUnsupported(f"stringformat %{verb} of a {type(v).__name__}")
+    if verb == "q":
+        if not isinstance(v, str):
+            raise PongoUnsupported("stringformat %q of a non-string")
+        import json
+
+        body = json.dumps(v, ensure_ascii=False)
+    elif verb == "f":
+        body = f"{float(v):.{precision or 6}f}"
+    else:
+        body = str(int(v)) if _is_int(v) else v
+    if width:
+        body = body.ljust(int(width)) if "-" in flags else body.rjust(int(width), "0" if "0" in flags and verb in "df" else " ")
+    return body
 
 
 FILTERS: dict[str, Callable[[Any, Any], Any]] = {
@@ -218,6 +255,7 @@ FILTERS: dict[str, Callable[[Any, Any], Any]] = {
     "reverse": lambda v, a: v[::-1] if isinstance(v, (list, str)) else v,
     "capfirst": lambda v, a: to_str(v)[:1].upper() + to_str(v)[1:],
     "title": lambda v, a: to_str(v).title(),
+    "stringformat": lambda v, a: _stringformat(v, a),
 }
 TRUNCATE_FILTERS = {"truncatechars"}
 

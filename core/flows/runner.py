@@ -352,6 +352,9 @@ class _Run:
                 failures.append(f"expect_host_calls: {call.handler} never invoked (args={go_value(call.args)})")
         failures.extend(_forbidden_calls(events, turn.expect_no_host_calls))
         if turn.expect_view_matches:
+            if self.app.views_unchecked:
+                raise Unsupported(f"expect_view_matches on {self.app.views_unchecked} (not yet compared with "
+                                  "kitsoki's renders)")
             try:
                 self.last_view = view()
             except ViewError as exc:
