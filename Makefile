@@ -20,11 +20,11 @@ test: venv
 	$(BIN)/python -m pytest -q
 
 bench: venv
+	$(BIN)/python tests/bench/flows.py
 	$(BIN)/python tests/bench/ingest.py
 	$(BIN)/python tests/bench/mining.py
 	$(BIN)/python tests/bench/apply.py
 	$(BIN)/python tests/bench/server.py
-	$(BIN)/python tests/bench/flows.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -407,7 +407,7 @@ def lab(tmp_path: Path) -> Path:
             on:
               go:    [{ target: agent }]
               spin:  [{ target: loop_a }]
-              poke:  [{ effects: [{ append: { n: 1 } }] }]
+              poke:  [{ effects: [{ emit: tick }] }]
               weird: [{ when: "(world.n ?? 0) > 1", target: start }]
               odd:   [{ effects: [{ set: { n: "{{ world.n + 1 }}" } }] }]
               flip:  [{ effects: [{ set: { flag: "true", n: "7", note: "{{ world.flag }}" } }] }]
@@ -449,7 +449,7 @@ def lab_flow(workspace: Path, text: str) -> FlowResult:
 
 
 @pytest.mark.parametrize("intent, message", [
-    ("poke", "effect append"),
+    ("poke", "effect emit"),
 ])
 def test_unsupported_story_features_fail_closed(lab, intent, message):
     result = lab_flow(lab, f"turns:\n  - intent: {{ name: {intent} }}\n  - intent: {{ name: poke }}\n")
