@@ -727,10 +727,13 @@ def test_app_model_prefers_the_composed_definition():
     from core.flows.app import app_model, load_yaml12
     from core.kitsoki.story import Story, load_story
 
+    story = load_story(DESK / APP, DESK)
+    if isinstance(getattr(story, "definition", None), dict):
+        pytest.skip("the loader composes definitions itself (the conformance test covers that path)")
+
     class Composed(Story):  # stands in for the loader's Story with kitsoki's composed AppDef
         definition: dict = {}
 
-    story = load_story(DESK / APP, DESK)
     definition = load_yaml12((DESK / APP).read_text(encoding="utf-8"))
     definition["states"]["child"] = {"type": "compound", "initial": "entry", "__import__": {"alias": "child"},
                                      "states": {"entry": {"on": {"child__go": [{"target": "closed"}]}}}}

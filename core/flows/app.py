@@ -145,10 +145,16 @@ def _read(path: Path) -> Any:
     return load_yaml12(text)  # the loader already validated these files
 
 
+KEPT_INTERNAL_KEYS = ("__iface__",)
+"""The loader's internal keys the runner reads: `__iface__` is an invoke's `iface.<name>.<op>` before
+the loader bound it, which a fixture's `host_bindings` rebinds."""
+
+
 def _plain(value: Any) -> Any:
-    """A composed definition as plain data (the loader's internal `__` keys dropped)."""
+    """A composed definition as plain data (the loader's other internal `__` keys dropped)."""
     if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items() if not str(key).startswith("__")}
+        return {str(key): _plain(item) for key, item in value.items()
+                if not str(key).startswith("__") or key in KEPT_INTERNAL_KEYS}
     if isinstance(value, list):
         return [_plain(item) for item in value]
     return value

@@ -31,7 +31,7 @@ from core.flows.values import GoInt, go_quote, go_value
 
 EMIT_INTENT_MAX_DEPTH = 8
 """kitsoki's EmitIntentMaxDepth."""
-EFFECT_KEYS = frozenset({"when", "set", "increment", "say", "invoke", "id", "with", "bind", "on_error", "background",
+EFFECT_KEYS = frozenset({"__iface__", "when", "set", "increment", "say", "invoke", "id", "with", "bind", "on_error", "background",
                          "once", "on_complete", "emit_intent", "slots", "agent", "selection", "target"})
 """The effect keys the machine implements (`agent` and `selection` only steer a real agent: stubs ignore
 them; `target` is read by a job's on_complete, the machine skips it); kitsoki's `emit` and `effects` and
@@ -470,7 +470,8 @@ class Machine:
             result.events.append(Event("world.update", {"increment": {key: delta}}))
 
     def _invoke(self, effect: dict[str, Any], world: dict[str, Any], env: dict[str, Any], result: TurnResult) -> None:
-        name = self.resolve_interface(str(effect["invoke"]))
+        original = effect.get("__iface__")  # the loader bound it already; a fixture's host_bindings rebinds it
+        name = self.resolve_interface(str(original if original and self.bindings else effect["invoke"]))
         bind = effect.get("bind") or {}
         if not isinstance(bind, dict):
             raise Unsupported(f"invoke {name} bind: {go_value(bind)} (not a mapping)")

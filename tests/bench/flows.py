@@ -10,7 +10,7 @@ with the built-in runner in this one process, and prints:
 * the pass figure, the not-supported reasons with their counts, and every flow that FAILS (kitsoki
   passes them all, so a failure is a bug of ours or a flow this workspace cannot run);
 * the wall time of the whole run (loading the stories, reading the fixtures, running them;
-  median of --runs), the loader's share of it (loading each app once more, alone), and a bare
+  median of --runs), the loader's share (loading each app alone, once, before the runs), and a bare
   YAML parse of the same files (libyaml, no model) measured in the same process. Target: under 5 s.
 
 Exit 1 when a flow fails or the run takes 5 s or more. Not part of the unit test run (the
@@ -77,12 +77,12 @@ def main() -> int:
     options = parser.parse_args()
     workspace = options.workspace.resolve()
 
+    loading = story_load(workspace)  # first, while any parse cache of the loader is cold
     runs = [conformance(workspace) for _ in range(max(1, options.runs))]
     result = runs[-1]
     wall = statistics.median(run.seconds for run in runs)
     paths = files_of(workspace)
     parse = statistics.median(bare_parse(paths) for _ in range(max(1, options.runs)))
-    loading = statistics.median(story_load(workspace) for _ in range(max(1, options.runs)))
     figures = {**result.as_dict(), "seconds": round(wall, 3), "bare_yaml_parse_seconds": round(parse, 3),
                "ratio_to_bare_parse": round(wall / parse, 1) if parse else None, "yaml_files": len(paths),
                "story_loading_seconds": round(loading, 3),
@@ -101,8 +101,8 @@ def main() -> int:
             print(f"  {failed.File}")
             for failure in failed.failures()[:3]:
                 print(f"      {failure[:300]}")
-        print(f"time: {wall:.2f} s for all of them (median of {len(runs)}), of which loading the stories "
-              f"(the loader) about {loading:.2f} s; bare YAML parse of the same {len(paths)} files {parse:.2f} s "
+        print(f"time: {wall:.2f} s for all of them (median of {len(runs)}), loading the stories alone (the "
+              f"loader, cold) {loading:.2f} s; bare YAML parse of the same {len(paths)} files {parse:.2f} s "
               f"(x{wall / parse:.1f}); target < {TARGET_S:.0f} s")
     return 1 if result.failed or wall >= TARGET_S else 0
 
