@@ -16,8 +16,13 @@ from core.flows.conformance import conformance
 
 WORKSPACE = Path(__file__).resolve().parent.parent.parent / "shared" / "kitsoki-workspace"
 
-RECORDED_PASSED = 111
-"""Flows passed when issue 16's runner work was closed (of 345; 216 more wait for the loader)."""
+from core.kitsoki.story import Story
+
+LOADER_COMPOSES = hasattr(Story, "definition")
+"""The loader hands the runner kitsoki's composed definition (imports folded, phases expanded)."""
+RECORDED_PASSED = 307 if LOADER_COMPOSES else 111
+"""Flows passed when issue 16's runner work was closed: 307 of 345 with the loader of issue 14
+(0 fail, the rest declined with a reason), 111 with the loader before it (223 need imports/`*`)."""
 RECORDED_TOTAL = 345
 
 
