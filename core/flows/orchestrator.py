@@ -324,9 +324,7 @@ class Session:
             if isinstance(message, str) and message:
                 view = _banner(view, message)
         else:
-            state, world, harness_error, settled = self._settle(state, world, events, 0)
-            if settled is not None:
-                view = _or(settled, view)
+            state, world, harness_error, view = self._settle(state, world, events, 0, view)
         self.state, self.world = state, world
         self.record(events)
         self.arm_timeout(previous, state)
@@ -337,35 +335,38 @@ class Session:
     def _lazy(self, function, *args) -> View:
         return lambda: function(self.app, *args)
 
-    def _settle(self, state: str, world: dict[str, Any], events: list[Event],
-                depth: int) -> tuple[str, dict[str, Any], str, View | None]:
-        """kitsoki's settlePostBindEmits: (state, world, harness error, the re-render when emits fired)."""
+    def _settle(self, state: str, world: dict[str, Any], events: list[Event], depth: int,
+                view: View) -> tuple[str, dict[str, Any], str, View]:
+        """kitsoki's settlePostBindEmits: (state, world, harness error, the turn's view). A nested
+        dispatch's re-render replaces the view; each round's render of where it settled replaces
+        it again unless that renders empty (an exit: the last non-empty view stays)."""
         if depth > POST_BIND_MAX_DEPTH:
             message = (f"settlePostBindEmits: orchestrator recursion depth {depth} exceeded cap "
                        f"{POST_BIND_MAX_DEPTH}")
             events.append(Event("harness.error", {"phase": "settle_post_bind_emits", "error": message}))
-            return state, world, message, None
+            return state, world, message, view
         result = TurnResult(state, world)
         try:
             landed, new_world, dispatched = self.machine.post_bind_emits(state, world, result)
         except (ExprError, Abort) as exc:
             message = str(exc)
             events.append(Event("harness.error", {"phase": "dispatch_post_bind_emits", "error": message}))
-            return state, world, message, None
+            return state, world, message, view
         if not dispatched:
-            return state, world, "", None
+            return state, world, "", view
         events.extend(result.events)
         state, world = landed, new_world
         say = list(result.say)
         error = ""
         if result.host_calls:
-            more, world, redirect, _ = self.dispatch_calls(result.host_calls, world, state, 0)
+            more, world, redirect, host_view = self.dispatch_calls(result.host_calls, world, state, 0)
             events.extend(more)
+            if host_view is not None:
+                view = _or(host_view, view)
             if redirect:
                 state = redirect
-            state, world, error, _ = self._settle(state, world, events, depth + 1)
-        final = self._lazy(_said_view, state, world, say)
-        return state, world, error, final
+            state, world, error, view = self._settle(state, world, events, depth + 1, view)
+        return state, world, error, _or(self._lazy(_said_view, state, world, say), view)
 
     # -- host calls --
 
