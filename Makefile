@@ -33,6 +33,7 @@ vsix:
 	cd editors/vscode && npm ci --no-audit --no-fund && npm run package
 
 bench: venv
+	$(BIN)/python tests/bench/flows.py
 	$(BIN)/python tests/bench/ingest.py
 	$(BIN)/python tests/bench/mining.py
 	$(BIN)/python tests/bench/apply.py

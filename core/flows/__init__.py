@@ -1,14 +1,19 @@
 """Built-in runner for kitsoki flow fixtures: a documented subset, fail closed.
 
 `run_flows(workspace)` finds the fixtures (`<story>/flows/*.yaml` of every story plus
-`<workspace>/flows/*.yaml`, or a glob), runs each document against the story its `app:` names,
+`<workspace>/flows/*.yaml`, or a glob), runs a story's own fixtures against that story (as
+kitsoki does, whatever their `app:` says) and the others against the story their `app:` names,
 and returns kitsoki's report (`FlowReport`, the `kitsoki test flows --json` shape);
+`run_app_flows(app.yaml)` is `kitsoki test flows <app.yaml>`;
 `format_text` prints it as kitsoki does. Nothing here raises for what the files contain: a
 workspace that does not load, a fixture that does not parse, a feature the subset does not
 implement — each is a failed flow with a message a person can act on. Zero fixtures is a
 report with no results, which `FlowReport.green` (and every gate) treats as red.
 
-What the subset runs is described in core.flows.runner; what it reads in core.flows.fixtures.
+The boxes: fixtures (reading flow files), app (the story as the runner sees it), expressions
+(kitsoki's expr-lang), machine (one turn), hosts (stubs, cassettes, dispatch), orchestrator (the
+host-dispatching session), clock (fake time, timeouts), views and pongo (what a turn shows),
+runner (one fixture, both paths, every assertion), report, conformance (kitsoki's own CI flows).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import glob as globlib
 import os
 from pathlib import Path
 
-from core.flows.fixtures import UNSUPPORTED, FixtureFile, FlowFixture, load_fixture_file
+from core.flows.fixtures import UNSUPPORTED, FixtureFile, FlowFixture, load_fixture_file, unsupported
 from core.flows.report import (
     NO_FIXTURES,
     SESSION_TURN,
@@ -26,7 +31,8 @@ from core.flows.report import (
     TurnResult,
     format_text,
 )
-from core.flows.runner import Machine, go_quote, run_fixture
+from core.flows.runner import run_fixture
+from core.flows.values import go_quote
 from core.kitsoki.config import CONFIG_FILE, ConfigIssue
 from core.kitsoki.story import Story, WorkspaceError, load_story, load_workspace
 
@@ -38,6 +44,7 @@ __all__ = [
     "TurnResult",
     "discover_fixtures",
     "format_text",
+    "run_app_flows",
     "run_fixture_file",
     "run_flows",
 ]
@@ -56,6 +63,22 @@ def run_flows(workspace: Path, glob: str | None = None) -> FlowReport:
     results: list[FlowResult] = []
     for path in discover_fixtures(workspace, loaded.stories, glob):
         results.extend(_run_file(path, workspace, stories))
+    return FlowReport.of(results)
+
+
+def run_app_flows(app_yaml: Path, workspace: Path | None = None, glob: str | None = None) -> FlowReport:
+    """kitsoki's `test flows <app.yaml>`: the story's flows/*.yaml (or `glob`, relative to the
+    story folder), every document run against that story whatever its `app:` says."""
+    app_yaml = Path(app_yaml)
+    root = Path(workspace) if workspace is not None else app_yaml.parent
+    stories = _Stories(root, [])
+    story, problems = stories.load(_normal(app_yaml), go_quote(str(app_yaml)))
+    pattern = glob or f"{FLOWS_DIR}/*.yaml"
+    pattern = pattern if os.path.isabs(pattern) else str(app_yaml.parent / pattern)
+    results: list[FlowResult] = []
+    for path in (Path(match) for match in sorted(globlib.glob(pattern, recursive=True))):
+        if path.is_file():
+            results.extend(_run_file(path, root, stories, story=story, story_problems=problems))
     return FlowReport.of(results)
 
 
@@ -128,9 +151,14 @@ class _Stories:
     def __init__(self, workspace: Path | None, stories: list[Story]) -> None:
         self.workspace = workspace
         self.known: dict[Path, Story | list[str]] = {_normal(story.path): story for story in stories}
-        self.machines: dict[Path, Machine] = {}
+        self.routers: dict = {}
 
     def for_fixture(self, fixture: FlowFixture) -> tuple[Story | None, list[str]]:
+        home = _normal(fixture.file.parent.parent / "app.yaml")
+        if fixture.file.parent.name == FLOWS_DIR and home in self.known:
+            # A story's own flows/ run against it, as `kitsoki test flows <app.yaml>` runs them
+            # (kitsoki ignores `app:`).
+            return self.load(home, "(the story's app.yaml)")
         if fixture.app:
             app = _normal(fixture.file.parent / fixture.app)
             shown = go_quote(fixture.app)
@@ -142,6 +170,9 @@ class _Stories:
             shown = "(the story's app.yaml)"
         if self.workspace is not None and not _inside(app, self.workspace):
             return None, [f"app: {shown} resolves outside the workspace ({app})"]
+        return self.load(app, shown)
+
+    def load(self, app: Path, shown: str) -> tuple[Story | None, list[str]]:
         if app not in self.known:
             if not app.is_file():
                 self.known[app] = [f"app: {shown} does not exist ({_display(app, self.workspace)})"]
@@ -150,30 +181,39 @@ class _Stories:
                     self.known[app] = load_story(app, self.workspace)
                 except WorkspaceError as exc:
                     root = self.workspace or app.parent
-                    self.known[app] = [f"app: {shown} does not load:"] + [_issue_text(root, i) for i in exc.issues]
+                    if exc.issues and all(_WILDCARD_ISSUE in issue.message for issue in exc.issues):
+                        self.known[app] = [unsupported('on: "*" (needs the loader)')]
+                    else:
+                        self.known[app] = ([f"app: {shown} does not load:"]
+                                           + [_issue_text(root, i) for i in exc.issues])
         story = self.known[app]
         return (story, []) if isinstance(story, Story) else (None, list(story))
 
-    def machine(self, story: Story) -> Machine:
-        key = _normal(story.path)
-        if key not in self.machines:
-            self.machines[key] = Machine(story)
-        return self.machines[key]
 
 
-def _run_file(path: Path, workspace: Path | None, stories: _Stories) -> list[FlowResult]:
+_WILDCARD_ISSUE = 'transition on "*"'
+"""The current loader refuses `on: "*"`, which kitsoki allows (the loader issue folds it in)."""
+
+
+def _run_file(path: Path, workspace: Path | None, stories: _Stories, story: Story | None = None,
+              story_problems: list[str] | None = None) -> list[FlowResult]:
     shown = _display(path, workspace)
     loaded: FixtureFile = load_fixture_file(path)
     if loaded.problem is not None:
         return [_failed(shown, [loaded.problem])]
     results = []
     for fixture in loaded.fixtures:
+        if fixture.skipped:
+            continue
         if fixture.problems:
             results.append(_failed(shown, list(fixture.problems)))
             continue
-        story, problems = stories.for_fixture(fixture)
-        if story is None:
+        if story is not None or story_problems:
+            target, problems = story, list(story_problems or [])
+        else:
+            target, problems = stories.for_fixture(fixture)
+        if target is None:
             results.append(_failed(shown, problems))
             continue
-        results.append(run_fixture(fixture, story, shown, stories.machine(story)))
+        results.append(run_fixture(fixture, target, shown, stories.routers))
     return results

@@ -1,24 +1,30 @@
 """Read kitsoki flow fixtures (`flows/*.yaml`) into models, refusing what we do not run.
 
 A fixture file holds one or more YAML documents separated by `---` (kitsoki's
-`internal/testrunner/flows.go` `FlowFixture` / `FlowTurn`). It is read safely: the file is
-capped at 1 MiB and composed with the same bounded scanner and alias budget as the config
-loader, so a hostile file costs at most about a second before it is refused.
+`internal/testrunner/flows.go` `FlowFixture` / `FlowTurn`). It is read safely: capped at 1 MiB;
+a file without anchors, aliases or tags goes through libyaml, any other through the bounded
+scanner and alias budget of the config loader, so a hostile file costs at most about a second
+before it is refused.
 
-Fail closed: every key the built-in runner does not implement (kitsoki's own, like
-`host_handlers` or `expect_events`, or one nobody knows) makes that fixture fail with
+As kitsoki decodes them: a document whose `test_kind` is not `flow` (a cassette, a disabled
+flow) is skipped unreported, and a key that is not one of kitsoki's fixture or turn keys is
+dropped. Fail closed on the rest: a key of kitsoki's the built-in runner does not implement
+(`recording`, `expect_inbox`, `starlark_*_cassette`, ...) makes that flow fail with
 `not supported by the built-in runner: <key>`; it is never skipped, never green.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, Field
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from core.flows.yaml12 import Yaml12Loader as _Yaml12Loader
 from core.kitsoki.config import (
     YamlLimits,
     read_limited,
@@ -36,12 +42,30 @@ UNSUPPORTED = "not supported by the built-in runner"
 FLOW_LIMITS = YamlLimits(max_bytes=1 << 20, max_values=50_000, max_depth=64, max_tokens=100_000,
                          what="flow fixtures")
 
+KITSOKI_FIXTURE_KEYS = (
+    "test_kind", "app", "recording", "initial_state", "initial_world", "turns", "mode", "host_handlers",
+    "host_cassette", "strict_cassette_coverage", "starlark_http_cassette", "starlark_inspect_cassette",
+    "host_bindings", "use_orchestrator", "expect_terminal", "expect_events_count_atleast",
+    "expect_events_count_atmost", "expect_no_errors", "expect_world_final", "expect_files",
+    "expect_no_host_calls")
+"""Every key of kitsoki's FlowFixture; any other key is dropped by its non-strict decoder, so here too."""
 FIXTURE_KEYS = ("test_kind", "app", "initial_state", "initial_world", "turns", "expect_terminal",
-                "expect_no_errors", "expect_world_final")
-IGNORED_FIXTURE_KEYS = ("description", "name")
-TURN_KEYS = ("intent", "input", "expect_state", "expect_not_state", "expect_state_in", "expect_world")
-IGNORED_TURN_KEYS = ("display_input",)
+                "expect_no_errors", "expect_world_final", "host_handlers", "host_bindings", "use_orchestrator",
+                "mode", "expect_no_host_calls", "strict_cassette_coverage", "host_cassette", "recording")
+"""The keys the built-in runner implements (the rest of kitsoki's are refused by name)."""
+KITSOKI_TURN_KEYS = (
+    "intent", "input", "display_input", "world_override", "advance_clock", "expect_inbox", "expect_jobs",
+    "expect_state", "expect_not_state", "expect_state_in", "expect_slots", "expect_world", "expect_world_full",
+    "expect_world_unchanged", "expect_events", "expect_events_exact", "expect_error", "expect_view_matches",
+    "expect_no_view", "expect_host_calls", "expect_no_host_calls")
+TURN_KEYS = ("intent", "input", "display_input", "world_override", "advance_clock", "expect_inbox", "expect_jobs",
+             "expect_state",
+             "expect_not_state", "expect_state_in", "expect_slots", "expect_world", "expect_world_full",
+             "expect_world_unchanged", "expect_events", "expect_error", "expect_view_matches",
+             "expect_host_calls", "expect_no_host_calls")
 INTENT_KEYS = ("name", "slots")
+EVENT_KINDS = ("harness.called", "harness.dispatched", "harness.returned", "machine.transition")
+"""Event kinds whose payloads the runner records as kitsoki does (`expect_events` on others is refused)."""
 
 
 def unsupported(what: str) -> str:
@@ -53,13 +77,47 @@ class FlowIntent(BaseModel):
     slots: dict[str, Any] = Field(default_factory=dict)
 
 
+class ExpectHostCall(BaseModel):
+    handler: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    times: int | None = None
+
+
+class ExpectEvent(BaseModel):
+    kind: str
+    from_: str = ""
+    to: str = ""
+    effect: dict[str, Any] = Field(default_factory=dict)
+
+    def shown(self) -> str:
+        """Go's %+v of kitsoki's FlowEvent."""
+        from core.flows.values import go_value
+
+        return f"{{Kind:{self.kind} From:{self.from_} To:{self.to} Effect:{go_value(self.effect) if self.effect else 'map[]'}}}"
+
+
 class FlowTurn(BaseModel):
     intent: FlowIntent | None = None
     input: str | None = None
+    world_override: dict[str, Any] = Field(default_factory=dict)
+    advance_clock: str = ""
     expect_state: str = ""
     expect_not_state: str = ""
     expect_state_in: list[str] = Field(default_factory=list)
+    expect_slots: dict[str, Any] = Field(default_factory=dict)
     expect_world: dict[str, Any] = Field(default_factory=dict)
+    expect_world_full: dict[str, Any] = Field(default_factory=dict)
+    expect_world_unchanged: bool = False
+    expect_events: list[ExpectEvent] = Field(default_factory=list)
+    expect_error: str | None = None
+    """expect_error.code"""
+    expect_view_matches: str = ""
+    expect_host_calls: list[ExpectHostCall] = Field(default_factory=list)
+    expect_no_host_calls: list[str] = Field(default_factory=list)
+    expect_inbox: dict[str, Any] | None = None
+    """{unread?, needs_attention?, severities?}"""
+    expect_jobs: list[dict[str, Any]] = Field(default_factory=list)
+    """[{namespace, status}] of jobs that end in this turn"""
 
 
 class FlowFixture(BaseModel):
@@ -77,7 +135,23 @@ class FlowFixture(BaseModel):
     expect_terminal: bool = False
     expect_no_errors: bool = False
     expect_world_final: dict[str, Any] = Field(default_factory=dict)
+    host_handlers: dict[str, Any] = Field(default_factory=dict)
+    host_bindings: dict[str, str] = Field(default_factory=dict)
+    use_orchestrator: bool | None = None
+    host_cassette: str = ""
+    recording: str = ""
+    strict_cassette_coverage: bool = False
+    expect_no_host_calls: list[str] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
+    skipped: bool = False
+    """Not a `test_kind: flow` document (a cassette, a disabled flow): kitsoki does not run it."""
+
+    @property
+    def orchestrated(self) -> bool:
+        """kitsoki's shouldUseOrchestrator: the path split between machine-only and orchestrator."""
+        if self.use_orchestrator is not None:
+            return self.use_orchestrator
+        return bool(self.host_handlers) or bool(self.host_cassette) or any(turn.advance_clock for turn in self.turns)
 
 
 class FixtureFile(BaseModel):
@@ -92,18 +166,48 @@ def load_fixture_file(path: Path) -> FixtureFile:
     """Read every document of a fixture file; never raises for what the file contains."""
     path = Path(path)
     try:
-        documents = _compose_all(path, FLOW_LIMITS)
+        documents = _fast_documents(path)
+        if documents is None:
+            documents = [(document.at.line, _plain(document)) for document in _compose_all(path, FLOW_LIMITS)]
     except _FileProblem as problem:
         return FixtureFile(path=path, problem=f"{path.name}:{problem.line}:{problem.column}: {problem.message}")
     except _ValueProblems as problems:
         return FixtureFile(path=path, problem="; ".join(
             f"{path.name}:{issue.line}:{issue.column}: {issue.key + ': ' if issue.key else ''}{issue.message}"
             for issue in problems.issues))
-    fixtures = [_read_fixture(path, index, document) for index, document in enumerate(documents)]
+    fixtures = [_read_fixture(path, index, line, data) for index, (line, data) in enumerate(documents)]
     return FixtureFile(path=path, fixtures=fixtures)
 
 
 # --- reading ----------------------------------------------------------------------------------
+
+
+_ANCHOR_OR_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s,\]}]")
+
+
+def _fast_documents(path: Path) -> list[tuple[int, Any]] | None:
+    """The documents as (line, plain value) through libyaml, for the common file with no anchors,
+    aliases or tags (nothing for an alias budget to guard); None sends the file to the bounded
+    reader, which also gives the precise error of a file that does not parse."""
+    try:
+        text = read_limited(path, FLOW_LIMITS)
+    except _FileProblem:
+        return None
+    if _ANCHOR_OR_ALIAS.search(text) or "!" in text:
+        return None
+    loader = _Yaml12Loader(text)
+    documents: list[tuple[int, Any]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None or (node.tag.endswith(":null") and not getattr(node, "value", "")):
+                continue
+            documents.append((node.start_mark.line + 1, loader.construct_document(node)))
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):
+        return None
+    finally:
+        loader.dispose()
+    return documents
 
 
 def _compose_all(path: Path, limits: YamlLimits) -> list[_Value]:
@@ -150,23 +254,25 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _read_fixture(path: Path, index: int, document: _Value) -> FlowFixture:
-    fixture = FlowFixture(file=path, index=index, line=document.at.line)
+def _read_fixture(path: Path, index: int, line: int, data: Any) -> FlowFixture:
+    fixture = FlowFixture(file=path, index=index, line=line)
     problems = fixture.problems
-    if document.kind != "map":
-        problems.append(f"document {index + 1} (line {document.at.line}) must be a mapping "
-                        f"(test_kind, app, turns, ...), got {_kind(_plain(document))}")
+    if not isinstance(data, dict):
+        problems.append(f"document {index + 1} (line {line}) must be a mapping "
+                        f"(test_kind, app, turns, ...), got {_kind(data)}")
         return fixture
-    data: dict[str, Any] = {key: _plain(value) for key, value in document.data.items()}
+    data = {str(key): value for key, value in data.items()}
 
-    kind = data.get("test_kind")
-    if kind != "flow":
-        shown = "nothing" if kind is None else f'"{kind}"'
-        problems.append(f'test_kind must be "flow", got {shown} (kitsoki skips such a document; '
-                        "the built-in runner refuses it)")
+    if data.get("test_kind") != "flow":
+        fixture.skipped = True  # kitsoki runs only `test_kind: flow` documents and skips the rest unreported
+        return fixture
     for key in data:
-        if key not in FIXTURE_KEYS and key not in IGNORED_FIXTURE_KEYS:
+        if key in KITSOKI_FIXTURE_KEYS and key not in FIXTURE_KEYS and data[key] not in (None, "", [], {}):
             problems.append(unsupported(key))
+    mode = data.get("mode")
+    if mode not in (None, "", "one-shot"):
+        problems.append(unsupported(f"mode: {mode}") if mode == "staged" else
+                        f'mode must be "staged" or "one-shot", got {_kind(mode) if not isinstance(mode, str) else mode}')
 
     fixture.name = str(data.get("name") or "")
     fixture.app = _string(data, "app", problems)
@@ -175,6 +281,14 @@ def _read_fixture(path: Path, index: int, document: _Value) -> FlowFixture:
     fixture.expect_world_final = _mapping(data, "expect_world_final", problems)
     fixture.expect_terminal = _boolean(data, "expect_terminal", problems)
     fixture.expect_no_errors = _boolean(data, "expect_no_errors", problems)
+    fixture.host_handlers = _mapping(data, "host_handlers", problems)
+    fixture.host_bindings = {str(k): str(v) for k, v in _mapping(data, "host_bindings", problems).items()}
+    if data.get("use_orchestrator") is not None:
+        fixture.use_orchestrator = _boolean(data, "use_orchestrator", problems)
+    fixture.expect_no_host_calls = _strings(data, "expect_no_host_calls", problems)
+    fixture.host_cassette = _string(data, "host_cassette", problems) or ""
+    fixture.recording = _string(data, "recording", problems) or ""
+    fixture.strict_cassette_coverage = _boolean(data, "strict_cassette_coverage", problems)
 
     turns = data.get("turns")
     if turns is not None and not isinstance(turns, list):
@@ -190,18 +304,22 @@ def _read_turn(number: int, turn: Any, problems: list[str]) -> FlowTurn:
         problems.append(f"{where} (turn {number}) must be a mapping with intent: or input:, got {_kind(turn)}")
         return FlowTurn()
     for key in turn:
-        if key not in TURN_KEYS and key not in IGNORED_TURN_KEYS:
+        if key in KITSOKI_TURN_KEYS and key not in TURN_KEYS and turn[key] not in (None, "", [], {}, False):
             problems.append(unsupported(key))
     result = FlowTurn()
     has_intent = turn.get("intent") is not None
     has_input = turn.get("input") not in (None, "")
-    if has_intent == has_input:
+    clock = turn.get("advance_clock")
+    if isinstance(clock, str) and clock:
+        result.advance_clock = clock
+    elif clock not in (None, ""):
+        problems.append(f"{where}.advance_clock must be a duration string, got {_kind(clock)}")
+    if has_intent and has_input:
         problems.append(f"{where} (turn {number}) must set exactly one of intent: {{name, slots}} or input: \"<text>\"")
+    elif not has_intent and not has_input and not result.advance_clock:
+        problems.append(f"{where} (turn {number}) requires one of intent:, input:, or advance_clock")
     intent = turn.get("intent")
     if isinstance(intent, dict):
-        for key in intent:
-            if key not in INTENT_KEYS:
-                problems.append(unsupported(f"intent.{key}"))
         name, slots = intent.get("name"), intent.get("slots")
         if not isinstance(name, str) or not name:
             problems.append(f"{where}.intent.name must be an intent name, got {_kind(name)}")
@@ -216,17 +334,74 @@ def _read_turn(number: int, turn: Any, problems: list[str]) -> FlowTurn:
             result.input = turn["input"]
         else:
             problems.append(f"{where}.input must be a string, got {_kind(turn['input'])}")
-    for key in ("expect_state", "expect_not_state"):
+    for key in ("expect_state", "expect_not_state", "expect_view_matches"):
         value = _string(turn, key, problems, where)
         setattr(result, key, value or "")
-    state_in = turn.get("expect_state_in")
-    if state_in is not None:
-        if isinstance(state_in, list) and all(isinstance(item, str) for item in state_in):
-            result.expect_state_in = list(state_in)
-        else:
-            problems.append(f"{where}.expect_state_in must be a list of state names, got {_kind(state_in)}")
-    result.expect_world = _mapping(turn, "expect_world", problems, where)
+    result.expect_state_in = _strings(turn, "expect_state_in", problems, where)
+    for key in ("expect_world", "expect_world_full", "expect_slots", "world_override"):
+        setattr(result, key, _mapping(turn, key, problems, where))
+    result.expect_world_unchanged = _boolean(turn, "expect_world_unchanged", problems)
+    result.expect_no_host_calls = _strings(turn, "expect_no_host_calls", problems, where)
+    expected_jobs = turn.get("expect_jobs")
+    if isinstance(expected_jobs, list) and all(isinstance(job, dict) for job in expected_jobs):
+        result.expect_jobs = list(expected_jobs)
+    elif expected_jobs is not None:
+        problems.append(f"{where}.expect_jobs must be a list of {{namespace, status}}")
+    inbox = turn.get("expect_inbox")
+    if isinstance(inbox, dict):
+        result.expect_inbox = inbox
+    elif inbox is not None:
+        problems.append(f"{where}.expect_inbox must be a mapping {{unread, needs_attention, severities}}")
+    error = turn.get("expect_error")
+    if isinstance(error, dict):
+        for key in ("allowed_contains", "missing_slots"):
+            if error.get(key):
+                problems.append(unsupported(f"expect_error.{key}"))
+        result.expect_error = str(error.get("code") or "")
+    elif error is not None:
+        problems.append(f"{where}.expect_error must be a mapping {{code, ...}}, got {_kind(error)}")
+    calls = turn.get("expect_host_calls")
+    if isinstance(calls, list):
+        for index, call in enumerate(calls):
+            if not isinstance(call, dict) or not isinstance(call.get("handler"), str):
+                problems.append(f"{where}.expect_host_calls[{index}] must be a mapping with handler:")
+                continue
+            args, times = call.get("args"), call.get("times")
+            if args is not None and not isinstance(args, dict):
+                problems.append(f"{where}.expect_host_calls[{index}].args must be a mapping")
+                continue
+            if times is not None and (not isinstance(times, int) or isinstance(times, bool)):
+                problems.append(f"{where}.expect_host_calls[{index}].times must be a whole number")
+                continue
+            result.expect_host_calls.append(ExpectHostCall(handler=call["handler"], args=dict(args or {}), times=times))
+    elif calls is not None:
+        problems.append(f"{where}.expect_host_calls must be a list")
+    events = turn.get("expect_events")
+    if isinstance(events, list):
+        for index, event in enumerate(events):
+            if not isinstance(event, dict) or not isinstance(event.get("kind"), str):
+                problems.append(f"{where}.expect_events[{index}] must be a mapping with kind:")
+                continue
+            if event["kind"] not in EVENT_KINDS:
+                problems.append(unsupported(f"expect_events kind {event['kind']}"))
+                continue
+            effect = event.get("effect")
+            result.expect_events.append(ExpectEvent(kind=event["kind"], from_=str(event.get("from") or ""),
+                                                    to=str(event.get("to") or ""),
+                                                    effect=effect if isinstance(effect, dict) else {}))
+    elif events is not None:
+        problems.append(f"{where}.expect_events must be a list")
     return result
+
+
+def _strings(data: dict[str, Any], key: str, problems: list[str], where: str = "") -> list[str]:
+    value = data.get(key)
+    if value is None:
+        return []
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    problems.append(f"{where + '.' if where else ''}{key} must be a list of names, got {_kind(value)}")
+    return []
 
 
 def _string(data: dict[str, Any], key: str, problems: list[str], where: str = "") -> str | None:

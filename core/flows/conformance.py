@@ -1,0 +1,84 @@
+"""Conformance of the built-in runner against kitsoki's own CI flows.
+
+kitsoki's CI (`make test` -> scripts/run-tests.sh) runs `kitsoki test flows stories/<x>/app.yaml`
+for every story except the quarantined repo-bakeoff and bench-bugfix, and every flow passes at
+the commit the workspace was taken from. Run the same flows here and sort each into one of:
+
+* passed;
+* not supported: every failure is `not supported by the built-in runner: <what>` (the runner
+  declined to judge; `<what>` is counted);
+* failed: anything else. kitsoki passes these flows, so each is a bug of ours, or a flow the
+  workspace cannot run (a script left out of it: see its SOURCE.txt).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.flows import run_app_flows
+from core.flows.fixtures import UNSUPPORTED
+from core.flows.report import FlowResult
+
+QUARANTINED = ("repo-bakeoff", "bench-bugfix")
+"""Stories kitsoki's CI leaves out (scripts/run-tests.sh)."""
+STOPPED = "not run: the flow stopped at turn"
+
+
+def ci_apps(workspace: Path) -> list[Path]:
+    """stories/*/app.yaml of the workspace, less the quarantined stories, sorted."""
+    return [app for app in sorted(Path(workspace).glob("stories/*/app.yaml")) if app.parent.name not in QUARANTINED]
+
+
+def unsupported_reason(result: FlowResult) -> str | None:
+    """`<what>` when the flow only failed for not being supported, else None."""
+    failures = [failure for failure in result.failures() if STOPPED not in failure]
+    if result.Passed or not failures or not all(failure.startswith(UNSUPPORTED) for failure in failures):
+        return None
+    return failures[0][len(UNSUPPORTED) + 2:]
+
+
+@dataclass
+class Conformance:
+    total: int = 0
+    passed: int = 0
+    unsupported: Counter = field(default_factory=Counter)
+    failed: list[FlowResult] = field(default_factory=list)
+    seconds: float = 0.0
+    apps: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    def needs_loader(self) -> int:
+        return sum(count for reason, count in self.unsupported.items() if "(needs the loader)" in reason)
+
+    def as_dict(self) -> dict:
+        return {"flows": self.total, "passed": self.passed, "pass_rate": round(self.rate, 4),
+                "not_supported": dict(self.unsupported.most_common()), "needs_loader": self.needs_loader(),
+                "failed": [{"file": r.File, "failures": r.failures()} for r in self.failed],
+                "apps": self.apps, "seconds": round(self.seconds, 3)}
+
+
+def conformance(workspace: Path) -> Conformance:
+    """Run every CI flow of the workspace with the built-in runner, one app at a time."""
+    workspace = Path(workspace)
+    out = Conformance()
+    started = time.perf_counter()
+    for app in ci_apps(workspace):
+        out.apps += 1
+        for result in run_app_flows(app, workspace).Results:
+            out.total += 1
+            if result.Passed:
+                out.passed += 1
+                continue
+            reason = unsupported_reason(result)
+            if reason is None:
+                out.failed.append(result)
+            else:
+                out.unsupported[reason] += 1
+    out.seconds = time.perf_counter() - started
+    return out
