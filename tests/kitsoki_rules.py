@@ -164,4 +164,45 @@ CASES: dict[str, tuple[dict[str, str], str | None]] = {
                                                              "{ nope: host.x } }\nstates:\n  a: {}\n"),
                                            "../kid/app.yaml": "app: { id: kid }\nroot: k1\nstates:\n  k1: {}\n"},
                                           "host_bindings.nope: no matching host_interface"),
+    # --- expressions compile (validateExprs): guards and templated effect values -----------------
+    "expr-guard-must-be-bool": ({"app.yaml": story("states:\n  a:\n    on:\n      go: [{ when: len(world.x), "
+                                                   "target: a }]\n")},
+                                'guard when "len(world.x)": expr compile "len(world.x)": expected bool, but got int'),
+    "expr-coalesce-mixed": ({"app.yaml": story("states:\n  a:\n    on:\n      go: [{ when: 'world.x ?? 0 > 1', "
+                                               "target: a }]\n")},
+                            "Operator (>) and coalesce expressions (??) cannot be mixed. Wrap either by parentheses. "
+                            "(1:14)"),
+    "expr-coalesce-in-parens": ({"app.yaml": story("states:\n  a:\n    on:\n      go: [{ when: '(world.x ?? 0) > 1',"
+                                                   " target: a }]\n")}, None),
+    "expr-pongo-filter-in-set": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - set: { x: \"{{ world.x|"
+                                                    "default:'y' }}\" }\n")},
+                                 'effect set "x": expr compile "world.x|default:\'y\'": unexpected token '
+                                 'Operator(":") (1:16)'),
+    "expr-forbidden-root-in-with": ({"app.yaml": story("hosts: [host.run]\nstates:\n  a:\n    on_enter:\n"
+                                                       "      - invoke: host.run\n        with: { args: [ok, "
+                                                       "'{{ state.path }}'] }\n")},
+                                    'effect with "args"[1]: expr whitelist violation in "state.path": member access '
+                                    'on forbidden root "state"'),
+    "expr-forbidden-builtin": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - set: { x: '{{ filter(world."
+                                                  "l, .a > 1) }}' }\n")},
+                               'lambda/predicate expressions are not allowed; forbidden built-in function "filter"'),
+    "expr-template-blocks-nest": ({"app.yaml": story("states:\n  a:\n    on:\n      go:\n        - target: a\n"
+                                                     "          effects: [{ emit_intent: '{{ if world.x }}go' }]\n")},
+                                  "effect emit_intent: template: missing 'end' for if block"),
+    "expr-on-complete-guard": ({"app.yaml": story("hosts: [host.run]\nstates:\n  a:\n    on_enter:\n      - invoke: "
+                                                  "host.run\n        background: true\n        on_complete: "
+                                                  "[{ when: '\"yes\"', set: { x: done } }]\n")},
+                               'state "a" on_enter[0] on_complete[0]: effect when "\\"yes\\"": expr compile '
+                               '"\\"yes\\"": expected bool, but got string'),
+    "expr-say-is-not-compiled": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - say: '{{ if state.path "
+                                                    "}}'\n")}, None),
+    "expr-what-kitsoki-compiles": ({"app.yaml": story(
+        "states:\n  a:\n    on_enter:\n      - set: { x: \"{{ world.x | upper() }}\", n: '{{ (world.n ?? 0) + 1 }}',"
+        " l: [\"{{ world.l[1:] }}\", { f: \"{{ world.l?.[0] ?? 'none' }}\" }] }\n"
+        "      - say: '{{ range world.l }}- {{ .name }}{{ end }}'\n        when: len(world.l) > 0 && now() != nil\n"
+        "    on:\n      go:\n        - when: 1 < world.n < 3 && world.x not in ['a', 'b'] // a comment\n"
+        "          target: a\n          effects:\n            - set: { x: \"{{ world.x ?: 'e' }} {{ if world.n > 1 }}"
+        "m{{ else }}o{{ end }}\", n: '{{ int(world.n) * 2 ^ 2 }}' }\n"
+        "        - when: available('go') && world.x contains 'z' and not ((world.n ?? 0) > 1)\n          target: a\n"
+        "        - when: world.x | upper() == 'A' && 1 < world.n < 3\n          target: a\n")}, None),
 }

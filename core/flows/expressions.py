@@ -2,8 +2,8 @@
 
 `when:` guards, `{{ }}` in effect values, `bind:` templates, `with:` arguments and `emit_intent`
 names are expr-lang programs evaluated against `world`, `slots`, `result` and `item`
-(internal/expr/expr.go over github.com/expr-lang/expr v1.17). This module parses them with a
-lark grammar (LALR, built once) and evaluates the tree in Python; nothing is ever `eval`'d.
+(internal/expr/expr.go over github.com/expr-lang/expr v1.17). They are parsed by core.expr (the one
+grammar the loader checks stories with) and this module evaluates the tree; nothing is ever `eval`'d.
 
 Semantics follow expr-lang where the stories depend on them: a missing map key is nil, a member
 of nil is an error (`cannot fetch x from <nil>`) unless reached through `?.`, `??` takes the
@@ -13,8 +13,9 @@ everything else by type and value. Anything outside the grammar or the whitelist
 `ExprUnsupported` (the flow is reported as not supported); a program that parses but cannot be
 evaluated against this world raises `ExprError` (kitsoki's machine would return an error).
 
-The `{{ }}` template engine (`render`, `render_value`) is kitsoki's own small one: literal text,
-`{{ expr }}`, `{{ if }}/{{ else }}/{{ end }}` and `{{ range }}` with `.field` meaning the item.
+The `{{ }}` template engine (`render`, `render_value`) is kitsoki's own small one (parsed by
+core.expr.templates): literal text, `{{ expr }}`, `{{ if }}/{{ else }}/{{ end }}` and `{{ range }}` with
+`.field` meaning the item.
 """
 
 from __future__ import annotations
@@ -24,15 +25,11 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import LarkError
-
+from core.expr.syntax import ALLOWED_BUILTINS, ROOTS, ExprSyntaxError, parse
+from core.expr.templates import TemplateError, parse_template, range_dots, single_expression
 from core.flows.values import GoInt, go_float, go_json, go_type
 
-ROOTS = frozenset({"slots", "world", "event", "run", "args", "menu", "item", "proposal", "inbox",
-                   "workspace", "result"})
-BUILTINS = frozenset({"len", "trim", "upper", "lower", "split", "join", "hasPrefix", "hasSuffix", "int",
-                      "float", "string", "abs", "round", "type", "get", "keys", "min", "max"})
+BUILTINS = ALLOWED_BUILTINS - {"now"}
 """kitsoki's allowedBuiltins, less `now` (the fake clock is not exposed to expressions here)."""
 
 
@@ -44,211 +41,64 @@ class ExprError(Exception):
     """The program parses but fails against this environment (expr-lang would fault)."""
 
 
-GRAMMAR = r"""
-?start: ternary
-?ternary: coalesce_or
-        | coalesce_or "?" ternary ":" ternary      -> cond
-?coalesce_or: or_expr
-?or_expr: and_expr
-        | or_expr OR and_expr                      -> or_
-?and_expr: cmp
-         | and_expr AND cmp                        -> and_
-?cmp: add
-    | cmp CMP add                                  -> compare
-    | cmp IN add                                   -> in_
-    | cmp NOT IN add                               -> not_in
-    | cmp STRINGOP add                             -> strop
-?add: mul
-    | add ADDOP mul                                -> arith
-?mul: unary
-    | mul MULOP unary                              -> arith
-?unary: pow
-      | BANG unary                                 -> not_
-      | NOT unary                                  -> not_
-      | "-" unary                                  -> neg
-      | "+" unary                                  -> pos
-?pow: coalesce
-    | coalesce "**" unary                          -> power
-?coalesce: postfix
-         | coalesce "??" postfix                   -> coalesce
-?postfix: atom
-        | postfix "." NAME                         -> member
-        | postfix "?." NAME                        -> opt_member
-        | postfix "[" ternary "]"                  -> index
-        | postfix "?.[" ternary "]"                -> opt_index
-        | NAME "(" [ternary ("," ternary)*] ")"    -> call
-?atom: NUMBER                                      -> number
-     | STRING                                      -> string
-     | TRUE                                        -> true
-     | FALSE                                       -> false
-     | NIL                                         -> nil
-     | NAME                                        -> name
-     | "(" ternary ")"
-     | "[" [ternary ("," ternary)*] "]"            -> array
-
-OR: "||" | "or"
-AND: "&&" | "and"
-BANG: "!"
-NOT: "not"
-IN: "in"
-TRUE: "true"
-FALSE: "false"
-NIL: "nil"
-CMP: "==" | "!=" | "<=" | ">=" | "<" | ">"
-STRINGOP: "contains" | "startsWith" | "endsWith" | "matches"
-ADDOP: "+" | "-"
-MULOP: "*" | "/" | "%"
-NAME: /[A-Za-z_$][A-Za-z0-9_$]*/
-NUMBER: /0[xX][0-9a-fA-F_]+|(\d[\d_]*)?\.\d[\d_]*([eE][+-]?\d+)?|\d[\d_]*([eE][+-]?\d+)?/
-STRING: /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`/
-%import common.WS
-%ignore WS
-"""
-
-_PARSER = Lark(GRAMMAR, parser="lalr", maybe_placeholders=False)
-
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "0": "\0", "b": "\b",
-            "f": "\f", "v": "\v", "a": "\a"}
+_OPS = {"or": "or", "||": "or", "and": "and", "&&": "and", "in": "in", "??": "??", "**": "**", "^": "**"}
 
 
-def _unquote(text: str) -> str:
-    if text[0] == "`":
-        return text[1:-1]
-    body, out, i = text[1:-1], [], 0
-    while i < len(body):
-        char = body[i]
-        if char == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt == "u" and i + 5 < len(body) + 0:
-                out.append(chr(int(body[i + 2:i + 6], 16)))
-                i += 6
-                continue
-            if nxt not in _ESCAPES:
-                raise ExprUnsupported(f"string escape \\{nxt}")
-            out.append(_ESCAPES[nxt])
-            i += 2
-            continue
-        out.append(char)
-        i += 1
-    return "".join(out)
-
-
-def _check_root(node: tuple) -> None:
-    """kitsoki's whitelist: a member chain starts at an allowed root (else the story does not load)."""
-    if node[0] == "root" and node[1] not in ROOTS:
-        raise ExprUnsupported(f"member access on {node[1]} (kitsoki allows only {', '.join(sorted(ROOTS))})")
-
-
-@v_args(inline=True)
-class _Build(Transformer):
-    """Parse tree -> tuples: (op, ...)."""
-
-    def number(self, token: Token) -> tuple:
-        text = str(token).replace("_", "")
-        if text.lower().startswith("0x"):
-            return ("lit", int(text, 16))
-        if any(c in text for c in ".eE"):
-            return ("lit", float(text))
-        return ("lit", int(text))
-
-    def string(self, token: Token) -> tuple:
-        return ("lit", _unquote(str(token)))
-
-    def true(self, _token: Token) -> tuple:
-        return ("lit", True)
-
-    def false(self, _token: Token) -> tuple:
-        return ("lit", False)
-
-    def nil(self, _token: Token) -> tuple:
-        return ("lit", None)
-
-    def name(self, token: Token) -> tuple:
-        return ("root", str(token))  # an undeclared bare name is nil (AllowUndefinedVariables)
-
-    def array(self, *items: tuple) -> tuple:
-        return ("array", tuple(items))
-
-    def member(self, node: tuple, name: Token) -> tuple:
-        _check_root(node)
-        return ("member", node, ("lit", str(name)), False)
-
-    def opt_member(self, node: tuple, name: Token) -> tuple:
-        _check_root(node)
-        return ("member", node, ("lit", str(name)), True)
-
-    def index(self, node: tuple, key: tuple) -> tuple:
-        _check_root(node)
-        return ("member", node, key, False)
-
-    def opt_index(self, node: tuple, key: tuple) -> tuple:
-        return ("member", node, key, True)
-
-    def call(self, name: Token, *args: tuple) -> tuple:
-        fn = str(name)
-        if fn not in BUILTINS:
-            raise ExprUnsupported(f"function {fn}()")
-        return ("call", fn, tuple(args))
-
-    def cond(self, test: tuple, yes: tuple, no: tuple) -> tuple:
-        return ("cond", test, yes, no)
-
-    def or_(self, left: tuple, _op: Token, right: tuple) -> tuple:
-        return ("or", left, right)
-
-    def and_(self, left: tuple, _op: Token, right: tuple) -> tuple:
-        return ("and", left, right)
-
-    def compare(self, left: tuple, op: Token, right: tuple) -> tuple:
-        return ("cmp", str(op), left, right)
-
-    def in_(self, left: tuple, _op: Token, right: tuple) -> tuple:
-        return ("in", left, right)
-
-    def not_in(self, left: tuple, _not: Token, _in: Token, right: tuple) -> tuple:
-        return ("not", ("in", left, right))
-
-    def strop(self, left: tuple, op: Token, right: tuple) -> tuple:
-        if str(op) == "matches":
-            raise ExprUnsupported("operator matches")
-        return ("strop", str(op), left, right)
-
-    def arith(self, left: tuple, op: Token, right: tuple) -> tuple:
-        return ("arith", str(op), left, right)
-
-    def not_(self, _op: Token, node: tuple) -> tuple:
-        return ("not", node)
-
-    def neg(self, node: tuple) -> tuple:
-        return ("neg", node)
-
-    def pos(self, node: tuple) -> tuple:
-        return ("pos", node)
-
-    def power(self, left: tuple, right: tuple) -> tuple:
-        return ("arith", "**", left, right)
-
-    def coalesce(self, left: tuple, right: tuple) -> tuple:
-        return ("??", left, right)
+def _runnable(node: tuple) -> tuple:
+    """core.expr's located tree -> the evaluator's tuples; ExprUnsupported for what it does not run."""
+    kind = node[0]
+    if kind == "lit":
+        if node[3] == "bytes":
+            raise ExprUnsupported("bytes literal")
+        return ("lit", node[2])
+    if kind == "ident":
+        return ("root", node[2])  # an undeclared bare name is nil (AllowUndefinedVariables)
+    if kind == "paren":
+        return _runnable(node[2])
+    if kind == "member":
+        base = node[2]
+        if base[0] == "ident" and base[2] not in ROOTS:
+            raise ExprUnsupported(f"member access on {base[2]} (kitsoki allows only {', '.join(sorted(ROOTS))})")
+        return ("member", _runnable(base), _runnable(node[3]), node[4])
+    if kind == "call":
+        if node[2] not in BUILTINS:
+            raise ExprUnsupported(f"function {node[2]}()")
+        return ("call", node[2], tuple(_runnable(arg) for arg in node[3]))
+    if kind == "unary":
+        op = {"!": "not", "not": "not", "-": "neg", "+": "pos"}[node[2]]
+        return (op, _runnable(node[3]))
+    if kind == "binary":
+        op = node[2]
+        left, right = _runnable(node[3]), _runnable(node[4])
+        if op in _OPS:
+            mapped = _OPS[op]
+            return ("arith", "**", left, right) if mapped == "**" else (mapped, left, right)
+        if op in ("==", "!=", "<", ">", "<=", ">="):
+            return ("cmp", op, left, right)
+        if op in ("contains", "startsWith", "endsWith"):
+            return ("strop", op, left, right)
+        if op in ("+", "-", "*", "/", "%"):
+            return ("arith", op, left, right)
+        raise ExprUnsupported(f"operator {op}")
+    if kind == "cond":
+        return ("cond", _runnable(node[2]), _runnable(node[3]), _runnable(node[4]))
+    if kind == "array":
+        return ("array", tuple(_runnable(item) for item in node[2]))
+    raise ExprUnsupported({"method": "method call", "slice": "slice", "map": "map literal", "let": "let",
+                           "seq": "expression sequence", "pointer": "predicate"}.get(kind, kind))
 
 
 @lru_cache(maxsize=8192)
 def compile_expr(source: str) -> tuple:
-    """The program tree of an expression; ExprUnsupported when it is outside the grammar."""
-    text = source.strip()
-    if not text:
+    """The program tree of an expression; ExprUnsupported when it is outside what this runner runs."""
+    if not source.strip():
         raise ExprUnsupported("empty expression")
     try:
-        tree = _PARSER.parse(text)
-    except LarkError as exc:
-        raise ExprUnsupported(f"expression {json.dumps(source)} ({type(exc).__name__})") from None
-    try:
-        return _Build().transform(tree)
-    except LarkError as exc:  # a Transformer callback raised ExprUnsupported, wrapped by lark
-        inner = getattr(exc, "orig_exc", None)
-        if isinstance(inner, ExprUnsupported):
-            raise inner from None
-        raise ExprUnsupported(f"expression {json.dumps(source)}") from None
+        return _runnable(parse(source.strip()))
+    except ExprSyntaxError as exc:
+        raise ExprUnsupported(f"expression {json.dumps(source)} ({exc})") from None
+    except RecursionError:
+        raise ExprUnsupported(f"expression {json.dumps(source)} (nested too deeply)") from None
 
 
 # --- evaluation -------------------------------------------------------------------------------
@@ -552,63 +402,11 @@ def eval_bool(source: str, env: dict[str, Any]) -> bool:
 # --- kitsoki's {{ }} template engine ----------------------------------------------------------
 
 
-def _tokens(template: str) -> list[tuple[bool, str]]:
-    out: list[tuple[bool, str]] = []
-    rest = template
-    while rest:
-        start = rest.find("{{")
-        if start < 0:
-            out.append((False, rest))
-            break
-        if start:
-            out.append((False, rest[:start]))
-        rest = rest[start + 2:]
-        end = rest.find("}}")
-        if end < 0:
-            raise ExprError("template: unclosed {{ block")
-        out.append((True, rest[:end].strip()))
-        rest = rest[end + 2:]
-    return out
-
-
-def _keyword(block: str) -> tuple[str, str]:
-    head, _, rest = block.partition(" ")
-    return head, rest
-
-
-@lru_cache(maxsize=4096)
 def _template(template: str) -> tuple:
-    tokens = _tokens(template)
-    nodes, index = _nodes(tokens, 0, False)
-    return tuple(nodes)
-
-
-def _nodes(tokens: list[tuple[bool, str]], i: int, in_block: bool) -> tuple[list, int]:
-    nodes: list = []
-    while i < len(tokens):
-        is_block, value = tokens[i]
-        if not is_block:
-            nodes.append(("text", value))
-            i += 1
-            continue
-        word, rest = _keyword(value)
-        if word in ("end", "else"):
-            if in_block:
-                return nodes, i
-            raise ExprError(f"template: unexpected '{word}'")
-        if word in ("if", "range"):
-            body, i = _nodes(tokens, i + 1, True)
-            other: list = []
-            if word == "if" and i < len(tokens) and tokens[i][0] and _keyword(tokens[i][1])[0] == "else":
-                other, i = _nodes(tokens, i + 1, True)
-            if i >= len(tokens) or not tokens[i][0] or _keyword(tokens[i][1])[0] != "end":
-                raise ExprError(f"template: missing 'end' for {word} block")
-            nodes.append((word, rest.strip(), tuple(body), tuple(other)))
-            i += 1
-            continue
-        nodes.append(("expr", value))
-        i += 1
-    return nodes, i
+    try:
+        return parse_template(template)
+    except TemplateError as exc:
+        raise ExprError(str(exc)) from None
 
 
 def interpolate(value: Any) -> str:
@@ -618,19 +416,6 @@ def interpolate(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return go_json(value)
     return to_string(value)
-
-
-def _dots(source: str) -> str:
-    """`.field` inside a range body means `item.field` (kitsoki's rewriteDotsForRange)."""
-    out, boundary = [], True
-    for i, char in enumerate(source):
-        if char == "." and boundary and i + 1 < len(source) and (source[i + 1].isalpha() or source[i + 1] == "_"):
-            out.append("item.")
-            boundary = False
-            continue
-        out.append(char)
-        boundary = not (char.isalnum() or char == "_")
-    return "".join(out)
 
 
 def _truthy(value: Any) -> bool:
@@ -653,7 +438,7 @@ def _condition(source: str, env: dict[str, Any]) -> bool:
 
 
 def _exec(nodes: tuple, env: dict[str, Any], out: list[str], in_range: bool) -> None:
-    fix = _dots if in_range else (lambda s: s)
+    fix = range_dots if in_range else (lambda s: s)
     for node in nodes:
         kind = node[0]
         if kind == "text":
@@ -683,13 +468,9 @@ def render(template: str, env: dict[str, Any]) -> str:
 
 def render_value(template: str, env: dict[str, Any]) -> Any:
     """kitsoki's expr.RenderValue: one `{{ expr }}` covering the whole value keeps its type."""
-    stripped = template.strip()
-    if stripped.startswith("{{") and stripped.endswith("}}"):
-        inner = stripped[2:-2]
-        if "{{" not in inner and "}}" not in inner:
-            inner = inner.strip()
-            if _keyword(inner)[0] not in ("if", "else", "end"):
-                return eval_any(inner, env)
+    inner = single_expression(template)
+    if inner is not None:
+        return eval_any(inner, env)
     return render(template, env)
 
 

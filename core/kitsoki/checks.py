@@ -10,7 +10,8 @@ Each problem carries kitsoki's reason and the file:line:col of the declaration i
   theme only on top-level rooms, every `on:` intent is global or the state's own (`*` always
   passes), every target resolves (absolute dotted paths, `..`-relative, `.` and templates pass),
   invoked hosts are on the `hosts:` allow-list when there is one, background / once / on_complete /
-  emit_intent rules, decider is "", human or llm, `timeout:` has a parseable `after` and a target
+  emit_intent rules, decider is "", human or llm, every guard and templated effect value compiles
+  (expr_checks.py), `timeout:` has a parseable `after` and a target
   that exists, a compound's literal `initial:` child exists, a parallel state has two or more
   regions and no `initial:`;
 - the decider spec, routing (empty synonyms, slot synonyms only on enums and only for declared
@@ -24,6 +25,7 @@ import re
 from typing import Any
 
 from core.kitsoki.duration import DurationError, parse_go_duration
+from core.kitsoki.expr_checks import expression_issues
 from core.kitsoki.imports import RESERVED_WORLD_KEYS, Wrapper
 from core.kitsoki.tree import FALLBACK_KEY, map_states
 from core.kitsoki.parse import LMap, LSeq
@@ -202,6 +204,7 @@ class _Checks:
             self.add(definition.value_at("root") if "root" in definition else top,
                      f"root: unsupported value type {kind}; expected a state name string", "root")
         self.states_pass(self.states, "", {})
+        self.issues.extend(expression_issues(self.states))
         decider = definition.get("decider")
         if isinstance(decider, LMap):
             at = definition.key_at("decider")
