@@ -462,3 +462,49 @@ def test_a_binding_or_world_value_the_project_profile_sets_is_never_raised(tmp_p
     assert report.raised == []
     assert [o.result for o in report.outcomes] == ["already-modeled", "already-modeled"]
     assert "project profile" in outcome(report, binding.id).reason
+
+
+# -- a phrasing that held a secret --------------------------------------------------------------------------
+
+
+def test_a_phrasing_that_held_a_secret_never_becomes_a_synonym(tmp_path):
+    ws = workspace(tmp_path)
+    r = recipe("intent", "take the build live", phrasings=[("take the build live [REDACTED:github-token]", 3),
+                                                           ("take the build live", 1)])
+    report = run_proposer(ws, [r])
+    assert report.raised == [r.id], report.outcomes
+    draft = (stage_dir(ws, r.id) / "stories/desk/app.yaml").read_text()
+    assert "    synonyms:\n      - take the build live\n" in draft
+    assert all("[REDACTED:" not in p.read_text() for p in stage_dir(ws, r.id).rglob("*.yaml"))
+
+
+def test_a_recipe_whose_every_phrasing_held_a_secret_is_not_drafted(tmp_path):
+    ws = workspace(tmp_path)
+    for r in (recipe("intent", "take the build live", phrasings=[("take the build live [REDACTED:github-token]", 3)]),
+              recipe("intent", "rotate [REDACTED:aws-secret-key] keys",
+                     phrasings=[("rotate [REDACTED:aws-secret-key] keys", 3)])):
+        got = outcome(run_proposer(ws, [r]), r.id)
+        assert got.result == "failed" and "secret" in got.reason, got
+        assert not stage_dir(ws, r.id).exists()
+
+
+def test_a_drafter_that_writes_a_redaction_placeholder_is_refused(tmp_path):
+    ws = workspace(tmp_path)
+    r = recipe("binding", "ticket via gh", iface="ticket", value="gh")
+    files = {"stories/desk/app.yaml": APP.replace('"take the release live"',
+                                                  '"take the release live [REDACTED:github-token]"').encode()}
+    got = outcome(run_proposer(ws, [r], drafter=_drafter(files)), r.id)
+    assert got.result == "failed" and "redaction placeholder" in got.reason, got.reason
+    assert inbox(ws) == [] and not stage_dir(ws, r.id).exists()
+
+
+def test_the_agent_prompt_leaves_out_phrasings_that_held_a_secret(tmp_path):
+    from core.proposals.agent import untrusted_data
+    from core.proposals.model import Mapping
+
+    ws = workspace(tmp_path)
+    r = recipe("intent", "take the build live [REDACTED:jwt]",
+               phrasings=[("take the build live [REDACTED:jwt]", 3), ("take the build live", 1)])
+    data = untrusted_data(r, Mapping(classification="GAP", score=0.0, reason="simulated"), load_workspace(ws))
+    assert data["recipe"]["phrasings"] == [{"text": "take the build live", "count": 1}]
+    assert data["recipe"]["title"] == "take the build live"

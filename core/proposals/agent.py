@@ -46,7 +46,7 @@ from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, relative
 from core.mining.recipes import Recipe
 from core.mining.watermark import write_atomic
 from core.proposals.drafter import AGENT_TASK, Draft, DraftError, Reader
-from core.proposals.mapper import PROVIDER_HANDLERS
+from core.proposals.mapper import PROVIDER_HANDLERS, usable_phrasings, without_redactions
 from core.proposals.model import Mapping
 from core.trace import ProposalKind
 
@@ -99,13 +99,14 @@ def _rel_where(workspace: Workspace, where: str | None) -> str | None:
 
 def untrusted_data(recipe: Recipe, mapping: Mapping, workspace: Workspace) -> dict[str, Any]:
     """Everything in the prompt that came from transcripts (or quotes them), as one JSON object."""
-    phrasings = sorted(recipe.phrasings, key=lambda p: (-p.count, p.text))[:MAX_LISTED]
+    # A phrasing that held a secret is left out: the agent must not copy its placeholder into a phrase.
+    phrasings = sorted(usable_phrasings(recipe), key=lambda p: (-p.count, p.text))[:MAX_LISTED]
     cites = sorted(recipe.instances, key=lambda i: (i.path, i.line_start, i.line_end, i.session))[:MAX_LISTED]
     return {
         "recipe": {
             "id": recipe.id,
             "kind": recipe.kind,
-            "title": recipe.title,
+            "title": without_redactions(recipe.title),
             "priority": recipe.priority,
             "sessions": recipe.sessions,
             "times_seen": len(recipe.instances),

@@ -23,7 +23,7 @@ from core.kitsoki.inventory import ROOT_INSTANCE, Inventory
 from core.kitsoki.routing import content_stems
 from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, relative
 from core.mining.recipes import Recipe
-from core.proposals.mapper import PROVIDER_HANDLERS
+from core.proposals.mapper import PROVIDER_HANDLERS, usable_phrasings, without_redactions
 from core.proposals.model import Mapping
 from core.proposals.wording import actions_text, cite_text, classification_text, plural
 from core.trace import ProposalKind
@@ -77,7 +77,8 @@ def clean_phrase(text: str) -> str:
 
 
 def intent_name_for(recipe: Recipe, taken: set[str]) -> str:
-    phrase = clean_phrase(recipe.phrasings[0].text if recipe.phrasings else recipe.title)
+    usable = usable_phrasings(recipe)
+    phrase = clean_phrase(usable[0].text if usable else without_redactions(recipe.title))
     words = [w for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w in {s for s in _stems_words(phrase)}][:4]
     base = "_".join(words) or "mined_request"
     name, n = base, 2
@@ -176,7 +177,7 @@ def _draft_world(recipe: Recipe, mapping: Mapping, read: Reader) -> Draft:
 
 def _new_phrases(recipe: Recipe, existing: set[str]) -> list[str]:
     phrases: list[str] = []
-    for phrasing in recipe.phrasings:
+    for phrasing in usable_phrasings(recipe):  # a phrasing that held a secret never becomes a phrase
         phrase = clean_phrase(phrasing.text)
         stems = content_stems(phrase) if phrase else frozenset()
         # A phrase whose words include an earlier pick's adds nothing: stem-bag routing is a subset test.
@@ -201,6 +202,9 @@ def _state_path(state: str) -> list[str]:
 
 def _draft_intent(recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inventory,
                   read: Reader) -> Draft:
+    if recipe.phrasings and not usable_phrasings(recipe):
+        raise DraftError("every phrasing of the recipe held a secret (now a redaction placeholder); "
+                         "none becomes a phrase")
     if mapping.classification == "ENRICH" and mapping.near:
         story_slug, intent = mapping.near.split(":", 1)
         row = next((r for r in inventory.intents if r.story == story_slug and r.name == intent), None)
@@ -241,7 +245,8 @@ def _home_story(workspace: Workspace) -> Story | None:
 
 
 def _room_spec(recipe: Recipe, description: str) -> dict[str, Any]:
-    ask = clean_phrase(recipe.phrasings[0].text) if recipe.phrasings else recipe.title
+    usable = usable_phrasings(recipe)
+    ask = clean_phrase(usable[0].text) if usable else without_redactions(recipe.title)
     steps = "; ".join(recipe.action_signature[:6])
     prompt = f"{ask}. The usual steps: {steps}." if steps else f"{ask}."
     return {"description": description, "on_enter": [{"invoke": AGENT_TASK, "with": {"prompt": prompt}}]}
@@ -253,8 +258,11 @@ def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read
     name = intent_name_for(recipe, taken)
     room = f"{name}_room"
     phrases = _new_phrases(recipe, set())
-    description = f"Mined from {recipe.sessions} sessions: {clean_phrase(recipe.title) or recipe.title}"
-    intent_spec: dict[str, Any] = {"description": description[:160], "examples": phrases or [recipe.title]}
+    title = without_redactions(recipe.title)
+    if not phrases and not clean_phrase(title):
+        raise DraftError("the recipe has no phrasing a person could type: each held a redacted secret")
+    description = f"Mined from {recipe.sessions} sessions: {clean_phrase(title) or title}"
+    intent_spec: dict[str, Any] = {"description": description[:160], "examples": phrases or [title]}
     if story is None:
         return _materialize(recipe, mapping, workspace, name, room, intent_spec, read)
     files: dict[str, str] = {}

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from core.kitsoki.config import DEV_STORY_WORLD_KEYS
 from core.kitsoki.inventory import ROOT_INSTANCE, GateRow, IntentRow, Inventory
 from core.kitsoki.routing import Router, content_stems
-from core.mining.recipes import Recipe
+from core.mining.recipes import Phrasing, Recipe
 from core.proposals.model import Mapping
+from core.transcripts.redact import KINDS as REDACTION_KINDS
 
 ROUTE_CONFIDENCE = 0.8
 """Exact (1.0), bare synonym (0.9) and fully parsed template (0.8) hits count as routed."""
@@ -105,6 +106,24 @@ class Routers:
 
 _ROUTERS: dict[int, Routers] = {}
 
+_REDACTION = re.compile(r"\[REDACTED:(?:" + "|".join(re.escape(kind) for kind in REDACTION_KINDS) + r")\]")
+"""core.transcripts.redact's placeholders: where a transcript held a secret."""
+
+
+def holds_redaction(text: str) -> bool:
+    return "[REDACTED:" in text and _REDACTION.search(text) is not None
+
+
+def usable_phrasings(recipe: Recipe) -> list[Phrasing]:
+    """The recipe's phrasings a draft may use: none that held a secret (its placeholder is not what a
+    person types, and a synonym must never carry one)."""
+    return [p for p in recipe.phrasings if not holds_redaction(p.text)]
+
+
+def without_redactions(text: str) -> str:
+    """`text` with redaction placeholders dropped (for titles and descriptions, never phrases)."""
+    return " ".join(_REDACTION.sub(" ", text).split()) if holds_redaction(text) else text
+
 
 def map_recipe(recipe: Recipe, routers: Routers) -> Mapping:
     if recipe.kind == "intent":
@@ -123,10 +142,11 @@ def _where(row) -> str | None:
 
 
 def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
-    total = sum(p.count for p in recipe.phrasings) or 1
+    phrasings = usable_phrasings(recipe)
+    total = sum(p.count for p in phrasings) or 1
     routed: dict[tuple[str, str], int] = defaultdict(int)
     example: dict[tuple[str, str], str] = {}
-    for phrasing in recipe.phrasings:
+    for phrasing in phrasings:
         text = " ".join(_PLACEHOLDER.sub(" ", phrasing.text).split())
         if not text:
             continue
@@ -153,7 +173,8 @@ def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
                            near_at=_where(row), reason=f"{example[key]}; {count} of {total} asks route there")
         return Mapping(classification="ENRICH", score=round(share, 3), near=f"{key[0]}:{key[1]}", near_at=_where(row),
                        reason=f"{example[key]}, but only {count} of {total} asks do: the others need its phrasings")
-    words = frozenset().union(*(_words(p.text) for p in recipe.phrasings[:3])) if recipe.phrasings else _words(recipe.title)
+    title = without_redactions(recipe.title)
+    words = frozenset().union(*(_words(p.text) for p in phrasings[:3])) if phrasings else _words(title)
     best_key, best = None, 0.0
     for key, bags in sorted(routers.stems.items()):
         score = max((_dice(words, bag) for bag in bags), default=0.0)
@@ -162,11 +183,11 @@ def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
     if best_key is not None and best >= ENRICH_SIMILARITY:
         return Mapping(classification="ENRICH", score=round(best, 3), near=f"{best_key[0]}:{best_key[1]}",
                        near_at=_where(routers.rows.get(best_key)),
-                       reason=f'"{recipe.title}" is close to {best_key[0]}:{best_key[1]} (Dice {best:.2f} over content '
+                       reason=f'"{title}" is close to {best_key[0]}:{best_key[1]} (Dice {best:.2f} over content '
                               f"words) but does not route to it")
     near = f"{best_key[0]}:{best_key[1]}" if best_key else None
     return Mapping(classification="GAP", score=round(best, 3), near=near,
-                   reason=f'no intent routes "{recipe.title}" or comes close (best Dice {best:.2f}'
+                   reason=f'no intent routes "{title}" or comes close (best Dice {best:.2f}'
                           + (f" with {near})" if near else ")"))
 
 

@@ -97,6 +97,11 @@ def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, m
         if len(draft.summary_markdown) < 40:
             raise DraftInvalid("a suggestion needs a summary of at least 40 characters citing the evidence")
     else:
+        for rel, data in draft.files.items():  # whatever the drafter: no placeholder of a secret becomes YAML
+            before = read(rel) or b""
+            if data.count(b"[REDACTED:") > before.count(b"[REDACTED:"):
+                raise DraftInvalid(f"{rel}: the draft writes a redaction placeholder ([REDACTED:...]); a phrase "
+                                   "that held a secret is never drafted")
         artifact = AuthorArtifact(files_changed=sorted(draft.files), flows_green=False,
                                   summary_markdown=draft.summary_markdown)
         check_draft(workspace, draft.files, artifact.model_dump(mode="json"), draft.expect_routes)
