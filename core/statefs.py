@@ -36,9 +36,19 @@ __all__ = ["STATE_DIR", "UnsafeFile", "split", "open_dir", "open_file", "read_by
            "ensure_dir", "check_path", "remove_tree", "dir_of"]
 
 
-def split(path: Path | str) -> tuple[Path, tuple[str, ...]]:
-    """(the folder the walk starts from, the components below it down to the file)."""
+def split(path: Path | str, root: Path | str | None = None) -> tuple[Path, tuple[str, ...]]:
+    """(the folder the walk starts from, the components below it down to the file). A `root` the
+    path lies under (a folder of the tool's own chosen elsewhere, such as a runs workdir) is where
+    the walk starts instead."""
     path = Path(os.path.abspath(path))
+    if root is not None:
+        base = Path(os.path.abspath(root))
+        try:
+            below = path.relative_to(base).parts
+        except ValueError:
+            raise UnsafeFile(path, f"is not inside {base}", errno.EINVAL) from None
+        if below:
+            return base, below
     parts = path.parts
     for i in range(len(parts) - 1, 0, -1):
         if parts[i] == STATE_DIR:
@@ -55,8 +65,9 @@ def _link_problem(where: str) -> UnsafeFile:
                              "(remove the link; a real folder or file is made in its place)", errno.ELOOP)
 
 
-def _walk(root: Path, parts: tuple[str, ...], create: bool) -> int:
-    """A descriptor of root/parts[0]/.../parts[-1] (a folder), no link followed below root."""
+def _walk(root: Path, parts: tuple[str, ...], create: bool, dir_mode: int = 0o777) -> int:
+    """A descriptor of root/parts[0]/.../parts[-1] (a folder), no link followed below root; folders
+    made on the way get `dir_mode` (less the umask)."""
     if create and not parts[:1] == (STATE_DIR,):
         os.makedirs(root, exist_ok=True)  # not a workspace's state: an ordinary folder, made as asked
     try:
@@ -74,7 +85,7 @@ def _walk(root: Path, parts: tuple[str, ...], create: bool) -> int:
                 if not create:
                     raise
                 with suppress(FileExistsError):
-                    os.mkdir(part, 0o777, dir_fd=fd)
+                    os.mkdir(part, dir_mode, dir_fd=fd)
                 with suppress(OSError):
                     os.fsync(fd)
                 try:
@@ -93,6 +104,10 @@ def _walk(root: Path, parts: tuple[str, ...], create: bool) -> int:
 
 def _dir_problem(root: Path, parts: tuple[str, ...], i: int, exc: OSError) -> UnsafeFile:
     where = _shown(root, parts, i)
+    if exc.errno == errno.ENOTDIR:  # O_DIRECTORY|O_NOFOLLOW on a link to a folder says ENOTDIR
+        with suppress(OSError):
+            if stat.S_ISLNK(os.lstat(where).st_mode):
+                return _link_problem(where)
     if exc.errno == errno.ELOOP:
         return _link_problem(where)
     if exc.errno == errno.ENOTDIR:
@@ -100,21 +115,23 @@ def _dir_problem(root: Path, parts: tuple[str, ...], i: int, exc: OSError) -> Un
     return UnsafeFile(where, f"cannot be opened as a folder: {exc.strerror or exc}", exc.errno or errno.EIO)
 
 
-def open_dir(path: Path | str, *, create: bool = False) -> int:
+def open_dir(path: Path | str, *, create: bool = False, root: Path | str | None = None,
+             dir_mode: int = 0o777) -> int:
     """A descriptor of the folder `path` (created, with its parents below the workspace, if asked)."""
-    root, parts = split(Path(path) / "_")
-    return _walk(root, parts[:-1], create)
+    start, parts = split(Path(path) / "_", root)
+    return _walk(start, parts[:-1], create, dir_mode)
 
 
-def dir_of(path: Path | str, *, create: bool = False) -> tuple[int, str]:
+def dir_of(path: Path | str, *, create: bool = False, root: Path | str | None = None,
+           dir_mode: int = 0o777) -> tuple[int, str]:
     """(descriptor of the file's folder, the file's name): for descriptor-relative calls."""
-    root, parts = split(path)
-    return _walk(root, parts[:-1], create), parts[-1]
+    start, parts = split(path, root)
+    return _walk(start, parts[:-1], create, dir_mode), parts[-1]
 
 
-def ensure_dir(path: Path | str) -> Path:
-    """mkdir -p below the workspace, refusing a link or a non-folder on the way."""
-    os.close(open_dir(path, create=True))
+def ensure_dir(path: Path | str, *, root: Path | str | None = None, dir_mode: int = 0o777) -> Path:
+    """mkdir -p below the workspace (or `root`), refusing a link or a non-folder on the way."""
+    os.close(open_dir(path, create=True, root=root, dir_mode=dir_mode))
     return Path(path)
 
 
@@ -207,11 +224,12 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str = "file",
-                 before_replace=None) -> None:
+                 before_replace=None, root: Path | str | None = None, dir_mode: int = 0o777) -> None:
     """Replace `path` with `data` whole or not at all: a temp file beside it (write, fsync), renamed
     over it, the folder fsynced. A link or special file at `path` is replaced, never written through.
-    `before_replace()` runs between the temp file's fsync and the rename (a test seam)."""
-    dir_fd, name = dir_of(path, create=True)
+    `before_replace()` runs between the temp file's fsync and the rename (a test seam); `root` and
+    `dir_mode` as for dir_of."""
+    dir_fd, name = dir_of(path, create=True, root=root, dir_mode=dir_mode)
     try:
         try:
             info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)

@@ -43,6 +43,7 @@ from server.views import (
     question_of,
     uri_of,
 )
+from server.views import read_live
 from server.views import rel_path as _rel
 from server.transport import GuardedProtocol, serve_stdio, serve_tcp
 
@@ -278,10 +279,11 @@ def proposal_content_impl(ls: KitsokiServer, params: Any) -> dict:
     rel = _rel(sidecar, p.uri)
     if rel not in {c.path for c in card.files}:
         raise JsonRpcInvalidParams(f"{M.PROPOSAL_CONTENT}: proposal {p.id} does not change {rel}")
-    try:
-        text = (_core['core.proposals.staging'].stage_dir(sidecar.workspace, card.recipe_id) / rel).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise JsonRpcInternalError(f"the staged draft of {p.id} is missing: {exc}") from None
+    staging = _core['core.proposals.staging']
+    try:  # reached and read as the accept reads it: no link followed, a regular file within its cap
+        text = staging.staged_text(sidecar.workspace, card.recipe_id, rel)
+    except staging.StagedStateError as exc:
+        raise JsonRpcInternalError(f"the staged draft of {p.id} cannot be shown: {exc}") from None
     return P.ProposalContentResult(text=text).model_dump(mode="json")
 
 
@@ -295,10 +297,7 @@ def closed_content(ls: KitsokiServer, p: P.ProposalContentParams) -> dict | None
     rel = _rel(sidecar, p.uri)
     if state is None or proposal is None or rel not in {c.path for c in proposal.files}:
         return None
-    try:
-        live = (sidecar.workspace / rel).read_text(encoding="utf-8")
-    except OSError:
-        live = ""
+    live = (read_live(sidecar.workspace / rel) or b"").decode("utf-8", "replace")
     return P.ProposalContentResult(text=decided_text(state, proposal.title, live), state=state).model_dump(mode="json")
 
 
@@ -406,10 +405,8 @@ def unsaved_targets(ls: KitsokiServer, sidecar: WorkspaceSidecar, card: Proposal
         document = ls.workspace.text_documents.get(uri)
         if document is None:
             continue
-        try:
-            on_disk = (sidecar.workspace / change.path).read_text(encoding="utf-8")
-        except OSError:
-            on_disk = None
+        data = read_live(sidecar.workspace / change.path)
+        on_disk = data.decode("utf-8", "replace") if data is not None else None
         if document.source != on_disk:
             out.append(change.path)
     return out

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 from pygls.uris import from_fs_path, to_fs_path
 
+from core.safeio import read_regular
 from server import methods as M
 
 if TYPE_CHECKING:
@@ -119,11 +120,21 @@ def lens_line(change: FileChange, line_count: int) -> int:
     return max(0, min(line, line_count))
 
 
-def _line_count(workspace: Path, rel: str) -> int:
+LIVE_FILE_MAX_BYTES = 16 << 20
+
+
+def read_live(path: Path) -> bytes | None:
+    """A workspace file as the editor shows it, or None: read only if it is a regular file within
+    16 MiB (a FIFO or a link to /dev/zero in its place never hangs the server)."""
     try:
-        return (workspace / rel).read_bytes().count(b"\n")
+        return read_regular(path, LIVE_FILE_MAX_BYTES, what="the workspace file")
     except OSError:
-        return 0
+        return None
+
+
+def _line_count(workspace: Path, rel: str) -> int:
+    data = read_live(workspace / rel)
+    return data.count(b"\n") if data is not None else 0
 
 
 # -- code lenses ------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core import statefs
 from core.kitsoki.config import (
     CONFIG_FILE,
     DEV_STORY_HOST_INTERFACES,
@@ -44,7 +45,6 @@ from core.kitsoki.dev_story import DEV_STORY_INTENTS
 from core.kitsoki.inventory import DEV_STORY_DEFAULT_BINDINGS, ROOT_INSTANCE, Inventory
 from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, relative
 from core.mining.recipes import Recipe
-from core.mining.watermark import write_atomic
 from core.proposals.drafter import AGENT_TASK, Draft, DraftError, Reader
 from core.proposals.mapper import PROVIDER_HANDLERS, usable_phrasings, without_redactions
 from core.proposals.model import Mapping
@@ -460,12 +460,18 @@ def run_command(command: list[str], prompt: str, timeout_s: float) -> str:
 def write_cassette(path: Path, cassette: Cassette) -> None:
     """Write a cassette whole or not at all (a scratch file beside it, then a rename)."""
     data = json.dumps(cassette.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    write_atomic(path, data.encode("utf-8"))
+    statefs.write_atomic(path, data.encode("utf-8"), what="the cassette")
+
+
+MAX_CASSETTE_BYTES = 8 << 20
+"""A cassette holds one prompt and one answer; a bigger file is not one."""
 
 
 def read_cassette(path: Path, digest: str) -> Cassette:
+    """A recorded exchange, reached without following a link (the cassette folder defaults to
+    `.artifacts/mining/cassettes`, where anything can be planted) and read only if it is a regular file."""
     try:
-        cassette = Cassette.model_validate_json(path.read_bytes())
+        cassette = Cassette.model_validate_json(statefs.read_bytes(path, MAX_CASSETTE_BYTES, what="the cassette"))
     except FileNotFoundError:
         raise DraftError(f"no cassette for this prompt ({digest[:16]}); record one with mode=record") from None
     except (OSError, ValidationError) as exc:
@@ -501,9 +507,12 @@ class AgentDrafter:
             return read_cassette(path, digest).response
         response = run_command(self.command, prompt, self.timeout_s)
         if self.mode == "record":
-            write_cassette(path, Cassette(prompt_sha256=digest, command=self.command, prompt=prompt,
-                                          response=response, exit_code=0,
-                                          recorded_at=datetime.now(timezone.utc).replace(microsecond=0)))
+            try:
+                write_cassette(path, Cassette(prompt_sha256=digest, command=self.command, prompt=prompt,
+                                              response=response, exit_code=0,
+                                              recorded_at=datetime.now(timezone.utc).replace(microsecond=0)))
+            except OSError as exc:  # core.statefs refused the folder (a planted link, a file in its place)
+                raise DraftError(f"the cassette cannot be recorded: {exc}") from None
         return response
 
     def __call__(self, recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inventory,

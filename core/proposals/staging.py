@@ -192,6 +192,20 @@ def staged_files(workspace: Path, proposal: Proposal) -> dict[str, bytes]:
     return out
 
 
+def staged_text(workspace: Path, recipe_id: str, rel: str) -> str:
+    """One staged draft file as text, reached and read as staged_files reads them (no link followed,
+    a regular file of at most 1 MiB); StagedStateError names the file otherwise."""
+    path = stage_dir(workspace, recipe_id) / _draft_rel(rel)
+    try:
+        return statefs.read_bytes(path, MAX_DRAFT_FILE_BYTES, what="the staged draft").decode("utf-8")
+    except FileNotFoundError:
+        raise StagedStateError(f"{path}: the staged draft is missing") from None
+    except UnicodeDecodeError:
+        raise StagedStateError(f"{path}: the staged draft is not UTF-8") from None
+    except OSError as exc:
+        raise StagedStateError(str(exc)) from None
+
+
 def read_artifact(workspace: Path, proposal: Proposal) -> dict[str, Any]:
     """The stage's author_artifact.json, or one rebuilt from the proposal when it is absent or unusable."""
     try:

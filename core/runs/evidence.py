@@ -195,15 +195,23 @@ def session_pieces(session: str, fmt: str, files: list[str], *, redact: bool = T
             yield f, line, text
 
 
-def write_excerpt(session: str, fmt: str, files: list[str], out: str, redact: bool) -> list[dict]:
-    """Worker job: one session's evidence as JSONL at `out` (0600); returns its file accounts."""
+def write_excerpt(session: str, fmt: str, files: list[str], out: str, redact: bool,
+                  root: str | None = None) -> list[dict]:
+    """Worker job: one session's evidence as JSONL at `out` (0600); returns its file accounts. The
+    folder of `out` is reached from `root` (the workdir) without following a link (core.statefs)."""
     import os
 
+    from core import statefs
+
     accounts: list[FileAccount] = []
-    tmp = out + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        for f, line, text in session_pieces(session, fmt, files, redact=redact, accounts=accounts):
-            fh.write(orjson.dumps({"s": session, "f": f, "l": line, "t": text}) + b"\n")
-    os.replace(tmp, out)
+    dir_fd, name = statefs.dir_of(out, root=root)
+    try:
+        tmp = name + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd)
+        with os.fdopen(fd, "wb") as fh:
+            for f, line, text in session_pieces(session, fmt, files, redact=redact, accounts=accounts):
+                fh.write(orjson.dumps({"s": session, "f": f, "l": line, "t": text}) + b"\n")
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
     return [a.model_dump(mode="json") for a in accounts]

@@ -19,7 +19,9 @@ from pathlib import Path
 import orjson
 from filelock import FileLock, Timeout
 
-from core.runs.errors import LockBusy, LockLeft
+from core import statefs
+from core.runs.errors import LockBusy, LockLeft, Refused
+from core.safeio import UnsafeFile
 from core.runs.files import FILE_MODE, ensure_dir
 
 LOCK_FILE = ".kitsoki-runs.lock"
@@ -39,6 +41,13 @@ def workdir_lock(workdir: Path, operation: str) -> Iterator[None]:
     workdir = Path(workdir)
     ensure_dir(workdir)
     owner = workdir / OWNER_FILE
+    for path in (workdir / LOCK_FILE, owner):  # filelock opens with O_TRUNC: never through a planted link
+        try:
+            statefs.check_path(path, what="the workdir lock")
+            if path.exists() and not path.is_file():
+                raise UnsafeFile(path, "the workdir lock is not a regular file (remove it)")
+        except UnsafeFile as exc:
+            raise Refused(str(exc)) from None
     lock = FileLock(workdir / LOCK_FILE, mode=FILE_MODE, thread_local=False)
     try:
         lock.acquire(timeout=0)

@@ -43,8 +43,8 @@ def task_id(n: int) -> str:
     return f"T{n:04d}"
 
 
-def _excerpt_job(index: int, session: str, fmt: str, files: list[str], out: str, redact: bool):
-    return index, write_excerpt(session, fmt, files, out, redact)
+def _excerpt_job(index: int, session: str, fmt: str, files: list[str], out: str, redact: bool, root: str):
+    return index, write_excerpt(session, fmt, files, out, redact, root)
 
 
 def identity_changes(selected: list[SessionIdentity], now: list[SessionIdentity]) -> list[str]:
@@ -135,7 +135,7 @@ def _prepare(wd: Path, run_dir: Path, record: RunRecord, sources, workers: int, 
     excerpts = ensure_dir(wd, f"{rel}/prep/excerpts")
     jobs, sizes = [], []
     for i, s in enumerate(record.selected):
-        jobs.append((i, s.id, s.format, s.files, str(excerpts / f"S{i + 1:04d}.jsonl"), record.redact))
+        jobs.append((i, s.id, s.format, s.files, str(excerpts / f"S{i + 1:04d}.jsonl"), record.redact, str(wd)))
         sizes.append(max(1, s.bytes))
     accounts: list[list[dict]] = [[] for _ in jobs]
     for index, acc in parallel_map(_excerpt_job, jobs, sizes, workers=workers,

@@ -347,3 +347,118 @@ def test_the_agent_drafter_may_change_only_the_files_it_was_offered(case, target
     assert outcome.result in ("failed", "withdrawn") and target in outcome.reason, outcome
     assert not stage_dir(ws, recipes[0].id).exists()
     untouched(ws, outside, ws_before, outside_before)
+
+
+# ── 6. the agent drafter's cassettes, a runs workdir, the server's reads of a stage ───────────
+
+
+CASSETTE_AGENT = r"""
+import sys
+sys.stdin.read()
+print("{}")
+"""
+
+
+def test_a_linked_cassette_folder_is_never_written_through(case) -> None:
+    """Record mode writes each exchange under `.artifacts/mining/cassettes`: a link there is refused,
+    nothing is written outside."""
+    from core.mining.passes import read_recipes
+    from core.proposals.agent import AgentDrafter
+
+    ws, outside, ws_before, outside_before = case
+    script = outside / "agent.py"
+    script.write_text(CASSETTE_AGENT)
+    link = _link_out(ws, outside, ".artifacts/mining/cassettes")
+    outside_before = snapshot(outside)
+    recipes = [r for r in read_recipes(ws) if r.kind == "intent"]
+    shutil.rmtree(stage_dir(ws, recipes[0].id))
+    drafter = AgentDrafter([sys.executable, str(script)], link, mode="record")
+    report = run_proposer(ws, recipes, drafter=drafter, drafter_name="agent")
+    outcome = next(o for o in report.outcomes if o.recipe_id == recipes[0].id)
+    assert outcome.result == "failed" and "symbolic link" in outcome.reason, outcome
+    assert snapshot(outside) == outside_before, "a cassette was written through the link"
+
+
+def test_a_cassette_that_is_a_link_is_never_replayed(case) -> None:
+    """Replay reads a cassette only if it is a regular file reached without a link: a planted link to
+    a file outside (say, another project's recorded answer) is refused by name."""
+    from core.mining.passes import read_recipes
+    from core.proposals.agent import AgentDrafter
+
+    ws, outside, ws_before, outside_before = case
+    recipes = [r for r in read_recipes(ws) if r.kind == "intent"]
+    shutil.rmtree(stage_dir(ws, recipes[0].id))
+    cassettes = ws / ".artifacts" / "mining" / "cassettes"
+    drafter = AgentDrafter(["false"], cassettes, mode="replay")
+    from core.kitsoki.inventory import build_inventory
+    from core.kitsoki.story import load_workspace
+    from core.proposals.agent import build_prompt
+    from core.proposals.mapper import Routers, map_recipe
+    from core.proposals.proposer import reader_for
+
+    model = load_workspace(ws)
+    inventory = build_inventory(model)
+    prompt = build_prompt(recipes[0], map_recipe(recipes[0], Routers.build(inventory)), model, inventory,
+                          reader_for(ws))
+    planted = outside / "answer.json"
+    planted.write_text("{}")
+    cassettes.mkdir(parents=True, exist_ok=True)
+    os.symlink(planted, drafter.cassette_path(prompt))
+    outside_before = snapshot(outside)
+    report = run_proposer(ws, recipes, drafter=drafter, drafter_name="agent")
+    outcome = next(o for o in report.outcomes if o.recipe_id == recipes[0].id)
+    assert outcome.result == "failed" and "symbolic link" in outcome.reason, outcome
+    assert snapshot(outside) == outside_before
+
+
+@pytest.mark.parametrize("rel", ["runs", "runs/prep"])
+def test_a_link_planted_in_a_runs_workdir_is_refused_at_the_write(tmp_path, rel: str) -> None:
+    """Every folder below a runs workdir is reached without a link at the write itself: a link planted
+    after the path was built is refused and nothing lands outside."""
+    from core.runs.errors import Refused
+    from core.runs.files import write_bytes
+
+    workdir, outside = tmp_path / "wd", tmp_path / "outside"
+    workdir.mkdir()
+    outside.mkdir()
+    (workdir / rel).parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, workdir / rel)
+    with pytest.raises(Refused, match="symbolic link"):
+        write_bytes(workdir, f"{rel}/T0001/snippet.md", b"evidence\n")
+    assert list(outside.iterdir()) == []
+
+
+def test_a_planted_link_at_a_runs_lock_is_refused_before_it_is_truncated(tmp_path) -> None:
+    from core.runs.errors import Refused
+    from core.runs.lock import LOCK_FILE, workdir_lock
+
+    workdir, victim = tmp_path / "wd", tmp_path / "victim.txt"
+    workdir.mkdir()
+    victim.write_text("keep me\n")
+    os.symlink(victim, workdir / LOCK_FILE)
+    with pytest.raises(Refused, match="symbolic link"):
+        with workdir_lock(workdir, "prepare"):
+            pass
+    assert victim.read_text() == "keep me\n"
+
+
+def test_the_server_never_shows_a_staged_draft_through_a_link(tmp_path) -> None:
+    """kitsoki/proposalContent reads the staged draft as an accept does: a link planted in place of the
+    draft is refused with an error naming it, never its target's bytes."""
+    from lsp_wire import Served
+
+    served = Served(tmp_path / "lsp")
+    try:
+        server = served.ensure()
+        card = server.request("kitsoki/proposals", {})["result"]["proposals"][0]
+        change = card["files"][0]
+        secret = tmp_path / "outside-secret.yaml"
+        secret.write_text("token: outside bytes\n")
+        draft = stage_dir(served.ws, card["id"]) / change["path"]
+        draft.unlink()
+        os.symlink(secret, draft)
+        answer = server.request("kitsoki/proposalContent", {"id": card["id"], "uri": change["uri"]})
+        assert "outside bytes" not in orjson.dumps(answer).decode()
+        assert "error" in answer and "symbolic link" in answer["error"]["message"], answer
+    finally:
+        served.close()
