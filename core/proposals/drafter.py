@@ -247,7 +247,7 @@ def _home_story(workspace: Workspace) -> Story | None:
 def _room_spec(recipe: Recipe, description: str) -> dict[str, Any]:
     usable = usable_phrasings(recipe)
     ask = clean_phrase(usable[0].text) if usable else without_redactions(recipe.title)
-    steps = "; ".join(recipe.action_signature[:6])
+    steps = "; ".join(without_redactions(step) for step in recipe.action_signature[:6])  # no placeholder in YAML
     prompt = f"{ask}. The usual steps: {steps}." if steps else f"{ask}."
     return {"description": description, "on_enter": [{"invoke": AGENT_TASK, "with": {"prompt": prompt}}]}
 
