@@ -33,9 +33,10 @@ class UnsafeFile(OSError):
         return f"{self.path}: {self.problem}"
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int, folder: str = "a directory") -> str:
+    """What a file that is not a regular one is, for a message (`folder` is how a directory is called)."""
     if stat.S_ISDIR(mode):
-        return "a directory"
+        return folder
     if stat.S_ISFIFO(mode):
         return "a named pipe (FIFO)"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -72,7 +73,7 @@ def read_regular(path: Path | str, max_bytes: int, *, what: str = "file", follow
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise UnsafeFile(path, f"{what} is {_kind(info.st_mode)}; only a regular file is read")
+            raise UnsafeFile(path, f"{what} is {kind_of(info.st_mode)}; only a regular file is read")
         if info.st_size > max_bytes:
             raise UnsafeFile(path, f"{what} is {info.st_size} bytes, over the {max_bytes}-byte limit", errno.EFBIG)
         chunks: list[bytes] = []

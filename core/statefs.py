@@ -26,13 +26,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from core.safeio import UnsafeFile, read_regular
+from core.safeio import UnsafeFile, kind_of, read_regular
 
 STATE_DIR = ".artifacts"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
-__all__ = ["STATE_DIR", "UnsafeFile", "split", "open_dir", "open_file", "read_bytes", "write_atomic",
+__all__ = ["STATE_DIR", "UnsafeFile", "split", "open_dir", "open_file", "read_bytes", "write_atomic", "replace_in",
            "ensure_dir", "check_path", "remove_tree", "dir_of"]
 
 
@@ -135,18 +135,6 @@ def ensure_dir(path: Path | str, *, root: Path | str | None = None, dir_mode: in
     return Path(path)
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
 def open_file(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "file",
               create_dirs: bool = False) -> int:
     """os.open of a regular file reached without a link; `flags` as for os.open (O_CREAT, O_APPEND...)."""
@@ -172,7 +160,7 @@ def open_file(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "f
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise UnsafeFile(path, f"{what} is {_kind(info.st_mode)}; only a regular file is used (remove it)")
+            raise UnsafeFile(path, f"{what} is {kind_of(info.st_mode, 'a folder')}; only a regular file is used (remove it)")
     except BaseException:
         os.close(fd)
         raise
@@ -223,12 +211,36 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
+def replace_in(dir_fd: int, name: str, data: bytes, *, tmp: str, create_mode: int = 0o644,
+               exact_mode: int | None = None, before_replace=None) -> None:
+    """Replace `name` in the folder `dir_fd` with `data` whole or not at all: the temp file `tmp`
+    beside it (created O_EXCL|O_NOFOLLOW with `create_mode` less the umask, or chmodded to
+    `exact_mode`), written and fsynced, renamed over `name`, the folder fsynced. `before_replace()`
+    runs between the temp file's fsync and the rename (a test seam)."""
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, create_mode, dir_fd=dir_fd)
+    try:
+        try:
+            _write_all(fd, data)
+            if exact_mode is not None:
+                os.fchmod(fd, exact_mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.fsync(dir_fd)
+
+
 def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str = "file",
                  before_replace=None, root: Path | str | None = None, dir_mode: int = 0o777) -> None:
-    """Replace `path` with `data` whole or not at all: a temp file beside it (write, fsync), renamed
-    over it, the folder fsynced. A link or special file at `path` is replaced, never written through.
-    `before_replace()` runs between the temp file's fsync and the rename (a test seam); `root` and
-    `dir_mode` as for dir_of."""
+    """Replace `path` with `data` whole or not at all (replace_in, a temp file of a random name). A
+    link or special file at `path` is replaced, never written through; `root` and `dir_mode` as for
+    dir_of."""
     dir_fd, name = dir_of(path, create=True, root=root, dir_mode=dir_mode)
     try:
         try:
@@ -237,22 +249,8 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str 
             info = None
         if info is not None and stat.S_ISDIR(info.st_mode):
             raise UnsafeFile(path, f"{what} is a folder, not a file (remove it)", errno.EISDIR)
-        tmp = f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
-        try:
-            try:
-                _write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if before_replace is not None:
-                before_replace()
-            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
-            raise
-        os.fsync(dir_fd)
+        replace_in(dir_fd, name, data, tmp=f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}", create_mode=mode,
+                   before_replace=before_replace)
     finally:
         os.close(dir_fd)
 

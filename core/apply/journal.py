@@ -243,12 +243,6 @@ def delete_journal(path: Path) -> None:
 # ── descriptor-relative file operations ───────────────────────────────────────────────────────
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def open_root(workspace: Path) -> int:
     return os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
 
@@ -297,29 +291,14 @@ def read_file(dir_fd: int, name: str) -> tuple[bytes, int] | None:
 
 def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None,
                  before_replace: Callable[[], None] | None = None) -> None:
-    """Replace `name` in `dir_fd` with `data` via a temp file beside it: write, fsync, chmod to
-    `mode` (None = a new file, 0644 less the umask), rename over, fsync the directory."""
+    """Replace `name` in `dir_fd` with `data` via the temp file tmp_name(name) (a leftover of a crash
+    removed first): written, fsynced, chmodded to `mode` (None = a new file, 0644 less the umask),
+    renamed over, the folder fsynced (core.statefs.replace_in)."""
     tmp = tmp_name(name)
     with suppress(FileNotFoundError):
         os.unlink(tmp, dir_fd=dir_fd)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o644 if mode is None else 0o600, dir_fd=dir_fd)
-    try:
-        try:
-            _write_all(fd, data)
-            if mode is not None:
-                os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if before_replace is not None:
-            before_replace()
-        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except Exception:
-        with suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
-    os.fsync(dir_fd)
+    statefs.replace_in(dir_fd, name, data, tmp=tmp, create_mode=0o644 if mode is None else 0o600, exact_mode=mode,
+                       before_replace=before_replace)
 
 
 # ── restoring ─────────────────────────────────────────────────────────────────────────────────

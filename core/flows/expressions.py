@@ -27,7 +27,7 @@ from typing import Any
 
 from core.expr.syntax import ALLOWED_BUILTINS, ROOTS, ExprSyntaxError, parse
 from core.expr.templates import TemplateError, parse_template, range_dots, single_expression
-from core.flows.values import GoInt, go_float, go_json, go_type
+from core.flows.values import GoInt, go_json, go_type, go_value
 
 BUILTINS = ALLOWED_BUILTINS - {"now"}
 """kitsoki's allowedBuiltins, less `now` (the fake clock is not exposed to expressions here)."""
@@ -203,19 +203,8 @@ def _contains(container: Any, item: Any) -> bool:
     raise ExprError(f"operator in not defined on {_tname(container)}")
 
 
-def to_string(value: Any) -> str:
-    """fmt's %v as expr-lang's string() gives it."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return go_float(value)
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{to_string(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(to_string(v) for v in value) + "]"
-    return str(value)
+to_string = go_value
+"""fmt's %v, which expr-lang's string() gives (core.flows.values.go_value)."""
 
 
 def _call(fn: str, args: list[Any]) -> Any:

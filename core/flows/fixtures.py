@@ -63,7 +63,6 @@ TURN_KEYS = ("intent", "input", "display_input", "world_override", "advance_cloc
              "expect_not_state", "expect_state_in", "expect_slots", "expect_world", "expect_world_full",
              "expect_world_unchanged", "expect_events", "expect_error", "expect_view_matches",
              "expect_host_calls", "expect_no_host_calls")
-INTENT_KEYS = ("name", "slots")
 EVENT_KINDS = ("harness.called", "harness.dispatched", "harness.returned", "machine.transition")
 """Event kinds whose payloads the runner records as kitsoki does (`expect_events` on others is refused)."""
 

@@ -41,8 +41,6 @@ from core.safeio import read_regular
 
 ANSWER_CLARIFICATION = "host.jobs.answer_clarification"
 NO_JOB_CONTEXT = "host.RequestClarification: not running as a background job (no JobContext in ctx)"
-STUB_KEYS = ("data", "error", "infra_error", "delay", "request_clarification", "by_op", "by_call")
-ENVELOPE_KEYS = ("data", "error", "infra_error")
 
 
 class InfraError(Exception):

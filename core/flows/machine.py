@@ -28,6 +28,7 @@ from core.flows.app import WILDCARD, AppModel, Arm, chain
 from core.flows.expressions import ExprError, ExprUnsupported, eval_bool, render, resolve_value
 from core.flows.fixtures import unsupported
 from core.flows.values import GoInt, go_quote, go_value
+from core.kitsoki.checks import resolve_target
 
 EMIT_INTENT_MAX_DEPTH = 8
 """kitsoki's EmitIntentMaxDepth."""
@@ -101,21 +102,6 @@ def _to_int(value: Any) -> int:
     if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
         return int(value)
     return 0
-
-
-def resolve_target(state: str, target: str) -> str:
-    """kitsoki's resolveTarget: none or `.` stays, `..` segments climb, else an absolute path."""
-    if target in ("", "."):
-        return state
-    if not target.startswith(".."):
-        return target.replace("/", ".")
-    parts = state.split(".")
-    for segment in target.split("/"):
-        if segment == "..":
-            parts = parts[:-1]
-        elif segment not in (".", ""):
-            parts.append(segment)
-    return ".".join(parts)
 
 
 def enter_paths(old: str, new: str) -> list[str]:

@@ -29,7 +29,8 @@ from core.flows.jobs import Jobs, Notification
 from core.flows.jobs import run as run_job
 from core.flows.jobs import submit as submit_job
 from core.flows.hosts import Registry, dispatch
-from core.flows.machine import Abort, Event, HostCall, Machine, TurnResult, Unsupported, resolve_target
+from core.flows.machine import Abort, Event, HostCall, Machine, TurnResult, Unsupported
+from core.kitsoki.checks import resolve_target
 from core.flows.values import GoInt, go_quote
 from core.flows.views import render_say, render_state, render_turn, with_error_banner
 from core.kitsoki.duration import DurationError

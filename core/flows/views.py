@@ -27,7 +27,7 @@ from typing import Any
 from core.flows.app import AppModel
 from core.flows.expressions import ExprError, ExprUnsupported, eval_any
 from core.flows.machine import Unsupported
-from core.flows.pongo import PongoError, PongoUnsupported, TemplateSet, truthy as pongo_truthy
+from core.flows.pongo import PongoError, PongoUnsupported, TemplateSet
 from core.flows.values import go_quote
 from core.flows.wrap import cell_width, wordwrap
 

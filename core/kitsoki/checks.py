@@ -21,17 +21,15 @@ Each problem carries kitsoki's reason and the file:line:col of the declaration i
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from core.kitsoki.duration import DurationError, parse_go_duration
 from core.kitsoki.expr_checks import expression_issues
-from core.kitsoki.imports import RESERVED_WORLD_KEYS, Wrapper
-from core.kitsoki.tree import FALLBACK_KEY, map_states
+from core.kitsoki.imports import RESERVED_WORLD_KEYS
+from core.kitsoki.tree import FALLBACK_KEY, Wrapper, map_states
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
 
-_DAYS = re.compile(r"^\s*([0-9]*\.?[0-9]+)d\s*$")
 
 
 def parse_app_duration(text: str) -> None:
@@ -74,7 +72,10 @@ def lookup(states: LMap, path: str) -> LMap | None:
 
 
 def resolve_target(state_path: str, target: str) -> str:
-    """kitsoki's resolveTarget: `..` segments walk up from the state; anything else is absolute."""
+    """kitsoki's resolveTarget: none or `.` stays, `..` segments walk up from the state; anything
+    else is absolute (`/` reads as `.`)."""
+    if target in ("", "."):
+        return state_path
     if not target.startswith(".."):
         return target.replace("/", ".")
     parts = state_path.split(".")

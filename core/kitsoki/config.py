@@ -21,25 +21,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-# The located-YAML reader lives in yamlread; these names stay importable from here for the
-# modules (flows, stories) that have always found them in config.
+# The located-YAML reader lives in yamlread (its limits stay importable from here for the tests).
 from core.kitsoki.yamlread import (  # noqa: F401
-    _BOOL,
     _FLOAT,
-    _INT,
     _MAP,
-    _MERGE,
-    _NULL,
-    _SEQ,
-    _STR,
-    _TAG,
-    _YAML11_FALSE,
-    _YAML11_TRUE,
-    CONFIG_LIMITS,
     MAX_CONFIG_BYTES,
     MAX_YAML_DEPTH,
     MAX_YAML_TOKENS,
-    MAX_YAML_VALUES,
     ConfigError,
     ConfigIssue,
     Where,
@@ -49,7 +37,6 @@ from core.kitsoki.yamlread import (  # noqa: F401
     _deep_merge,
     _describe,
     _FileProblem,
-    _issue,
     _join,
     _Mark,
     _plain,
@@ -257,12 +244,6 @@ _OVERRIDES_KEYS = frozenset({"bindings", "world", "synonyms"})
 
 
 # --- the models -------------------------------------------------------------------------------
-
-
-def _check_cadence(text: str) -> str:
-    if parse_go_duration_ns(text) < 0:
-        raise ValueError(f'"{text}" must not be negative (it is the wait between passes)')
-    return text
 
 
 def _unknown_world_key_message(key: str) -> str:
@@ -611,15 +592,6 @@ def _read_config(document: _Value, checker: _Checker, env: dict[str, str] | None
         "root": _read_root(top.get("root"), checker),
         "extra": {name: _plain(child) for name, child in top.items() if name not in _MODELED_KEYS},
     }
-
-
-def _check_default_profile(top: dict[str, _Value], name: str, checker: _Checker) -> None:
-    profiles = top.get("harness_profiles")
-    declared = sorted(profiles.data) if profiles is not None and profiles.kind == "map" else []
-    if name not in declared:
-        listed = ", ".join(declared) if declared else "none are declared under harness_profiles"
-        checker.report(top["default_profile"], "default_profile",
-                       f'"{name}" names no declared harness profile ({listed})')
 
 
 def _read_mining(value: _Value | None, checker: _Checker) -> MiningConfig:

@@ -38,5 +38,3 @@ def _load() -> dict[str, DevStoryIntent]:
 
 
 DEV_STORY_INTENTS = MappingProxyType(_load())
-DEV_STORY_OWN_INTENTS = frozenset(name for name, intent in DEV_STORY_INTENTS.items() if "__" not in name)
-"""The 102 dev-story declares plus the 13 it lifts under bare names."""

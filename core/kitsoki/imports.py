@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from core.kitsoki.library import LIBRARY_DIR
-from core.kitsoki.tree import Wrapper  # noqa: F401  (importers of imports find it here)
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
 
@@ -339,11 +338,6 @@ class Rewriter:
 # --- folding ------------------------------------------------------------------------------------------
 
 
-@dataclass
-class FoldResult:
-    issues: list[ConfigIssue] = field(default_factory=list)
-
-
 def _issue(at: tuple[str, int, int], key: str, message: str) -> ConfigIssue:
     return ConfigIssue(file=at[0], line=at[1], column=at[2], key=key, message=message)
 
@@ -648,30 +642,20 @@ def apply_overrides(child: LMap, overrides: LMap, alias: str, at: tuple[str, int
     (prompt overrides must name files that exist)."""
     issues: list[ConfigIssue] = []
     child = child.like(child)
-    states = overrides.get("states") if isinstance(overrides.get("states"), LMap) else LMap()
-    if states:
-        child_states = child.get("states") if isinstance(child.get("states"), LMap) else LMap()
-        child_states = child_states.like(child_states)
-        for name in sorted(states):
-            if name not in child_states:
-                issues.append(_issue(states.key_at(name), f"imports.{alias}.overrides.states.{name}",
-                                     f"imports.{alias}: overrides: states.{name}: child does not declare a top-level "
-                                     f'state named "{name}"'))
-                continue
-            child_states[name] = states[name]
-        child["states"] = child_states
-    intents = overrides.get("intents") if isinstance(overrides.get("intents"), LMap) else LMap()
-    if intents:
-        child_intents = child.get("intents") if isinstance(child.get("intents"), LMap) else LMap()
-        child_intents = child_intents.like(child_intents)
-        for name in sorted(intents):
-            if name not in child_intents:
-                issues.append(_issue(intents.key_at(name), f"imports.{alias}.overrides.intents.{name}",
-                                     f"imports.{alias}: overrides: intents.{name}: child does not declare an intent "
+    for block, what in (("states", "a top-level state"), ("intents", "an intent")):
+        replacing = overrides.get(block) if isinstance(overrides.get(block), LMap) else LMap()
+        if not replacing:
+            continue
+        own = child.get(block) if isinstance(child.get(block), LMap) else LMap()
+        own = own.like(own)
+        for name in sorted(replacing):
+            if name not in own:
+                issues.append(_issue(replacing.key_at(name), f"imports.{alias}.overrides.{block}.{name}",
+                                     f"imports.{alias}: overrides: {block}.{name}: child does not declare {what} "
                                      f'named "{name}"'))
                 continue
-            child_intents[name] = intents[name]
-        child["intents"] = child_intents
+            own[name] = replacing[name]
+        child[block] = own
     prompts = overrides.get("prompts") if isinstance(overrides.get("prompts"), LMap) else LMap()
     for rel in sorted(prompts):
         target = Path(str(prompts[rel]))

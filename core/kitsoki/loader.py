@@ -24,10 +24,8 @@ from typing import Any
 from core.kitsoki.checks import validate_definition
 from core.kitsoki.imports import (
     ALIAS_RE,
-    KITSOKI_PREFIX,
     Sources,
     SourceError,
-    Wrapper,
     apply_overrides,
     fold_child,
     resolve_source,
@@ -37,7 +35,7 @@ from core.kitsoki.model import STORY_LIMITS
 from core.kitsoki.parse import PARSE_CACHE, LMap, LSeq, ParseCache, Signature, signature
 from core.kitsoki.phases import expand_phases
 from core.kitsoki.schema import check_app
-from core.kitsoki.tree import FALLBACK_KEY, Loaded, map_effects, map_states  # noqa: F401
+from core.kitsoki.tree import Loaded, Wrapper, map_effects, map_states
 from core.kitsoki.yamlread import ConfigIssue, _FileProblem, _ValueProblems
 
 EXIT_PREFIX = "@exit:"

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr
 
 from core.kitsoki.config import KitsokiConfig
-from core.kitsoki.yamlread import ConfigError, ConfigIssue, Where, YamlLimits  # noqa: F401
+from core.kitsoki.yamlread import ConfigError, ConfigIssue, Where, YamlLimits
 
 STORY_LIMITS = YamlLimits(max_bytes=4 << 20, max_values=400_000, max_depth=64, max_tokens=2_000_000,
                           what="story files")
@@ -22,7 +22,6 @@ APP_FILE = "app.yaml"
 MATERIALIZED_DIR = ".kitsoki/stories"
 EXIT_PREFIX = "@exit:"
 SYNTH_EXIT_PREFIX = "__exit__"
-DECIDERS = ("", "llm", "human")
 AGENT_HANDLER_PREFIX = "host.agent."
 
 

@@ -2,8 +2,8 @@
 
 `load_workspace` reads `.kitsoki.yaml` and every story as kitsoki does (core.kitsoki.workspace:
 discovery, the root instance; core.kitsoki.loader: includes, imports, phases, interfaces, exits,
-checks). `load_story` reads one app on its own. The story model lives in core.kitsoki.model; its
-names stay importable from here.
+checks). `load_story` reads one app on its own. The story model lives in core.kitsoki.model; the
+names of it that callers use stay importable from here.
 """
 
 from __future__ import annotations
@@ -13,33 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from core.kitsoki.checks import resolve_target as _kitsoki_target
-from core.kitsoki.config import override_locations  # noqa: F401
 from core.kitsoki.imports import Sources
 from core.kitsoki.loader import LoadSession
-from core.kitsoki.model import (  # noqa: F401  (the model's names stay importable from here)
-    AGENT_HANDLER_PREFIX,
-    APP_FILE,
-    DECIDERS,
+from core.kitsoki.model import (  # noqa: F401  (the model's names callers use stay importable from here)
     EXIT_PREFIX,
     MATERIALIZED_DIR,
     STORY_LIMITS,
     SYNTH_EXIT_PREFIX,
-    Effect,
-    ImportInfo,
     Intent,
-    Slot,
-    State,
-    Step,
     Story,
-    Transition,
     Where,
     WorkspaceError,
     WorldVar,
     Workspace,
 )
-from core.kitsoki.workspace import load_story_at, load_workspace, story_app_files  # noqa: F401
-from core.kitsoki.parse import _compose_file  # noqa: F401  (the flow runner reads these here)
-from core.kitsoki.yamlread import _plain, _Value  # noqa: F401
+from core.kitsoki.workspace import load_story_at, load_workspace  # noqa: F401  (the public face)
 
 
 def load_story(app_yaml: Path, workspace: Path | None = None, *, overlay: dict[str, bytes] | None = None,

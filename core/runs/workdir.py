@@ -14,7 +14,6 @@ import orjson
 
 from core.runs.files import ensure_dir, write_json
 
-DEFAULT_WORKDIR = "~/llm_session_analyze"
 
 
 def prefs_path(env: Mapping[str, str] | None = None) -> Path:
