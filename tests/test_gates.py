@@ -29,8 +29,7 @@ from core.apply.gates import (
     report_failures,
 )
 from core.apply.scoped_gate import gate_preview, scoped_gate
-
-SIM = Path(__file__).resolve().parent / "sim" / "kitsoki_sim.py"
+from sim.kitsoki_sim import install
 
 
 FLOW = "test_kind: flow\napp: ../app.yaml\ninitial_state: desk\nturns:\n  - intent: {{ name: go }}\n    expect_state: {state}\n"
@@ -110,10 +109,7 @@ def sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """tests/sim/kitsoki_sim.py as `kitsoki` on a temporary PATH; returns a function giving the
     logged calls ({argv, cwd, kitsoki_repo, app, glob} each)."""
     bindir = tmp_path / "bin"
-    bindir.mkdir()
-    exe = bindir / "kitsoki"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{SIM}" "$@"\n')
-    exe.chmod(0o755)
+    install(bindir)
     log = tmp_path / "kitsoki-sim.log"
     log.touch()
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -146,7 +142,7 @@ def test_kitsoki_pass_is_green_and_passes_absolute_paths(ws, sim) -> None:
     assert argv[5] == "--json" and not Path(argv[6]).exists()  # the temp report is cleaned up
     assert "--kitsoki-repo" not in argv and "--fail-fast" not in argv
     [run] = result.runs
-    assert (run.status, run.passed) == ("passed", [str(ws / "stories/demo/flows/go.yaml")])
+    assert (run.status, run.passed) == ("passed", ["stories/demo/flows/go.yaml"])
     turn = result.report["Results"][0]["Turns"][0]
     assert "View" not in turn and "Events" not in turn and turn["NewState"] == "room"
 
@@ -162,8 +158,8 @@ def test_kitsoki_exit_1_is_red_with_file_turn_lines(ws, sim, monkeypatch) -> Non
     result = kitsoki_gate(APP, None, timeout_s=30)(ws)
     assert not result.green and not result.held
     assert result.summary == "kitsoki test flows stories/demo/app.yaml: 1 of 2 flows failed"
-    assert result.failures == [f"{ws}/stories/demo/flows/sad.yaml turn 1: kitsoki_sim: simulated failure"]
-    assert result.runs[0].failed == [str(ws / "stories/demo/flows/sad.yaml")]
+    assert result.failures == ["stories/demo/flows/sad.yaml turn 1: kitsoki_sim: simulated failure"]
+    assert result.runs[0].failed == ["stories/demo/flows/sad.yaml"]
 
 
 @pytest.mark.parametrize(("setup", "summary_part"), [
@@ -199,7 +195,7 @@ def test_an_all_skipped_report_is_not_green(ws, sim, monkeypatch) -> None:
     result = kitsoki_gate(APP, None, timeout_s=30, allow_missing_recording=True)(ws)
     assert "--allow-missing-recording" in sim()[0]["argv"]
     assert not result.green and result.held
-    assert result.runs[0].not_run == [f"{ws}/stories/demo/flows/go.yaml: skipped (its recording is missing)"]
+    assert result.runs[0].not_run == ["stories/demo/flows/go.yaml: skipped (its recording is missing)"]
 
 
 def test_kitsoki_timeout_is_red_and_ends_the_process(ws, sim, monkeypatch) -> None:
@@ -255,7 +251,7 @@ def test_each_app_gets_its_own_glob(ws, sim) -> None:
     globs = {os.path.relpath(c["app"], ws): os.path.relpath(c["glob"], ws) for c in sim()}
     assert globs == {"stories/demo/app.yaml": "stories/demo/flows/smoke-*.yaml",
                      "stories/other/app.yaml": "stories/other/flows/*.yaml"}
-    assert result.runs[0].passed == [str(ws / "stories/demo/flows/smoke-a.yaml")]
+    assert result.runs[0].passed == ["stories/demo/flows/smoke-a.yaml"]
     string_glob = scoped_gate(GateSettings(kind="kitsoki", flows="flows/smoke-*.yaml"),
                               changed=["stories/demo/app.yaml"])(ws)
     assert [(r.app, r.status) for r in string_glob.runs] == [("stories/demo/app.yaml", "passed"),
@@ -268,7 +264,7 @@ def test_one_red_app_is_red_and_names_it_and_the_others_still_ran(ws, sim, monke
     assert not result.green and not result.held
     assert [(r.app, r.status) for r in result.runs] == [("stories/demo/app.yaml", "passed"),
                                                         ("stories/other/app.yaml", "failed")]
-    assert result.failures == [f"{ws}/stories/other/flows/go.yaml turn 1: kitsoki_sim: simulated failure"]
+    assert result.failures == ["stories/other/flows/go.yaml turn 1: kitsoki_sim: simulated failure"]
     assert len(sim()) == 2, "without fail_fast every app runs"
 
 
@@ -329,7 +325,7 @@ def test_the_preview_names_what_the_gate_runs(ws, sim) -> None:
     settings = GateSettings(kind="kitsoki")
     preview = gate_preview(ws, settings, ["stories/demo/app.yaml"])
     result = scoped_gate(settings, changed=["stories/demo/app.yaml"])(ws)
-    ran = sorted(os.path.relpath(f, ws) for run in result.runs for f in run.passed)
+    ran = sorted(f for run in result.runs for f in run.passed)
     assert preview.runs == ran == ["stories/demo/flows/go.yaml", "stories/other/flows/go.yaml"]
     assert preview.apps == ["stories/demo/app.yaml (edited): 1 flows",
                             "stories/other/app.yaml (imports stories/demo/app.yaml): 1 flows"]

@@ -25,6 +25,7 @@ is about to be reverted.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shlex
 import shutil
@@ -476,6 +477,9 @@ def kitsoki_gate(app_yaml: Path, flows_glob: str | None, timeout_s: float, kitso
         problem = _check_report(report)
         if problem:
             return error(f"{label}: {problem}", result.tail)
+        for res in report.get("Results") or []:  # kitsoki names a file as the glob matched it: absolute
+            if isinstance(res, dict) and isinstance(res.get("File"), str) and os.path.isabs(res["File"]):
+                res["File"] = _shown_path(Path(res["File"]), workspace)
         judged = judge_report(report, app=shown_app, flows=shown_glob, label=label)
         if result.returncode == 1 and not judged.failed:
             return error(f"{label} {_exit_text(result.returncode)} though its report has no failure", result.tail)
@@ -509,7 +513,7 @@ def builtin_gate(flows_glob: str | None = None, timeout_s: float | None = None, 
     """
 
     def call(workspace: Path) -> Any:
-        import core.flows as flows  # lazy: the runner is optional at import time
+        flows = importlib.import_module("core.flows")  # lazy: the runner is optional at import time
 
         return flows.run_flows(workspace, flows_glob), getattr(flows, "UNSUPPORTED", UNSUPPORTED_PREFIX)
 

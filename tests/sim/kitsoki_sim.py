@@ -141,15 +141,18 @@ def outcome_of(path: str) -> str:
     return "pass"
 
 
-def judged(path: str, index: int) -> tuple[bool, list[str]]:
+def judged(path: str, index: int) -> tuple[bool, list[dict]]:
+    """The built-in runner's verdict on the index-th flow document of `path`, turn by turn."""
     sys.path.insert(0, str(REPO))
-    from core.flows import run_fixture_file  # the built-in runner's verdict, for "judge"
+    from core.flows import run_fixture_file
 
     results = run_fixture_file(Path(path))
     if index >= len(results):
-        return False, ["kitsoki_sim: the built-in runner found no such flow document"]
+        return False, [{"TurnIndex": -1, "Passed": False, "NewState": "", "View": "", "Events": None,
+                        "Failures": ["kitsoki_sim: the built-in runner found no such flow document"]}]
     result = results[index]
-    return result.Passed, [f for t in result.Turns for f in t.Failures]
+    return result.Passed, [{"TurnIndex": t.TurnIndex, "Passed": t.Passed, "Failures": t.Failures or None,
+                            "NewState": t.NewState, "View": "", "Events": None} for t in result.Turns]
 
 
 def run_file(path: str, flags: dict) -> list[dict]:
@@ -179,9 +182,11 @@ def run_file(path: str, flags: dict) -> list[dict]:
                 continue
             raise Fatal(f'run flow "{path}": load recording "{path}.recording.jsonl": no such file or directory')
         if outcome == "judge":
-            passed, failures = judged(path, flow_index)
-        else:
-            passed, failures = outcome != "fail", ([] if outcome != "fail" else ["kitsoki_sim: simulated failure"])
+            passed, rows = judged(path, flow_index)
+            results.append({"File": path, "Passed": passed, "Turns": rows, "Skipped": False})
+            flow_index += 1
+            continue
+        passed, failures = outcome != "fail", ([] if outcome != "fail" else ["kitsoki_sim: simulated failure"])
         rows = []
         for i, turn in enumerate(turns):
             last = i == len(turns) - 1
@@ -210,6 +215,15 @@ def print_report(report: dict) -> None:
         print("\n".join(lines))
     print(f"\nSummary: {report['Passed']}/{report['Passed'] + report['Failed']} flows pass")
     print("FAIL" if report["Failed"] else "PASS")
+
+
+def install(bindir: Path) -> Path:
+    """Put this simulation on a PATH folder as `kitsoki` (run with the current interpreter)."""
+    bindir.mkdir(parents=True, exist_ok=True)
+    exe = bindir / "kitsoki"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).resolve()}" "$@"\n')
+    exe.chmod(0o755)
+    return exe
 
 
 def main(argv: list[str]) -> int:
