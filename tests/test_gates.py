@@ -490,3 +490,34 @@ def test_the_builtin_gate_runs_only_the_scoped_apps(ws) -> None:
                                                         ("stories/other/app.yaml", ["stories/other/flows/go.yaml"])]
     red = scoped_gate(GateSettings(kind="builtin"), changed=["stories/lone/app.yaml"])(ws)
     assert not red.green and red.failures[0].startswith("stories/lone/flows/go.yaml turn 1: expect_state")
+
+
+def test_a_root_flow_is_not_run_by_the_builtin_runner_so_a_rung_1_change_it_alone_exercises_is_held(ws) -> None:
+    (ws / ".kitsoki.yaml").write_text("story_dirs: [./stories]\nroot:\n  overrides:\n    world:\n      test_cmd: pytest\n")
+    (ws / "flows").mkdir()
+    (ws / "flows/landing.yaml").write_text("test_kind: flow\ninitial_state: root.landing\nturns: []\n")
+    result = scoped_gate(GateSettings(kind="builtin"), changed=[".kitsoki.yaml"],
+                         before={".kitsoki.yaml": b"story_dirs: [./stories]\n"})(ws)
+    assert not result.green and result.held
+    [run] = result.runs
+    assert (run.app, run.why, run.status) == ("<root>", "the root instance (root.overrides.world.test_cmd)", "not run")
+    assert run.not_run == ["flows/landing.yaml: not supported by the built-in runner: a root flow (it runs against "
+                           "the synthesized root; run it with kitsoki)"]
+
+
+def test_root_flows_run_against_the_synthesized_root_written_as_kitsoki_materialize_emits_it(ws, sim) -> None:
+    (ws / ".kitsoki.yaml").write_text("story_dirs: [./stories]\nroot:\n  overrides:\n    world:\n      test_cmd: pytest\n")
+    (ws / "flows").mkdir()
+    (ws / "flows/landing.yaml").write_text("test_kind: flow\ninitial_state: root.landing\nturns: []\n")
+    result = scoped_gate(GateSettings(kind="kitsoki"), changed=[".kitsoki.yaml"],
+                         before={".kitsoki.yaml": b"story_dirs: [./stories]\n"})(ws)
+    assert result.green and result.gated and result.runs[0].passed == ["flows/landing.yaml"]
+    [call] = sim()
+    assert not call["app"].startswith(str(ws)) and call["glob"] == str(ws / "flows/*.yaml")
+    import yaml
+
+    root = yaml.safe_load(call["app_text"])
+    assert root["root"] == "root" and root["imports"]["root"]["source"] == "@kitsoki/dev-story"
+    assert root["imports"]["root"]["world_in"] == {"test_cmd": "{{ world.test_cmd }}"}
+    assert root["world"] == {"test_cmd": {"type": "string", "default": "pytest"}}
+    assert "agent.local_llm" in root["agent_plugins"] and "host.gh.ticket" in root["hosts"]

@@ -28,7 +28,8 @@ import glob as globlib
 import os
 import re
 from functools import lru_cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from pydantic import BaseModel
@@ -137,7 +138,7 @@ def _skip_reason(settings: GateSettings, workspace: Path, story: Story) -> str |
     return None
 
 
-def root_change(workspace: Path, after: KitsokiConfig, before_bytes: bytes | None | type(...)) -> RootChange:
+def root_change(workspace: Path, after: KitsokiConfig, before_bytes: bytes | None | EllipsisType) -> RootChange:
     """What changed in root.overrides between `before_bytes` (the file before the edit; None: it did
     not exist; ...: unknown, so every override counts as changed) and `after`."""
     new = _overrides(after)
@@ -257,7 +258,8 @@ def compute_scope(model: Workspace, changed: list[str], settings: GateSettings,
     if CONFIG_FILE in changed:
         change = root_change(workspace, model.config, before.get(CONFIG_FILE, ...))
         scope.root = change
-        what = ", ".join(change.entries()) or "root.overrides"
+        what = ", ".join(change.entries()) or (f"{CONFIG_FILE} outside root.overrides" if change.other
+                                                else "root.overrides")
         if change.world or change.bindings:
             for story in model.stories:
                 why = _reads_override(workspace, story, change, settings)

@@ -32,7 +32,7 @@ name): outcome}, first match wins, default "pass":
 KITSOKI_SIM_BROKEN simulates a binary that breaks the contract, for the gate's fail-closed checks:
 no-json (ignores --json: exits as usual, writes no report), garbled (writes half a report),
 exit1-green (exits 1 with a report that has no failure).
-Each call is appended to $KITSOKI_SIM_LOG as a JSON line {argv, cwd, kitsoki_repo, app, glob}.
+Each call is appended to $KITSOKI_SIM_LOG as a JSON line {argv, cwd, kitsoki_repo, app, glob, app_text}.
 """
 
 from __future__ import annotations
@@ -239,8 +239,12 @@ def main(argv: list[str]) -> int:
     log = os.environ.get("KITSOKI_SIM_LOG")
     if log:
         with open(log, "a", encoding="utf-8") as fh:
+            try:
+                app_text = Path(app).read_text(encoding="utf-8")[:8000]
+            except OSError:
+                app_text = None
             fh.write(json.dumps({"argv": argv, "cwd": os.getcwd(), "kitsoki_repo": os.environ.get("KITSOKI_REPO"),
-                                 "app": app, "glob": glob}) + "\n")
+                                 "app": app, "glob": glob, "app_text": app_text}) + "\n")
     try:
         load_app(app)
         files = sorted(globlib.glob(glob))
