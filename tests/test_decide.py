@@ -412,3 +412,22 @@ def test_the_preview_before_an_accept_names_exactly_what_runs(kitsoki_ws, sim):
     edited = (ws / ".kitsoki.yaml").read_text() + "\nroot:\n  overrides:\n    world:\n      test_cmd: make test\n"
     world = planned_gate(ws, stage(ws, "test with make", {".kitsoki.yaml": edited}, kind="world", rung=1))
     assert world.runs == [] and world.held and world.note.startswith("no flow exercises this change: an accept is held")
+
+
+def test_every_kitsoki_call_of_a_parallel_gate_is_in_the_journal_before_it_runs(kitsoki_ws, sim, monkeypatch):
+    """Recovery ends a killed accept's gate processes: with one kitsoki call per app, all of them."""
+    from core.apply.journal import journal_path, read_journal
+
+    ws = kitsoki_ws
+    monkeypatch.setenv("KITSOKI_SIM_OUTCOMES", "{}")
+    app = (ws / "stories/robbery/app.yaml").read_text()
+    rid = stage(ws, "rob the stage", {"stories/robbery/app.yaml": app + "\n# reviewed\n"})
+    leaders = []
+
+    def hook(name):
+        if name == "after_gate":
+            journal = read_journal(ws, journal_path(ws, rid))
+            leaders.extend([journal.gate_process, *journal.gate_processes])
+
+    assert accept(ws, rid, gate_kind="kitsoki", hook=hook).flows_green
+    assert len(sim()) == 3 and len({leader.pid for leader in leaders}) == 3
