@@ -454,32 +454,35 @@ def test_builtin_report_of_the_wrong_shape_is_red(ws, fake_flows) -> None:
 
 
 
-# ── builtin gate, the real runner on small stories ───────────────────────────────────────────
+# ── builtin gate: flows it cannot run, and the real runner on small stories ─────────────────
 
-UNSUPPORTED_FLOW = FLOW.format(state="room") + "a_key_no_runner_knows: true\n"
-"""A fixture key no runner implements: the built-in runner says "not supported" for it (as it does
-for kitsoki keys it has not implemented yet), whatever it learns to run later."""
+NOT_SUPPORTED = "not supported by the built-in runner: host_handlers"
 
 
-def test_a_flow_the_builtin_runner_cannot_run_is_not_run_never_green_never_red(ws) -> None:
-    (ws / "stories/demo/flows/handlers.yaml").write_text(UNSUPPORTED_FLOW)
+def unsupported_result(file: str) -> dict:
+    return {"File": file, "Passed": False, "Turns": [{"TurnIndex": -1, "Passed": False, "Failures": [NOT_SUPPORTED]}]}
+
+
+def test_a_flow_the_builtin_runner_cannot_run_is_not_run_never_green_never_red(ws, fake_flows) -> None:
+    fake_flows["report"] = FlowReport(Results=[{"File": "stories/demo/flows/go.yaml", "Passed": True, "Turns": []},
+                                               unsupported_result("stories/demo/flows/handlers.yaml")],
+                                      Passed=1, Failed=1)  # the runner counts it failed: the gate does not
     result = scoped_gate(GateSettings(kind="builtin", scope="own"), changed=["stories/demo/app.yaml"])(ws)
     assert result.green and result.gated, "one flow ran and passed, none failed"
     [run] = result.runs
-    assert run.passed == ["stories/demo/flows/go.yaml"]
-    assert run.not_run == ["stories/demo/flows/handlers.yaml: not supported by the built-in runner: a_key_no_runner_knows"]
-    assert "1 flows not run" in result.summary
+    assert run.passed == ["stories/demo/flows/go.yaml"] and run.failed == []
+    assert run.not_run == [f"stories/demo/flows/handlers.yaml: {NOT_SUPPORTED}"]
+    assert "1 flows not run" in result.summary and result.failures == []
 
 
-def test_when_every_scoped_flow_is_unsupported_the_change_is_held_whatever_ungated_says(ws) -> None:
-    (ws / "stories/demo/flows/go.yaml").write_text(UNSUPPORTED_FLOW)
+def test_when_every_scoped_flow_is_unsupported_the_change_is_held_whatever_ungated_says(ws, fake_flows) -> None:
+    fake_flows["report"] = FlowReport(Results=[unsupported_result("stories/demo/flows/go.yaml")], Passed=0, Failed=1)
     for ungated in ("hold", "allow"):
         result = scoped_gate(GateSettings(kind="builtin", scope="own", ungated=ungated),
                              changed=["stories/demo/app.yaml"])(ws)
         assert not result.green and result.held and not result.gated
         assert result.summary == ("held: none of the 1 flows that exercise this change could run here (run them "
-                                  "with kitsoki: miner.flow_gate.kind: kitsoki): not supported by the built-in "
-                                  "runner: a_key_no_runner_knows")
+                                  f"with kitsoki: miner.flow_gate.kind: kitsoki): {NOT_SUPPORTED}")
 
 
 def test_the_builtin_gate_runs_only_the_scoped_apps(ws) -> None:
