@@ -150,7 +150,8 @@ def _decide(workspace: Path, args, out, err) -> int:
             verb = "held" if decision.held else "reverted"
             restored = f"{verb}, every byte restored" if not decision.kept_edits else \
                 f"{verb}, except {', '.join(decision.kept_edits)} (changed while the gate ran, kept as it is)"
-            out.write(f"{restored}: {decision.failure}\n")
+            why = (decision.failure or "").removeprefix("held: ") if decision.held else decision.failure
+            out.write(f"{restored}: {why}\n")
             for failure in (decision.gate.failures if decision.gate else [])[:10]:
                 out.write(f"  {failure}\n")
         ran = decision.ran_lines()
