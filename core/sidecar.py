@@ -28,7 +28,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from core.apply import recover
-from core.apply.gates import GatePreview, gate_preview
+from core.apply.gates import GatePreview
+from core.apply.scoped_gate import gate_preview
 from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError, KitsokiConfig, load_config
 from core.kitsoki.imports import Sources
 from core.kitsoki.story import MATERIALIZED_DIR, load_workspace
@@ -269,7 +270,7 @@ class WorkspaceSidecar:
 
     def gate_preview(self, recipe_id: str) -> GatePreview:
         """What accepting this proposal will run (for the confirmation asked before an accept)."""
-        return planned_gate(self.workspace)
+        return planned_gate(self.workspace, recipe_id)
 
     def closed_state(self, recipe_id: str) -> tuple[str | None, Proposal | None]:
         """For a proposal that left the inbox: where it stands (accepted, rejected, withdrawn) and
@@ -356,13 +357,22 @@ def mining_note(miner: MinerStatus) -> str | None:
             f"(.kitsoki.yaml) or the editor's transcriptDirs at your transcripts")
 
 
-def planned_gate(workspace: Path) -> GatePreview:
-    """The flow gate an accept in this workspace runs, as a person is told before it: the same
-    stories and settings core.proposals.decide.accept gates with."""
+def planned_gate(workspace: Path, recipe_id: str | None = None) -> GatePreview:
+    """The flow gate an accept of `recipe_id` runs, as a person is told before it: the same scope
+    function and settings core.proposals.decide.accept gates with, on the tree the accept would
+    produce (the staged draft's bytes standing in for the live files)."""
+    from core.proposals.staging import StagedStateError, staged_files
+
     try:
         model = load_workspace(workspace)
         settings = gate_settings(model.config)
     except (ValueError, SettingsError) as exc:
         return GatePreview(kind="unknown", runs=[], note=f"the workspace does not load: {exc}")
-    apps = [story.path for story in model.stories if any((story.dir / "flows").glob("*.yaml"))]
-    return gate_preview(workspace, settings, apps)
+    proposal = load_proposal(workspace, recipe_id) if recipe_id else None
+    if proposal is None or not proposal.files:
+        return GatePreview(kind="unknown", runs=[], note="no staged change to gate")
+    try:
+        staged = staged_files(workspace, proposal)
+        return gate_preview(workspace, settings, [c.path for c in proposal.files], staged)
+    except (ValueError, StagedStateError) as exc:
+        return GatePreview(kind="unknown", runs=[], note=f"the staged draft does not load: {exc}")

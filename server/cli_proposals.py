@@ -147,11 +147,16 @@ def _decide(workspace: Path, args, out, err) -> int:
         if decision.flows_green:
             out.write(f"kept: {', '.join(decision.files)} ({decision.gate.summary if decision.gate else 'green'})\n")
         else:
-            restored = "reverted, every byte restored" if not decision.kept_edits else \
-                f"reverted, except {', '.join(decision.kept_edits)} (changed while the gate ran, kept as it is)"
-            out.write(f"{restored}: {decision.failure}\n")
+            verb = "held" if decision.held else "reverted"
+            restored = f"{verb}, every byte restored" if not decision.kept_edits else \
+                f"{verb}, except {', '.join(decision.kept_edits)} (changed while the gate ran, kept as it is)"
+            why = (decision.failure or "").removeprefix("held: ") if decision.held else decision.failure
+            out.write(f"{restored}: {why}\n")
             for failure in (decision.gate.failures if decision.gate else [])[:10]:
                 out.write(f"  {failure}\n")
+        ran = decision.ran_lines()
+        if ran:
+            out.write("flows:\n" + "".join(f"  {line}\n" for line in ran))
     elif decision.verdict == "refine":
         out.write(f"edit the staged draft, then accept again: {decision.draft_path}\n")
     else:

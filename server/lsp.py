@@ -442,7 +442,8 @@ async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.Deci
         raise JsonRpcInternalError(str(exc)) from None
     result = _decision_result(sidecar, decision)
     if token is not None:
-        _end_progress(ls, token, "kept: flows green" if decision.flows_green else f"reverted: {decision.failure}")
+        _end_progress(ls, token, ("kept: flows green" if decision.gated else "kept, not gated") if decision.flows_green
+                      else f"{'held' if decision.held else 'reverted'}: {decision.failure}")
     if decision.verdict == "refine" and decision.draft_path:
         await _show(ls, from_fs_path(decision.draft_path))
     return result
@@ -467,7 +468,10 @@ def _decision_result(sidecar: WorkspaceSidecar, decision: Decision) -> P.Decisio
                             reverted=decision.reverted,
                             failure=wording.readable_failure(decision.failure) if decision.failure else None,
                             draft_uri=from_fs_path(decision.draft_path) if decision.draft_path else None,
-                            files=[uri_of(sidecar.workspace, f) for f in decision.files])
+                            files=[uri_of(sidecar.workspace, f) for f in decision.files],
+                            gated=decision.gated, held=decision.held,
+                            flows=list(decision.gate.runs) if decision.gate else [],
+                            skipped=list(decision.gate.skipped) if decision.gate else [])
 
 
 async def _show(ls: KitsokiServer, uri: str | None) -> None:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
-from core.apply.gates import GatePreview
+from core.apply.gates import FlowRun, GatePreview
 from core.mining.passes import PassReport
 from core.proposals.hunks import Hunk
 from core.sidecar import MineStatus
@@ -209,6 +209,14 @@ class DecisionResult(BaseModel):
     draft_uri: str | None = None
     files: list[str] = Field(default_factory=list)
     """URIs of the files the verdict touched (accept) or proposes to change."""
+    gated: bool = True
+    """accept: False when no flow judged the change (held, or kept under miner.ungated: allow)."""
+    held: bool = False
+    """accept: not kept because nothing judged it; `failure` says what would."""
+    flows: list[FlowRun] = Field(default_factory=list)
+    """accept: per app the change reaches, the flows that passed, failed or did not run (and why)."""
+    skipped: list[str] = Field(default_factory=list)
+    """accept: apps the change reaches that miner.flow_gate.skip leaves ungated."""
 
 
 class EvolveParams(_Params):

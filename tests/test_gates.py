@@ -1,9 +1,9 @@
 """Flow gates fail closed: green only when the flows demonstrably ran and passed.
 
-The kitsoki gate is exercised against `fake_kitsoki`, a simulation of the real binary (a small
-Python script named `kitsoki` on a temporary PATH) that writes the JSON report shape of
-reference §2 and uses its exit codes. The built-in gate runs against a fake `core.flows` module
-injected into sys.modules (the real runner is written elsewhere).
+The kitsoki gate runs against tests/sim/kitsoki_sim.py, a SIMULATION of the real binary written
+from its CLI contract (named `kitsoki` on a temporary PATH; see its docstring for what it
+reproduces and how a test sets each fixture's outcome). The built-in gate runs against a fake
+`core.flows` module injected into sys.modules, and against the real runner on small stories.
 """
 
 from __future__ import annotations
@@ -28,15 +28,36 @@ from core.apply.gates import (
     kitsoki_gate,
     report_failures,
 )
+from core.apply.scoped_gate import gate_preview, scoped_gate
+from sim.kitsoki_sim import install
+
+
+FLOW = "test_kind: flow\napp: ../app.yaml\ninitial_state: desk\nturns:\n  - intent: {{ name: go }}\n    expect_state: {state}\n"
+
+
+def story(root: Path, name: str, *, imports: str | None = None, flows: dict[str, str] | None = None) -> Path:
+    """A small real story: a desk with a `go` intent into a room (imports: another story's folder)."""
+    folder = root / "stories" / name
+    (folder / "flows").mkdir(parents=True, exist_ok=True)
+    text = (f"app: {{ id: {name}, version: 0.1.0 }}\nintents:\n  go: {{ examples: [go] }}\nroot: desk\n"
+            "states:\n  desk:\n    on:\n      go: [{ target: room }]\n  room: {}\n")
+    if imports:
+        text += f"imports:\n  sub:\n    source: ../{imports}\n    entry: desk\n"
+    (folder / "app.yaml").write_text(text)
+    for file, body in (flows if flows is not None else {"go.yaml": FLOW.format(state="room")}).items():
+        (folder / "flows" / file).write_text(body)
+    return folder
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
+    """demo (imported by other), other, and lone: three stories with one passing flow each."""
     root = tmp_path / "ws"
-    (root / "stories" / "demo" / "flows").mkdir(parents=True)
-    (root / "stories" / "demo" / "app.yaml").write_text("app: demo\n")
-    (root / "stories" / "other").mkdir(parents=True)
-    (root / "stories" / "other" / "app.yaml").write_text("app: other\n")
+    root.mkdir()
+    (root / ".kitsoki.yaml").write_text("story_dirs: [./stories]\n")
+    story(root, "demo")
+    story(root, "other", imports="demo")
+    story(root, "lone")
     return root
 
 
@@ -80,130 +101,109 @@ def test_a_gate_killed_by_a_signal_says_so(ws: Path) -> None:
     assert not result.green and result.summary.endswith("killed by SIGTERM")
 
 
-# ── kitsoki gate, against a simulation of the binary ─────────────────────────────────────────
-
-FAKE_KITSOKI = '''\
-#!{python}
-"""fake_kitsoki: a simulation of `kitsoki test flows` for the gate tests (not the real binary)."""
-import json, os, sys
-args = sys.argv[1:]
-with open(os.environ["FAKE_KITSOKI_LOG"], "a") as log:
-    log.write(json.dumps(args) + "\\n")
-mode = os.environ.get("FAKE_KITSOKI_MODE", "pass")
-if os.path.basename(args[2]) != "app.yaml" or args[:2] != ["test", "flows"]:
-    sys.exit(2)
-if "other" in args[2] and os.environ.get("FAKE_KITSOKI_OTHER"):
-    mode = os.environ["FAKE_KITSOKI_OTHER"]
-out = args[args.index("--json") + 1]
-turn_ok = {{"TurnIndex": 0, "Passed": True, "Failures": [], "NewState": "mine", "View": "big", "Events": [1, 2]}}
-if mode == "pass":
-    report = {{"Results": [{{"File": "flows/happy.yaml", "Passed": True, "Turns": [turn_ok], "Skipped": False}}],
-              "Passed": 1, "Failed": 0}}
-    code = 0
-elif mode == "fail":
-    bad = {{"TurnIndex": 1, "Passed": False, "Failures": ["expected state mine, got idle"], "NewState": "idle"}}
-    session = {{"TurnIndex": -1, "Passed": False, "Failures": ["expect_terminal: not terminal"]}}
-    report = {{"Results": [{{"File": "flows/happy.yaml", "Passed": True, "Turns": [turn_ok], "Skipped": False}},
-                          {{"File": "flows/sad.yaml", "Passed": False, "Turns": [turn_ok, bad, session],
-                            "Skipped": False}}],
-              "Passed": 1, "Failed": 1}}
-    code = 1
-elif mode == "exit2":
-    print("Error: no flow fixtures matched", file=sys.stderr)
-    sys.exit(2)
-elif mode == "garbled":
-    open(out, "w").write('{{"Results": [')
-    sys.exit(0)
-elif mode == "noreport":
-    sys.exit(0)
-elif mode == "empty":
-    report, code = {{"Results": [], "Passed": 0, "Failed": 0}}, 0
-elif mode == "liar":
-    report, code = {{"Results": [{{"File": "f.yaml", "Passed": True, "Turns": []}}], "Passed": 1, "Failed": 0}}, 1
-elif mode == "hang":
-    import time
-    time.sleep(30)
-open(out, "w").write(json.dumps(report, indent=2))
-print("Summary: done")
-sys.exit(code)
-'''
+# ── the kitsoki gate, against the simulation of the binary ──────────────────────────────────
 
 
 @pytest.fixture
-def fake_kitsoki(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A simulation of the kitsoki binary on a temporary PATH; returns (path, logged argv lists)."""
+def sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """tests/sim/kitsoki_sim.py as `kitsoki` on a temporary PATH; returns a function giving the
+    logged calls ({argv, cwd, kitsoki_repo, app, glob} each)."""
     bindir = tmp_path / "bin"
-    bindir.mkdir()
-    exe = bindir / "kitsoki"
-    exe.write_text(FAKE_KITSOKI.format(python=sys.executable))
-    exe.chmod(0o755)
-    log = tmp_path / "kitsoki.log"
+    install(bindir)
+    log = tmp_path / "kitsoki-sim.log"
     log.touch()
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setenv("FAKE_KITSOKI_LOG", str(log))
+    monkeypatch.setenv("KITSOKI_SIM_LOG", str(log))
+    monkeypatch.delenv("KITSOKI_REPO", raising=False)
+    monkeypatch.delenv("KITSOKI_SIM_OUTCOMES", raising=False)
+    monkeypatch.delenv("KITSOKI_SIM_BROKEN", raising=False)
 
-    def calls() -> list[list[str]]:
+    def calls() -> list[dict]:
         return [orjson.loads(line) for line in log.read_text().splitlines()]
 
-    return exe, calls
+    return calls
 
 
-def set_mode(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
-    monkeypatch.setenv("FAKE_KITSOKI_MODE", mode)
+def outcomes(monkeypatch: pytest.MonkeyPatch, table: dict[str, str]) -> None:
+    monkeypatch.setenv("KITSOKI_SIM_OUTCOMES", orjson.dumps(table).decode())
 
 
 APP = Path("stories/demo/app.yaml")
 
 
-def test_kitsoki_pass_is_green_and_passes_absolute_paths(ws, fake_kitsoki, monkeypatch) -> None:
-    _, calls = fake_kitsoki
-    set_mode(monkeypatch, "pass")
+def test_kitsoki_pass_is_green_and_passes_absolute_paths(ws, sim) -> None:
     result = kitsoki_gate(APP, "stories/demo/flows/*.yaml", timeout_s=30)(ws)
     assert result.green and result.gate == "kitsoki"
     assert result.summary == "kitsoki test flows stories/demo/app.yaml: 1/1 flows pass"
-    (argv,) = calls()
+    (call,) = sim()
+    argv = call["argv"]
     assert argv[:3] == ["test", "flows", str(ws / APP)]
     assert argv[3:5] == ["--flows", str(ws / "stories/demo/flows/*.yaml")]
     assert argv[5] == "--json" and not Path(argv[6]).exists()  # the temp report is cleaned up
+    assert "--kitsoki-repo" not in argv and "--fail-fast" not in argv
+    [run] = result.runs
+    assert (run.status, run.passed) == ("passed", ["stories/demo/flows/go.yaml"])
     turn = result.report["Results"][0]["Turns"][0]
-    assert "View" not in turn and "Events" not in turn and turn["NewState"] == "mine"
+    assert "View" not in turn and "Events" not in turn and turn["NewState"] == "room"
 
 
-def test_kitsoki_without_a_glob_leaves_the_default(ws, fake_kitsoki, monkeypatch) -> None:
-    _, calls = fake_kitsoki
-    set_mode(monkeypatch, "pass")
+def test_kitsoki_without_a_glob_leaves_the_default(ws, sim) -> None:
     assert kitsoki_gate(APP, None, timeout_s=30)(ws).green
-    assert "--flows" not in calls()[0]
+    assert "--flows" not in sim()[0]["argv"] and sim()[0]["glob"] == str(ws / "stories/demo/flows/*.yaml")
 
 
-def test_kitsoki_fail_is_red_with_file_turn_lines(ws, fake_kitsoki, monkeypatch) -> None:
-    set_mode(monkeypatch, "fail")
+def test_kitsoki_exit_1_is_red_with_file_turn_lines(ws, sim, monkeypatch) -> None:
+    (ws / "stories/demo/flows/sad.yaml").write_text(FLOW.format(state="room"))
+    outcomes(monkeypatch, {"sad.yaml": "fail"})
     result = kitsoki_gate(APP, None, timeout_s=30)(ws)
-    assert not result.green
+    assert not result.green and not result.held
     assert result.summary == "kitsoki test flows stories/demo/app.yaml: 1 of 2 flows failed"
-    assert result.failures == ["flows/sad.yaml turn 2: expected state mine, got idle",
-                               "flows/sad.yaml session: expect_terminal: not terminal"]
+    assert result.failures == ["stories/demo/flows/sad.yaml turn 1: kitsoki_sim: simulated failure"]
+    assert result.runs[0].failed == ["stories/demo/flows/sad.yaml"]
 
 
-@pytest.mark.parametrize(("mode", "summary_part"), [
-    ("exit2", "could not run the flows (exit 2): Error: no flow fixtures matched"),
-    ("garbled", "the JSON report does not parse"),
-    ("noreport", "exited 0 and wrote no report"),
-    ("empty", "no flow fixtures matched"),
-    ("liar", "exited 1 though its report has no failure"),
+@pytest.mark.parametrize(("setup", "summary_part"), [
+    ({"glob": "stories/demo/flows/none-*.yaml"}, 'could not run the flows (exit 2): kitsoki test flows: no flow '
+                                                 'fixtures matched'),
+    ({"outcome": "fatal"}, "could not run the flows (exit 2): kitsoki test flows: run flow"),
+    ({"outcome": "recording-miss"}, "could not run the flows (exit 2): kitsoki test flows: run flow"),
+    ({"broken": "no-json"}, "exited 0 and wrote no report"),
+    ({"broken": "garbled"}, "the JSON report does not parse"),
+    ({"broken": "exit1-green"}, "exited 1 though its report has no failure"),
+    ({"app": "stories/missing/app.yaml"}, "could not run the flows (exit 2): kitsoki test flows: load app"),
 ])
-def test_kitsoki_that_could_not_run_is_red(ws, fake_kitsoki, monkeypatch, mode, summary_part) -> None:
-    set_mode(monkeypatch, mode)
+def test_kitsoki_that_could_not_run_is_red(ws, sim, monkeypatch, setup, summary_part) -> None:
+    if "outcome" in setup:
+        outcomes(monkeypatch, {"*": setup["outcome"]})
+    if "broken" in setup:
+        monkeypatch.setenv("KITSOKI_SIM_BROKEN", setup["broken"])
+    result = kitsoki_gate(Path(setup.get("app", APP)), setup.get("glob"), timeout_s=30)(ws)
+    assert not result.green and not result.held and result.runs[0].status == "error"
+    assert summary_part in result.summary, result.summary
+
+
+def test_results_null_is_no_flow_ran_never_red_or_green(ws, sim) -> None:
+    (ws / "stories/demo/flows/go.yaml").write_text("description: a file with no flow document\n")
     result = kitsoki_gate(APP, None, timeout_s=30)(ws)
-    assert not result.green and summary_part in result.summary, result.summary
+    assert result.report["Results"] == [] and not result.green and result.held and not result.gated
+    assert result.runs[0].status == "not run"
+    assert result.summary.endswith("no flow ran (the matched files hold no test_kind: flow document)")
 
 
-def test_kitsoki_timeout_is_red(ws, fake_kitsoki, monkeypatch) -> None:
-    set_mode(monkeypatch, "hang")
+def test_an_all_skipped_report_is_not_green(ws, sim, monkeypatch) -> None:
+    outcomes(monkeypatch, {"*": "recording-miss"})
+    result = kitsoki_gate(APP, None, timeout_s=30, allow_missing_recording=True)(ws)
+    assert "--allow-missing-recording" in sim()[0]["argv"]
+    assert not result.green and result.held
+    assert result.runs[0].not_run == ["stories/demo/flows/go.yaml: skipped (its recording is missing)"]
+
+
+def test_kitsoki_timeout_is_red_and_ends_the_process(ws, sim, monkeypatch) -> None:
+    outcomes(monkeypatch, {"*": "hang"})
     started = time.monotonic()
-    result = kitsoki_gate(APP, None, timeout_s=0.5)(ws)
-    assert time.monotonic() - started < 5
-    assert not result.green and result.summary.endswith("timed out after 0.5s")
+    result = kitsoki_gate(APP, None, timeout_s=1.0)(ws)
+    assert time.monotonic() - started < 10
+    assert not result.green and result.summary.endswith("timed out after 1s")
 
 
 def test_report_failures_without_turn_detail_still_names_the_file() -> None:
@@ -212,50 +212,149 @@ def test_report_failures_without_turn_detail_still_names_the_file() -> None:
     assert report_failures(report) == ["f.yaml: failed"]
 
 
+# ── the scoped gate: exactly the apps a change reaches, one kitsoki call each ────────────────
+
+
+def apps_run(calls: list[dict], ws: Path) -> list[str]:
+    return sorted(os.path.relpath(call["app"], ws) for call in calls)
+
+
+def test_an_edit_runs_its_app_and_its_importers_not_the_others(ws, sim) -> None:
+    result = scoped_gate(GateSettings(kind="kitsoki"), changed=["stories/demo/app.yaml"])(ws)
+    assert result.green, result.summary
+    assert apps_run(sim(), ws) == ["stories/demo/app.yaml", "stories/other/app.yaml"]
+    assert [(r.app, r.why, r.status) for r in result.runs] == [
+        ("stories/demo/app.yaml", "edited", "passed"),
+        ("stories/other/app.yaml", "imports stories/demo/app.yaml", "passed")]
+    assert {call["glob"] for call in sim()} == {str(ws / "stories/demo/flows/*.yaml"),
+                                                str(ws / "stories/other/flows/*.yaml")}
+
+
+def test_gate_scope_own_runs_only_the_edited_app(ws, sim) -> None:
+    result = scoped_gate(GateSettings(kind="kitsoki", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert result.green and apps_run(sim(), ws) == ["stories/demo/app.yaml"]
+
+
+def test_a_skipped_story_is_not_run_and_the_answer_says_so(ws, sim) -> None:
+    result = scoped_gate(GateSettings(kind="kitsoki", skip=["other"]), changed=["stories/demo/app.yaml"])(ws)
+    assert result.green and apps_run(sim(), ws) == ["stories/demo/app.yaml"]
+    assert result.skipped == ["stories/other/app.yaml: miner.flow_gate.skip lists other "
+                              "(imports stories/demo/app.yaml)"]
+    assert "not gated: stories/other/app.yaml" in result.summary
+
+
+def test_each_app_gets_its_own_glob(ws, sim) -> None:
+    (ws / "stories/demo/flows/smoke-a.yaml").write_text(FLOW.format(state="room"))
+    settings = GateSettings(kind="kitsoki", flows={"stories/demo": "flows/smoke-*.yaml"})
+    result = scoped_gate(settings, changed=["stories/demo/app.yaml"])(ws)
+    assert result.green
+    globs = {os.path.relpath(c["app"], ws): os.path.relpath(c["glob"], ws) for c in sim()}
+    assert globs == {"stories/demo/app.yaml": "stories/demo/flows/smoke-*.yaml",
+                     "stories/other/app.yaml": "stories/other/flows/*.yaml"}
+    assert result.runs[0].passed == ["stories/demo/flows/smoke-a.yaml"]
+    string_glob = scoped_gate(GateSettings(kind="kitsoki", flows="flows/smoke-*.yaml"),
+                              changed=["stories/demo/app.yaml"])(ws)
+    assert [(r.app, r.status) for r in string_glob.runs] == [("stories/demo/app.yaml", "passed"),
+                                                             ("stories/other/app.yaml", "not run")]
+
+
+def test_one_red_app_is_red_and_names_it_and_the_others_still_ran(ws, sim, monkeypatch) -> None:
+    outcomes(monkeypatch, {"*/other/flows/*": "fail"})
+    result = scoped_gate(GateSettings(kind="kitsoki"), changed=["stories/demo/app.yaml"])(ws)
+    assert not result.green and not result.held
+    assert [(r.app, r.status) for r in result.runs] == [("stories/demo/app.yaml", "passed"),
+                                                        ("stories/other/app.yaml", "failed")]
+    assert result.failures == ["stories/other/flows/go.yaml turn 1: kitsoki_sim: simulated failure"]
+    assert len(sim()) == 2, "without fail_fast every app runs"
+
+
+def test_fail_fast_stops_starting_apps_after_the_first_red(ws, sim, monkeypatch) -> None:
+    outcomes(monkeypatch, {"*/demo/flows/*": "fail"})
+    result = scoped_gate(GateSettings(kind="kitsoki", fail_fast=True, jobs=1), changed=["stories/demo/app.yaml"])(ws)
+    assert not result.green and len(sim()) == 1 and "--fail-fast" in sim()[0]["argv"]
+    assert result.runs[1].status == "not run" and "fail_fast" in result.runs[1].not_run[0]
+
+
+def test_apps_run_at_once_up_to_the_cores(ws, sim, monkeypatch) -> None:
+    """Two apps whose kitsoki calls each take 1.5 s more: with two jobs they overlap."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core")
+    import core.apply.gates as gates
+
+    run = gates._run
+
+    def slowed(argv, cwd, timeout_s):
+        time.sleep(1.5)
+        return run(argv, cwd, timeout_s)
+
+    monkeypatch.setattr(gates, "_run", slowed)
+    started = time.monotonic()
+    result = scoped_gate(GateSettings(kind="kitsoki", jobs=2), changed=["stories/demo/app.yaml"])(ws)
+    assert result.green and len(sim()) == 2
+    assert time.monotonic() - started < 2.9, "the two calls overlapped"
+
+
+def test_kitsoki_repo_is_passed_when_the_environment_or_the_settings_name_one(ws, sim, monkeypatch, tmp_path) -> None:
+    repo = tmp_path / "kitsoki-checkout"
+    (repo / "stories").mkdir(parents=True)
+    monkeypatch.setenv("KITSOKI_REPO", str(repo))
+    assert scoped_gate(GateSettings(kind="kitsoki", scope="own"), changed=["stories/demo/app.yaml"])(ws).green
+    argv = sim()[-1]["argv"]
+    assert argv[argv.index("--kitsoki-repo") + 1] == str(repo) and sim()[-1]["kitsoki_repo"] == str(repo)
+    monkeypatch.delenv("KITSOKI_REPO")
+    settings = GateSettings(kind="kitsoki", scope="own", kitsoki_repo="../kitsoki-checkout")
+    assert scoped_gate(settings, changed=["stories/demo/app.yaml"])(ws).green
+    argv = sim()[-1]["argv"]
+    assert argv[argv.index("--kitsoki-repo") + 1] == str(ws / "../kitsoki-checkout")
+
+
+def test_an_app_without_fixtures_is_not_run_and_no_flow_at_all_is_held(ws, sim) -> None:
+    for flow in (ws / "stories/lone/flows").iterdir():
+        flow.unlink()
+    result = scoped_gate(GateSettings(kind="kitsoki"), changed=["stories/lone/app.yaml"])(ws)
+    assert sim() == [], "kitsoki exits 2 for an app without fixtures: it is not called"
+    assert not result.green and result.held and not result.gated
+    assert result.summary.startswith("held: no flow exercises this change (stories/lone/app.yaml)")
+    assert result.would_exercise == ["a flow in stories/lone/flows/*.yaml (edited)"]
+    kept = scoped_gate(GateSettings(kind="kitsoki", ungated="allow"), changed=["stories/lone/app.yaml"])(ws)
+    assert kept.green and not kept.gated and "structural checks" in kept.summary
+    assert "stories/lone/app.yaml loads" in kept.checks
+
+
+def test_the_preview_names_what_the_gate_runs(ws, sim) -> None:
+    settings = GateSettings(kind="kitsoki")
+    preview = gate_preview(ws, settings, ["stories/demo/app.yaml"])
+    result = scoped_gate(settings, changed=["stories/demo/app.yaml"])(ws)
+    ran = sorted(f for run in result.runs for f in run.passed)
+    assert preview.runs == ran == ["stories/demo/flows/go.yaml", "stories/other/flows/go.yaml"]
+    assert preview.apps == ["stories/demo/app.yaml (edited): 1 flows",
+                            "stories/other/app.yaml (imports stories/demo/app.yaml): 1 flows"]
+
+
 # ── choose_gate ──────────────────────────────────────────────────────────────────────────────
 
 APPS = [Path("stories/demo/app.yaml"), Path("stories/other/app.yaml")]
 
 
-def test_auto_prefers_a_configured_command(ws, fake_kitsoki) -> None:
-    _, calls = fake_kitsoki
-    result = choose_gate(ws, GateSettings(command=["true"]), APPS)(ws)
-    assert result.green and result.gate == "command" and calls() == []
+def test_auto_prefers_a_configured_command(ws, sim) -> None:
+    result = choose_gate(ws, GateSettings(command=["true"]), changed=["stories/demo/app.yaml"])(ws)
+    assert result.green and result.gate == "command" and sim() == []
 
 
-def test_auto_uses_kitsoki_when_on_path_and_runs_every_story(ws, fake_kitsoki, monkeypatch) -> None:
-    _, calls = fake_kitsoki
-    set_mode(monkeypatch, "pass")
-    result = choose_gate(ws, GateSettings(), APPS)(ws)
-    assert result.green and result.gate == "kitsoki"
-    assert [c[2] for c in calls()] == [str(ws / a) for a in APPS]
-    assert result.report["Passed"] == 2 and len(result.report["Results"]) == 2
+def test_auto_uses_kitsoki_when_on_path(ws, sim) -> None:
+    result = choose_gate(ws, GateSettings(), changed=["stories/lone/app.yaml"])(ws)
+    assert result.green and result.gate == "kitsoki" and apps_run(sim(), ws) == ["stories/lone/app.yaml"]
 
 
-def test_kitsoki_is_red_when_any_story_is_red_and_stops_there(ws, fake_kitsoki, monkeypatch) -> None:
-    _, calls = fake_kitsoki
-    set_mode(monkeypatch, "exit2")
+def test_named_apps_are_gated_as_named(ws, sim) -> None:
     result = choose_gate(ws, GateSettings(kind="kitsoki"), APPS)(ws)
-    assert not result.green and "(1 more not run)" in result.summary
-    assert len(calls()) == 1
-
-
-def test_kitsoki_second_story_red(ws, fake_kitsoki, monkeypatch) -> None:
-    set_mode(monkeypatch, "pass")
-    monkeypatch.setenv("FAKE_KITSOKI_OTHER", "fail")
-    result = choose_gate(ws, GateSettings(kind="kitsoki"), APPS)(ws)
-    assert not result.green
-    assert result.failures[0] == "flows/sad.yaml turn 2: expected state mine, got idle"
-
-
-def test_kitsoki_with_no_story_is_red(ws, fake_kitsoki) -> None:
-    result = choose_gate(ws, GateSettings(kind="kitsoki"), [])(ws)
-    assert not result.green and "no story app.yaml" in result.summary
+    assert result.green and apps_run(sim(), ws) == [str(a) for a in APPS]
 
 
 def test_kitsoki_binary_missing_is_red(ws) -> None:
-    result = choose_gate(ws, GateSettings(kind="kitsoki", kitsoki="/nonexistent/kitsoki"), APPS)(ws)
-    assert not result.green and "gate crashed" in result.summary
+    settings = GateSettings(kind="kitsoki", kitsoki="/nonexistent/kitsoki")
+    result = choose_gate(ws, settings, changed=["stories/demo/app.yaml"])(ws)
+    assert not result.green and not result.held and "gate crashed" in result.failures[0] + result.summary
 
 
 def test_command_kind_needs_a_command() -> None:
@@ -266,7 +365,8 @@ def test_command_kind_needs_a_command() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"timeout_s": 0}, {"timeout_s": -1}, {"comand": ["make"]},
-                                 {"command": []}, {"command": [""]}])
+                                 {"command": []}, {"command": [""]}, {"jobs": 0}, {"scope": "all"},
+                                 {"ungated": "yes"}, {"skip": [""]}])
 def test_gate_settings_refuse_what_would_make_every_accept_misbehave(bad) -> None:
     with pytest.raises(ValueError):
         GateSettings(**bad)
@@ -274,8 +374,9 @@ def test_gate_settings_refuse_what_would_make_every_accept_misbehave(bad) -> Non
 
 def test_auto_falls_back_to_builtin(ws, fake_flows) -> None:
     settings = GateSettings(kitsoki="kitsoki-not-on-any-path-xyz")
-    result = choose_gate(ws, settings, APPS)(ws)
+    result = choose_gate(ws, settings, changed=["stories/lone/app.yaml"])(ws)
     assert result.gate == "builtin" and result.green
+    assert fake_flows["calls"] == [(ws, "stories/lone/flows/*.yaml")]
 
 
 # ── builtin gate, against a fake core.flows ──────────────────────────────────────────────────
@@ -351,3 +452,75 @@ def test_builtin_report_of_the_wrong_shape_is_red(ws, fake_flows) -> None:
     result = builtin_gate()(ws)
     assert not result.green and "no Results list" in result.summary
 
+
+
+# ── builtin gate: flows it cannot run, and the real runner on small stories ─────────────────
+
+NOT_SUPPORTED = "not supported by the built-in runner: host_handlers"
+
+
+def unsupported_result(file: str) -> dict:
+    return {"File": file, "Passed": False, "Turns": [{"TurnIndex": -1, "Passed": False, "Failures": [NOT_SUPPORTED]}]}
+
+
+def test_a_flow_the_builtin_runner_cannot_run_is_not_run_never_green_never_red(ws, fake_flows) -> None:
+    fake_flows["report"] = FlowReport(Results=[{"File": "stories/demo/flows/go.yaml", "Passed": True, "Turns": []},
+                                               unsupported_result("stories/demo/flows/handlers.yaml")],
+                                      Passed=1, Failed=1)  # the runner counts it failed: the gate does not
+    result = scoped_gate(GateSettings(kind="builtin", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert result.green and result.gated, "one flow ran and passed, none failed"
+    [run] = result.runs
+    assert run.passed == ["stories/demo/flows/go.yaml"] and run.failed == []
+    assert run.not_run == [f"stories/demo/flows/handlers.yaml: {NOT_SUPPORTED}"]
+    assert "1 flows not run" in result.summary and result.failures == []
+
+
+def test_when_every_scoped_flow_is_unsupported_the_change_is_held_whatever_ungated_says(ws, fake_flows) -> None:
+    fake_flows["report"] = FlowReport(Results=[unsupported_result("stories/demo/flows/go.yaml")], Passed=0, Failed=1)
+    for ungated in ("hold", "allow"):
+        result = scoped_gate(GateSettings(kind="builtin", scope="own", ungated=ungated),
+                             changed=["stories/demo/app.yaml"])(ws)
+        assert not result.green and result.held and not result.gated
+        assert result.summary == ("held: none of the 1 flows that exercise this change could run here (run them "
+                                  f"with kitsoki: miner.flow_gate.kind: kitsoki): {NOT_SUPPORTED}")
+
+
+def test_the_builtin_gate_runs_only_the_scoped_apps(ws) -> None:
+    (ws / "stories/lone/flows/go.yaml").write_text(FLOW.format(state="desk"))  # red, but out of scope
+    result = scoped_gate(GateSettings(kind="builtin"), changed=["stories/demo/app.yaml"])(ws)
+    assert result.green
+    assert [(r.app, r.passed) for r in result.runs] == [("stories/demo/app.yaml", ["stories/demo/flows/go.yaml"]),
+                                                        ("stories/other/app.yaml", ["stories/other/flows/go.yaml"])]
+    red = scoped_gate(GateSettings(kind="builtin"), changed=["stories/lone/app.yaml"])(ws)
+    assert not red.green and red.failures[0].startswith("stories/lone/flows/go.yaml turn 1: expect_state")
+
+
+def test_a_root_flow_is_not_run_by_the_builtin_runner_so_a_rung_1_change_it_alone_exercises_is_held(ws) -> None:
+    (ws / ".kitsoki.yaml").write_text("story_dirs: [./stories]\nroot:\n  overrides:\n    world:\n      test_cmd: pytest\n")
+    (ws / "flows").mkdir()
+    (ws / "flows/landing.yaml").write_text("test_kind: flow\ninitial_state: root.landing\nturns: []\n")
+    result = scoped_gate(GateSettings(kind="builtin"), changed=[".kitsoki.yaml"],
+                         before={".kitsoki.yaml": b"story_dirs: [./stories]\n"})(ws)
+    assert not result.green and result.held
+    [run] = result.runs
+    assert (run.app, run.why, run.status) == ("<root>", "the root instance (root.overrides.world.test_cmd)", "not run")
+    assert run.not_run == ["flows/landing.yaml: not supported by the built-in runner: a root flow (it runs against "
+                           "the synthesized root; run it with kitsoki)"]
+
+
+def test_root_flows_run_against_the_synthesized_root_written_as_kitsoki_materialize_emits_it(ws, sim) -> None:
+    (ws / ".kitsoki.yaml").write_text("story_dirs: [./stories]\nroot:\n  overrides:\n    world:\n      test_cmd: pytest\n")
+    (ws / "flows").mkdir()
+    (ws / "flows/landing.yaml").write_text("test_kind: flow\ninitial_state: root.landing\nturns: []\n")
+    result = scoped_gate(GateSettings(kind="kitsoki"), changed=[".kitsoki.yaml"],
+                         before={".kitsoki.yaml": b"story_dirs: [./stories]\n"})(ws)
+    assert result.green and result.gated and result.runs[0].passed == ["flows/landing.yaml"]
+    [call] = sim()
+    assert not call["app"].startswith(str(ws)) and call["glob"] == str(ws / "flows/*.yaml")
+    import yaml
+
+    root = yaml.safe_load(call["app_text"])
+    assert root["root"] == "root" and root["imports"]["root"]["source"] == "@kitsoki/dev-story"
+    assert root["imports"]["root"]["world_in"] == {"test_cmd": "{{ world.test_cmd }}"}
+    assert root["world"] == {"test_cmd": {"type": "string", "default": "pytest"}}
+    assert "agent.local_llm" in root["agent_plugins"] and "host.gh.ticket" in root["hosts"]

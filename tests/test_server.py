@@ -161,12 +161,16 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
     await wait_for(lambda: client.kitsoki.get("kitsoki/proposalDecided"), what="proposalDecided")
     decided = client.kitsoki["kitsoki/proposalDecided"][0]
     assert decided.recipe_id == world["id"] and decided.flows_green
+    assert result["gated"] is False and decided.gated is False, "no flow reads the demo's root overrides"
+    assert [(f["app"], f["status"]) for f in result["flows"]] == [("<root>", "not run")]
 
     # accept that reverts: every byte as before
     before_all = hashes(ws)
     result = await request(client, "kitsoki/answerQuestion",
                            {"question_id": by_kind["intent"]["id"], "answers": {by_kind["intent"]["title"]: "accept"}})
     assert result["reverted"] is True and result["flows_green"] is False and "1 of 3 flows failed" in result["failure"]
+    assert [(f["app"], f["failed"]) for f in result["flows"]] == [
+        ("stories/release-desk/app.yaml", ["stories/release-desk/flows/preview.yaml"])]
     assert hashes(ws) == before_all
     tokens = [reports for reports in client.progress_reports.values()
               if reports and getattr(reports[0], "title", "").startswith("Accepting")]

@@ -1,6 +1,8 @@
 """The apply gate: an accepted proposal becomes a change to the user's files only here, and is
 kept only while the flow gate stays green (applier), with a journal so a crash never leaves a
-half-applied tree (journal, finished by recovery), judged by a flow gate that fails closed (gates)."""
+half-applied tree (journal, finished by recovery), judged by a flow gate that fails closed (gates)
+over exactly the apps the change reaches (gate_scope, run by scoped_gate; gate_checks for a change
+no flow exercises)."""
 
 from core.apply.applier import HOOK_POINTS, ApplyOutcome, ApplyRefused, apply_delta
 from core.apply.gates import (

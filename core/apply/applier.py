@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import stat
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
@@ -355,9 +356,16 @@ def apply_delta(
         written: list[str] = []
         result: GateResult | None = None
 
+        recording = threading.Lock()  # a gate may start its processes from several threads
+
         def record_gate(pid: int) -> None:  # the gate waits until its leader is in the journal
             nonlocal journal
-            journal = set_phase(workspace, journal, journal.phase, gate_process=identify(pid))
+            with recording:
+                if journal.gate_process is None:
+                    journal = set_phase(workspace, journal, journal.phase, gate_process=identify(pid))
+                else:
+                    journal = set_phase(workspace, journal, journal.phase,
+                                        gate_processes=[*journal.gate_processes, identify(pid)])
 
         try:
             hook("journal_written")
@@ -377,8 +385,8 @@ def apply_delta(
                     journal = set_phase(workspace, journal, "kept")
                     kept = ApplyOutcome(recipe_id=recipe_id, flows_green=True, reverted=False, failure=None,
                                         gate=result, written=written)
-                else:
-                    failure = f"{result.gate} gate red: {result.summary}"
+                else:  # held: nothing judged the change (no flow exercises it); it is not kept either
+                    failure = result.summary if result.held else f"{result.gate} gate red: {result.summary}"
         except BaseException as exc:
             failure, journal, left = _revert(workspace, journal, journal_file, reload,
                                              f"apply interrupted: {_reason(exc)}", hook)

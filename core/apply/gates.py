@@ -4,12 +4,19 @@ Fail closed is the rule of every gate here. A gate that cannot run, times out, c
 no report or a report we cannot read is red, never green: the applier reverts on red, and a
 spurious revert costs a retry while a spurious keep could leave a regressing edit in the tree.
 So a gate never raises; every failure becomes a red GateResult whose `summary` a person can act on.
+A gate that ran and judged nothing (no flow document, every flow skipped or beyond the built-in
+runner) is not green either: it is *held* (`held`), and the answer says why.
 
-Three kinds:
-- command: any argv run in the workspace (`make test`); exit 0 is green.
-- kitsoki: the real `kitsoki test flows <app.yaml> --json FILE` (reference §2), per story app.yaml.
-  Green needs exit 0, a parsed report and `Failed == 0`; exit 2 (setup error) is red.
-- builtin: core.flows.run_flows, the in-process runner of the documented fixture subset.
+Three kinds, each run per app (core.apply.scoped_gate chooses the apps a change reaches):
+- command: any argv run in the workspace (`make test`); exit 0 is green. Not scoped: it is the
+  project's own command.
+- kitsoki: `kitsoki test flows <app.yaml> --flows GLOB --json FILE [--kitsoki-repo R]` (reference §3),
+  one call per app. Exit 0 with a report that ran flows and `Failed == 0` is green; exit 1 is red
+  (the report names the failures); exit 2 is "could not run" (red). `Results: null` (files matched,
+  no flow document) and an all-Skipped report mean no flow ran.
+- builtin: core.flows.run_flows over the app's glob, in process. A flow it cannot run ("not
+  supported by the built-in runner: ...") is *not run* with that reason: never green, never a
+  failure that reverts.
 
 Subprocess gates run in their own session and, on timeout (and when they end), the whole process
 group is killed, so a `make` that forked a test server leaves nothing running against a tree that
@@ -18,6 +25,7 @@ is about to be reverted.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shlex
 import shutil
@@ -42,6 +50,29 @@ _TAIL_BYTES = 64 * 1024
 _REAP_SECONDS = 5.0
 
 
+RunStatus = Literal["passed", "failed", "not run", "error"]
+
+
+class FlowRun(BaseModel):
+    """What the gate did with one app (or with the project's root flows)."""
+
+    app: str
+    """The workspace-relative app.yaml the flows ran against (ROOT_APP for the root flows)."""
+    why: str = ""
+    """Why the change reaches this app ("edited", "imports stories/x", ...)."""
+    flows: str = ""
+    """The fixture glob, workspace-relative (what `--flows` was given)."""
+    status: RunStatus
+    """passed: flows ran, none failed; failed: a flow failed; not run: no flow ran (and why);
+    error: the runner could not run (exit 2, timeout, no or bad report)."""
+    passed: list[str] = []
+    failed: list[str] = []
+    not_run: list[str] = []
+    """`<flow>: <why>` for each flow that did not run (skipped, unsupported here, stopped early)."""
+    summary: str = ""
+    duration_s: float = 0.0
+
+
 class GateResult(BaseModel):
     green: bool
     gate: str
@@ -51,6 +82,20 @@ class GateResult(BaseModel):
     duration_s: float = 0.0
     report: dict | None = None
     """The flow report (Go field names: Results/Passed/Failed), turns without View/Events."""
+    gated: bool = True
+    """False when no flow judged the change: then it is held (not green), or, under
+    `miner.ungated: allow`, kept after the structural checks (green)."""
+    held: bool = False
+    """Not green because nothing judged the change (no flow exercises it, or none of those that do
+    could run): the applier restores it like a red one, and the answer says what would gate it."""
+    runs: list[FlowRun] = []
+    """Per app: what ran, passed, failed, or did not run and why."""
+    skipped: list[str] = []
+    """Apps the change reaches that `miner.flow_gate.skip` leaves ungated, `<app.yaml>: <why>`."""
+    would_exercise: list[str] = []
+    """When nothing exercised the change: what would (a root flow, a flow of a named story)."""
+    checks: list[str] = []
+    """The structural checks an ungated change was kept after."""
 
 
 class GateSettings(BaseModel):
@@ -61,10 +106,31 @@ class GateSettings(BaseModel):
     command: list[Annotated[str, Field(min_length=1)]] | None = Field(default=None, min_length=1)
     kitsoki: str = Field(default="kitsoki", min_length=1)
     """The kitsoki binary: a name looked up on PATH, or a path."""
-    flows: str | None = None
-    """Fixture glob relative to the workspace; None = the runner's default."""
+    kitsoki_repo: str | None = Field(default=None, min_length=1)
+    """The kitsoki checkout passed as `--kitsoki-repo` (workspace-relative or absolute); default
+    $KITSOKI_REPO, else the workspace itself when it is a kitsoki checkout."""
+    flows: str | dict[Annotated[str, Field(min_length=1)], Annotated[str, Field(min_length=1)]] | None = None
+    """Each app's fixture glob, relative to the app's folder (kitsoki's default is flows/*.yaml);
+    or a mapping from an app's folder (workspace-relative, e.g. stories/bugfix) to its glob, the
+    apps it does not name keeping the default."""
+    skip: list[Annotated[str, Field(min_length=1)]] = []
+    """Stories never gated (a folder name such as repo-bakeoff, or its workspace-relative folder);
+    an accept that reaches one says so. kitsoki's own CI quarantines repo-bakeoff and bench-bugfix."""
+    fail_fast: bool = False
+    """Stop at the first red app (and pass --fail-fast): the rest are reported as not run."""
+    allow_missing_recording: bool = False
+    """Pass --allow-missing-recording: a flow whose recording is missing is skipped (not run) instead
+    of making kitsoki exit 2."""
+    jobs: int | None = Field(default=None, ge=1)
+    """How many kitsoki calls run at once; default (and at most) the number of cores."""
     timeout_s: float = Field(default=300.0, gt=0, allow_inf_nan=False)
-    """A gate given no time at all would revert every accept: zero and negative are refused."""
+    """Per app. A gate given no time at all would revert every accept: zero and negative are refused."""
+    scope: Literal["own", "importers"] = "importers"
+    """`miner.gate_scope`: a changed story's own flows only, or also those of every story that
+    imports it (directly or transitively), since a change to an imported story changes them too."""
+    ungated: Literal["hold", "allow"] = "hold"
+    """`miner.ungated`: a change no flow exercises is held (default), or kept after the structural
+    checks with `gated: false` recorded."""
 
     @model_validator(mode="after")
     def _command_kind_has_a_command(self) -> GateSettings:
@@ -233,6 +299,11 @@ def command_gate(argv: list[str], timeout_s: float) -> Gate:
 
 # ── kitsoki gate ──────────────────────────────────────────────────────────────────────────────
 
+ROOT_APP = "<root>"
+"""FlowRun.app of the project's root flows (run against the synthesized root)."""
+UNSUPPORTED_PREFIX = "not supported by the built-in runner"
+"""How core.flows says it cannot judge a flow (core.flows.UNSUPPORTED; read from there when present)."""
+
 
 def _slim_report(report: dict) -> dict:
     """The report without each turn's View and Events (large, and not needed to explain red)."""
@@ -249,10 +320,12 @@ def _slim_report(report: dict) -> dict:
 
 
 def _check_report(report: Any) -> str | None:
-    """Why `report` is not a FlowReport, or None when it is one."""
+    """Why `report` is not a FlowReport, or None when it is one (kitsoki writes `Results: null`
+    when the matched files hold no flow document)."""
     if not isinstance(report, dict):
         return "the report is not a JSON object"
-    if not isinstance(report.get("Results"), list):
+    results = report.get("Results", ...)
+    if results is not None and not isinstance(results, list):
         return "the report has no Results list"
     for key in ("Passed", "Failed"):
         value = report.get(key)
@@ -266,6 +339,8 @@ def report_failures(report: dict) -> list[str]:
     lines: list[str] = []
     for res in report.get("Results") or []:
         if not isinstance(res, dict) or res.get("Passed", False) or res.get("Skipped", False):
+            continue
+        if _unsupported(res) is not None:
             continue
         name = res.get("File", "?")
         before = len(lines)
@@ -284,57 +359,135 @@ def report_failures(report: dict) -> list[str]:
     return lines
 
 
-def _judge_report(gate: str, report: dict, label: str) -> GateResult:
-    """Green iff the report has run at least one flow and none failed (shared with builtin)."""
-    passed, failed = report["Passed"], report["Failed"]
-    slim = _slim_report(report)
-    if not report["Results"]:
-        return _red(gate, f"{label}: no flow fixtures matched", report=slim)
-    if failed:
-        return _red(gate, f"{label}: {failed} of {passed + failed} flows failed",
-                    report_failures(report), report=slim)
-    return GateResult(green=True, gate=gate, summary=f"{label}: {passed}/{passed + failed} flows pass",
-                      report=slim)
+def _unsupported(result: dict, prefix: str = UNSUPPORTED_PREFIX) -> str | None:
+    """The built-in runner's "cannot judge this" failure of a flow result, or None."""
+    if result.get("Passed", False):
+        return None
+    for turn in result.get("Turns") or []:
+        for failure in (turn.get("Failures") or []) if isinstance(turn, dict) else []:
+            if isinstance(failure, str) and failure.startswith(prefix):
+                return failure
+    return None
 
 
-def kitsoki_gate(app_yaml: Path, flows_glob: str | None, timeout_s: float, kitsoki: str = "kitsoki") -> Gate:
-    """`kitsoki test flows <app.yaml> [--flows GLOB] --json FILE` in the workspace.
+def _flow_names(results: list[dict]) -> list[str]:
+    """A name per result: its File, with the document number when a file holds several flows."""
+    counts: dict[str, int] = {}
+    for res in results:
+        counts[str(res.get("File", "?"))] = counts.get(str(res.get("File", "?")), 0) + 1
+    seen: dict[str, int] = {}
+    names = []
+    for res in results:
+        file = str(res.get("File", "?"))
+        seen[file] = seen.get(file, 0) + 1
+        names.append(f"{file} (flow {seen[file]})" if counts[file] > 1 else file)
+    return names
+
+
+def judge_report(report: dict, *, app: str, flows: str, label: str, unsupported: str | None = None) -> FlowRun:
+    """One app's report, read as kitsoki means it: skipped flows (and, from the built-in runner,
+    flows it cannot run, their failures starting with `unsupported`) are not run; green needs a flow
+    that passed and none that failed."""
+    results = [r for r in (report.get("Results") or []) if isinstance(r, dict)]
+    run = FlowRun(app=app, flows=flows, status="not run")
+    for name, res in zip(_flow_names(results), results):
+        cannot = _unsupported(res, unsupported) if unsupported else None
+        if res.get("Skipped", False):
+            run.not_run.append(f"{name}: skipped (its recording is missing)")
+        elif cannot is not None:
+            run.not_run.append(f"{name}: {cannot}")
+        elif res.get("Passed", False):
+            run.passed.append(name)
+        else:
+            run.failed.append(name)
+    if run.failed:
+        run.status = "failed"
+        run.summary = f"{label}: {len(run.failed)} of {len(run.failed) + len(run.passed)} flows failed"
+    elif run.passed:
+        run.status = "passed"
+        run.summary = f"{label}: {len(run.passed)}/{len(run.passed)} flows pass"
+    elif not results:
+        run.summary = f"{label}: no flow ran (the matched files hold no test_kind: flow document)"
+    else:
+        run.summary = f"{label}: no flow ran ({len(run.not_run)} not run)"
+    if run.not_run and run.status != "not run":
+        run.summary += f", {len(run.not_run)} not run"
+    return run
+
+
+def _result_of(gate: str, run: FlowRun, report: dict | None, failures: Sequence[str] = ()) -> GateResult:
+    """A one-app GateResult: green iff flows ran and none failed; nothing ran is held, not green."""
+    slim = _slim_report(report) if report is not None else None
+    if run.status == "passed":
+        return GateResult(green=True, gate=gate, summary=run.summary, report=slim, runs=[run])
+    if run.status == "not run":
+        return GateResult(green=False, gate=gate, summary=run.summary, report=slim, runs=[run], held=True,
+                          gated=False)
+    return _red(gate, run.summary, failures or (report_failures(report) if report else []), report=slim, runs=[run])
+
+
+def kitsoki_gate(app_yaml: Path, flows_glob: str | None, timeout_s: float, kitsoki: str = "kitsoki", *,
+                 kitsoki_repo: str | None = None, fail_fast: bool = False, allow_missing_recording: bool = False,
+                 app_label: str | None = None) -> Gate:
+    """`kitsoki test flows <app.yaml> [--flows GLOB] --json FILE [--fail-fast] [--kitsoki-repo R]` in
+    the workspace, as one app's gate.
 
     Relative `app_yaml` and `flows_glob` are taken relative to the workspace and passed absolute.
-    Green iff exit 0, the report parses, it ran at least one flow and `Failed == 0`.
+    Green iff exit 0, the report parses, it ran at least one flow and `Failed == 0`. Exit 1 must come
+    with a failure in the report, exit 0 without one; exit 2 (kitsoki could not run) writes no report.
     """
 
     def run(workspace: Path) -> GateResult:
         app = app_yaml if Path(app_yaml).is_absolute() else workspace / app_yaml
-        label = f"kitsoki test flows {_shown_path(app, workspace)}"
+        shown_app = app_label or _shown_path(app, workspace)
+        label = f"kitsoki test flows {shown_app}"
+        glob = None
+        if flows_glob:
+            glob = flows_glob if os.path.isabs(flows_glob) else str(workspace / flows_glob)
+        shown_glob = _shown_path(Path(glob), workspace) if glob else ""
+        base = FlowRun(app=shown_app, flows=shown_glob, status="error")
+
+        def error(summary: str, tail: Sequence[str] = ()) -> GateResult:
+            return _red("kitsoki", summary, tail, runs=[base.model_copy(update={"summary": summary})])
+
         with tempfile.TemporaryDirectory(prefix="kitsoki-miner-gate-") as tmp:
             report_path = Path(tmp) / "report.json"
             argv = [kitsoki, "test", "flows", str(app)]
-            if flows_glob:
-                glob = flows_glob if os.path.isabs(flows_glob) else str(workspace / flows_glob)
+            if glob:
                 argv += ["--flows", glob]
             argv += ["--json", str(report_path)]
+            if fail_fast:
+                argv.append("--fail-fast")
+            if allow_missing_recording:
+                argv.append("--allow-missing-recording")
+            if kitsoki_repo:
+                argv += ["--kitsoki-repo", kitsoki_repo]
             result = _run(argv, workspace, timeout_s)
             if result.returncode is None:
-                return _red("kitsoki", f"{label}: {_timeout_text(timeout_s)}", result.tail)
+                return error(f"{label}: {_timeout_text(timeout_s)}", result.tail)
             if result.returncode == 2:
                 why = result.tail[-1] if result.tail else "setup error"
-                return _red("kitsoki", f"{label}: could not run the flows (exit 2): {why}", result.tail)
+                return error(f"{label}: could not run the flows (exit 2): {why}", result.tail)
             try:
                 report = orjson.loads(report_path.read_bytes())
             except FileNotFoundError:
-                return _red("kitsoki", f"{label} {_exit_text(result.returncode)} and wrote no report",
-                            result.tail)
+                return error(f"{label} {_exit_text(result.returncode)} and wrote no report", result.tail)
             except orjson.JSONDecodeError as exc:
-                return _red("kitsoki", f"{label}: the JSON report does not parse ({exc})", result.tail)
+                return error(f"{label}: the JSON report does not parse ({exc})", result.tail)
         problem = _check_report(report)
         if problem:
-            return _red("kitsoki", f"{label}: {problem}", result.tail)
-        judged = _judge_report("kitsoki", report, label)
-        if judged.green and result.returncode != 0:
-            return _red("kitsoki", f"{label} {_exit_text(result.returncode)} though its report has no failure",
-                        result.tail, report=judged.report)
-        return judged
+            return error(f"{label}: {problem}", result.tail)
+        for res in report.get("Results") or []:  # kitsoki names a file as the glob matched it: absolute
+            if isinstance(res, dict) and isinstance(res.get("File"), str) and os.path.isabs(res["File"]):
+                res["File"] = _shown_path(Path(res["File"]), workspace)
+        judged = judge_report(report, app=shown_app, flows=shown_glob, label=label)
+        if result.returncode == 1 and not judged.failed:
+            return error(f"{label} {_exit_text(result.returncode)} though its report has no failure", result.tail)
+        if result.returncode not in (0, 1):
+            return error(f"{label} {_exit_text(result.returncode)}", result.tail)
+        if result.returncode == 0 and judged.failed:
+            return error(f"{label} exited 0 though its report has {len(judged.failed)} failed flows", result.tail)
+        return _result_of("kitsoki", judged, report)
 
     return _never_raises("kitsoki", run)
 
@@ -346,59 +499,51 @@ def _shown_path(path: Path, workspace: Path) -> str:
         return str(path)
 
 
-def _all_of(gates: Sequence[Gate], name: str) -> Gate:
-    """Run gates in turn, stopping at the first red (the delta is reverted either way); the
-    reports are merged into one FlowReport shape."""
-
-    def run(workspace: Path) -> GateResult:
-        if not gates:
-            return _red(name, "no story app.yaml to run the flows of")
-        results: list[GateResult] = []
-        for gate in gates:
-            results.append(gate(workspace))
-            if not results[-1].green:
-                break
-        merged: dict = {"Results": [], "Passed": 0, "Failed": 0}
-        for res in results:
-            if res.report:
-                merged["Results"] += res.report.get("Results") or []
-                merged["Passed"] += res.report.get("Passed") or 0
-                merged["Failed"] += res.report.get("Failed") or 0
-        summary = "; ".join(r.summary for r in results)
-        if len(results) < len(gates):
-            summary += f" ({len(gates) - len(results)} more not run)"
-        return GateResult(green=all(r.green for r in results), gate=name, summary=summary,
-                          failures=[f for r in results for f in r.failures], report=merged)
-
-    return _never_raises(name, run)
-
-
 # ── builtin gate ──────────────────────────────────────────────────────────────────────────────
 
 
-def builtin_gate(flows_glob: str | None = None, timeout_s: float | None = None) -> Gate:
-    """core.flows.run_flows in process. Zero fixtures is red (like kitsoki's exit 2).
+def builtin_gate(flows_glob: str | None = None, timeout_s: float | None = None, *, app: str = "",
+                 label: str = "built-in flow runner") -> Gate:
+    """core.flows.run_flows over `flows_glob` (workspace-relative; None = every story's flows and
+    the root flows), in process. Zero fixtures is red (like kitsoki's exit 2); a flow the runner
+    cannot run is not run, never green; nothing that ran is held.
 
     With `timeout_s` the runner is waited for on a daemon thread; on timeout the result is red
     and the thread is abandoned (the runner only reads files, so reverting under it is safe).
     """
 
     def call(workspace: Path) -> Any:
-        from core.flows import run_flows  # lazy: the runner is optional at import time
+        flows = importlib.import_module("core.flows")  # lazy: the runner is optional at import time
 
-        return run_flows(workspace, flows_glob)
+        return flows.run_flows(workspace, flows_glob), getattr(flows, "UNSUPPORTED", UNSUPPORTED_PREFIX)
 
     def run(workspace: Path) -> GateResult:
         report_obj = _call_with_timeout(call, workspace, timeout_s)
+        shown = flows_glob or ""
         if report_obj is _TIMED_OUT:
-            return _red("builtin", f"built-in flow runner: {_timeout_text(timeout_s or 0)}")
+            summary = f"{label}: {_timeout_text(timeout_s or 0)}"
+            return _red("builtin", summary, runs=[FlowRun(app=app, flows=shown, status="error", summary=summary)])
+        report_obj, prefix = report_obj
         report = report_obj.model_dump() if hasattr(report_obj, "model_dump") else report_obj
         problem = _check_report(report)
-        if problem:
-            return _red("builtin", f"gate crashed: {problem}")
-        return _judge_report("builtin", report, "built-in flow runner")
+        if problem or report.get("Results") is None:
+            summary = f"gate crashed: {problem or 'the report has no Results list'}"
+            return _red("builtin", summary, runs=[FlowRun(app=app, flows=shown, status="error", summary=summary)])
+        if not report["Results"] and not (flows_glob and _any_file(workspace, flows_glob)):
+            summary = f"{label}: no flow fixtures matched"
+            return _red("builtin", summary, report=_slim_report(report),
+                        runs=[FlowRun(app=app, flows=shown, status="error", summary=summary)])
+        judged = judge_report(report, app=app, flows=shown, label=label, unsupported=prefix)
+        return _result_of("builtin", judged, report)
 
     return _never_raises("builtin", run)
+
+
+def _any_file(workspace: Path, glob: str) -> bool:
+    import glob as globlib
+
+    pattern = glob if os.path.isabs(glob) else str(Path(workspace) / glob)
+    return any(os.path.isfile(match) for match in globlib.glob(pattern))
 
 
 _TIMED_OUT = object()
@@ -425,62 +570,50 @@ def _call_with_timeout(fn: Callable[[Path], Any], workspace: Path, timeout_s: fl
     return box["value"]
 
 
-# ── choosing ──────────────────────────────────────────────────────────────────────────────────
-
-
-def choose_gate(workspace: Path, settings: GateSettings, app_yamls: list[Path]) -> Gate:
-    """The gate `settings` asks for. `auto`: the command when one is set, else the kitsoki binary
-    when it is on PATH, else the built-in runner."""
-    kind = settings.kind
-    if kind == "auto":
-        if settings.command:
-            kind = "command"
-        elif shutil.which(settings.kitsoki):
-            kind = "kitsoki"
-        else:
-            kind = "builtin"
-    if kind == "command":
-        if not settings.command:
-            raise ValueError("gate kind 'command' needs a command: set GateSettings.command "
-                             "(e.g. [\"make\", \"test\"])")
-        return command_gate(settings.command, settings.timeout_s)
-    if kind == "kitsoki":
-        gates = [kitsoki_gate(app, settings.flows, settings.timeout_s, settings.kitsoki) for app in app_yamls]
-        return _all_of(gates, "kitsoki")
-    return builtin_gate(settings.flows, settings.timeout_s)
-
-
 # ── what an accept will run (asked before it) ─────────────────────────────────────────────────
 
 
 class GatePreview(BaseModel):
-    """What the gate `choose_gate` picks for these settings will run, told to a person before an
-    accept: the kind, and the flow files (or the command) it runs."""
+    """What the gate of an accept will run, told to a person before it: the kind, and the flow
+    files (or the command) it runs; computed by the same scope function the gate runs
+    (core.apply.scoped_gate.gate_preview)."""
 
     kind: str
     runs: list[str]
     """Workspace-relative flow files, or the command line for a command gate."""
     note: str | None = None
+    apps: list[str] = []
+    """`<app.yaml> (<why>): <n> flows` per app the change reaches, in the order they run."""
+    skipped: list[str] = []
+    """Apps the change reaches that are not gated (`miner.flow_gate.skip`), `<app.yaml>: <why>`."""
+    held: bool = False
+    """Nothing would judge the change: an accept is held (not kept) unless `miner.ungated: allow`."""
+    gated: bool = True
+    """False when no flow exercises the change (held, or kept ungated after the structural checks)."""
 
 
-def gate_preview(workspace: Path, settings: GateSettings, app_yamls: list[Path]) -> GatePreview:
-    """The one place that says which flows an accept runs (the gate's scope may narrow later to
-    the apps a change touches: change it here and in choose_gate together)."""
+def resolved_kind(settings: GateSettings) -> str:
+    """The gate `settings` ask for. `auto`: the command when one is set, else the kitsoki binary
+    when it is on PATH, else the built-in runner."""
     kind = settings.kind
     if kind == "auto":
-        kind = "command" if settings.command else "kitsoki" if shutil.which(settings.kitsoki) else "builtin"
-    if kind == "command":
-        return GatePreview(kind="command", runs=[shlex.join(settings.command or [])])
-    if kind == "kitsoki":
-        files: list[str] = []
-        for app in app_yamls:
-            found = Path(workspace).glob(settings.flows) if settings.flows else (Path(app).parent / "flows").glob("*.yaml")
-            files += [name for name in sorted(_shown_path(p, workspace) for p in found) if name not in files]
-        return GatePreview(kind="kitsoki", runs=files)
-    from core.flows import discover_fixtures  # lazy, as in builtin_gate
-    from core.kitsoki.story import load_workspace
+        if settings.command:
+            return "command"
+        return "kitsoki" if shutil.which(settings.kitsoki) else "builtin"
+    return kind
 
-    stories = load_workspace(workspace).stories
-    found = discover_fixtures(Path(workspace), stories, settings.flows)
-    return GatePreview(kind="builtin", runs=[_shown_path(p, workspace) for p in found],
-                       note=None if found else "no flow fixture matches: the gate is red (nothing is kept)")
+
+def choose_gate(workspace: Path, settings: GateSettings, app_yamls: list[Path] | None = None,
+                changed: Sequence[str] | None = None, before: dict[str, bytes | None] | None = None) -> Gate:
+    """The gate for an accept that changes `changed` (workspace-relative paths; `before` their bytes
+    before the edit, for a rung-1 diff of the root overrides). The scope is computed when the gate
+    runs, on the tree after the edit (core.apply.scoped_gate). `app_yamls` (old callers) gates
+    exactly those apps instead."""
+    if resolved_kind(settings) == "command":
+        if not settings.command:
+            raise ValueError("gate kind 'command' needs a command: set GateSettings.command "
+                             "(e.g. [\"make\", \"test\"])")
+        return command_gate(settings.command, settings.timeout_s)
+    from core.apply.scoped_gate import scoped_gate
+
+    return scoped_gate(settings, changed=list(changed or []), before=before or {}, apps=app_yamls)

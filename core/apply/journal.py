@@ -137,6 +137,9 @@ class Journal(BaseModel):
     """The caller records a verdict (`mining.proposal_decided`): recovery finishes it if it is missing."""
     gate_process: GateProcess | None = None
     """A subprocess gate's leader, recorded before the gate may run."""
+    gate_processes: list[GateProcess] = []
+    """Further leaders when the gate runs several processes at once (one per app), each recorded
+    before it may run."""
     failure: str | None = None
     """Phase reverted: why."""
     kept_edits: list[str] = []

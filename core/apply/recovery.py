@@ -163,8 +163,9 @@ def _recover_one(workspace: Path, path: Path, trace) -> dict:
     except (RefusedJournal, CorruptJournal) as exc:
         return _refused(workspace, path, exc)
     report: dict = {"recipe_id": journal.recipe_id, "phase": journal.phase, "restored": [], "removed": []}
-    if journal.gate_process is not None:
-        report["gate"] = end_group(journal.gate_process)
+    leaders = ([journal.gate_process] if journal.gate_process is not None else []) + list(journal.gate_processes)
+    if leaders:
+        report["gate"] = "; ".join(end_group(leader) for leader in leaders)
     if journal.phase != "kept":
         result = restore(workspace, journal)
         report["restored"], report["removed"] = result.restored, result.removed

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from core.apply import builtin_gate, recover
+from core.apply import recover
 from core.mining.passes import run_pass
 from core.mining.recipes import Recipe
 from core.mining.service import record_pass, trace_path
@@ -95,7 +95,6 @@ def run_demo(into: Path | None = None, say: Callable[[str], None] = print) -> De
         say(f"\n   proposal {proposal.recipe_id} (rung {proposal.rung}, {proposal.mapping.classification}): "
             f"{proposal.title}\n" + _indent(proposal.diff))
 
-    gate = builtin_gate()
     say("\n3. Accepting each, in priority order, through the apply gate (built-in flow runner):")
     for recipe_id in [p.recipe_id for p in inbox(workspace)]:
         current = next((p for p in inbox(workspace) if p.recipe_id == recipe_id), None)
@@ -106,7 +105,7 @@ def run_demo(into: Path | None = None, say: Callable[[str], None] = print) -> De
             current = next((p for p in inbox(workspace) if p.recipe_id == recipe_id), None)
         if current is None or current.status != "pending":
             continue
-        decision = accept(workspace, current.recipe_id, gate=gate)
+        decision = accept(workspace, current.recipe_id, gate_kind="builtin")
         result.decisions.append(decision)
         if decision.flows_green:
             say(f"   KEPT     {current.title}: {decision.gate.summary if decision.gate else 'flows green'}")

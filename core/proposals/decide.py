@@ -26,7 +26,8 @@ from core.apply import ApplyRefused, Gate, GateResult, apply_delta, choose_gate
 from core.kitsoki.story import load_workspace
 from core.locks import workspace_lock
 from core.mining.service import trace_path
-from core.proposals.inbox import find, history
+from core.safeio import read_regular
+from core.proposals.inbox import MAX_TARGET_BYTES, find, history
 from core.proposals.model import Proposal
 from core.proposals.settings import SettingsError, gate_settings
 from core.proposals.staging import (
@@ -64,11 +65,43 @@ class Decision(BaseModel):
     kept_edits: list[str] = []
     """accept, reverted: files someone changed while the gate ran, kept as they were instead of restored."""
     gate: GateResult | None = None
+    gated: bool = True
+    """accept: False when no flow judged the change (held, or kept under `miner.ungated: allow`)."""
+    held: bool = False
+    """accept: not kept because nothing judged it (no flow exercises it, or none of those that do could
+    run); `failure` says what would. The tree is as it was."""
+
+    def flows(self) -> list[dict[str, Any]]:
+        """Per app the gate reached: which flows passed, failed, or did not run and why."""
+        if self.gate is None:
+            return []
+        return [{"app": run.app, "why": run.why, "status": run.status, "passed": run.passed, "failed": run.failed,
+                 "not_run": run.not_run, "summary": run.summary} for run in self.gate.runs]
+
+    def ran_lines(self, limit: int = 5) -> list[str]:
+        """What the gate ran, a line per app (and per flow that did not run, up to `limit` per app)."""
+        if self.gate is None:
+            return []
+        lines = []
+        for run in self.gate.runs:
+            counts = ", ".join(f"{len(names)} {word}" for names, word in
+                               ((run.passed, "passed"), (run.failed, "failed"), (run.not_run, "not run")) if names)
+            lines.append(f"{run.app} ({run.why}): {run.status}" + (f", {counts}" if counts else
+                                                                   f": {run.summary.split(': ', 1)[-1]}"))
+            lines.extend(f"    not run: {line}" for line in run.not_run[:limit])
+            if len(run.not_run) > limit:
+                lines.append(f"    ... and {len(run.not_run) - limit} more not run")
+        lines.extend(f"not gated: {line}" for line in self.gate.skipped)
+        return lines
 
     def answer(self) -> dict[str, Any]:
         """The CLI's and the protocol's short answer."""
-        return {"recipe_id": self.recipe_id, "verdict": self.verdict, "flows_green": self.flows_green,
-                "reverted": self.reverted, "failure": self.failure}
+        out = {"recipe_id": self.recipe_id, "verdict": self.verdict, "flows_green": self.flows_green,
+               "reverted": self.reverted, "failure": self.failure}
+        if self.verdict == "accept":
+            out |= {"gated": self.gated, "held": self.held, "flows": self.flows(),
+                    "skipped": list(self.gate.skipped) if self.gate else []}
+        return out
 
 
 class DecisionRefused(ValueError):
@@ -100,8 +133,24 @@ def _record(workspace: Path, decision: Decision) -> None:
                                                   flows_green=decision.flows_green, reverted=decision.reverted)
 
 
+def _live_bytes(workspace: Path, paths: Iterable[str]) -> dict[str, bytes | None]:
+    """The files as they are before the edit (for the gate's rung-1 diff; staleness is the applier's)."""
+    out: dict[str, bytes | None] = {}
+    for rel in paths:
+        try:
+            out[rel] = read_regular(workspace / rel, MAX_TARGET_BYTES, what=rel, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            out[rel] = None
+        except (OSError, ValueError):
+            continue  # unreadable: the applier refuses it by name
+    return out
+
+
 def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate: Gate | None = None,
-           lock_timeout: float = 0.0, hook: Callable[[str], None] | None = None) -> Decision:
+           gate_kind: str | None = None, lock_timeout: float = 0.0,
+           hook: Callable[[str], None] | None = None) -> Decision:
+    """`gate_kind` (auto, kitsoki, builtin, command) overrides `miner.flow_gate.kind` for this accept
+    (the demo runs the built-in runner whatever is on PATH); `gate` replaces the gate whole."""
     workspace = Path(workspace)
     proposal = _open(workspace, recipe_id)
     if proposal.suggestion_only:
@@ -132,30 +181,39 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
             raise DecisionRefused("invalid", f"the refined draft of {proposal.recipe_id} does not validate: {exc}") \
                 from None
     if gate is None:
-        # kitsoki exits 2 (red) for a story without fixtures: gate only the stories that have flows.
-        apps = [story.path for story in model.stories if any((story.dir / "flows").glob("*.yaml"))]
+        # The scope (which apps, which flows) is computed by the gate itself, on the tree after the edit.
         try:
             settings = gate_settings(model.config)
         except SettingsError as exc:
             raise DecisionRefused("config", str(exc)) from None
-        gate = choose_gate(workspace, settings, apps)
+        if gate_kind is not None:
+            settings = settings.model_copy(update={"kind": gate_kind})
+        changed = [change.path for change in proposal.files]
+        gate = choose_gate(workspace, settings, changed=changed, before=_live_bytes(workspace, changed))
     expected = {change.path: change.before_sha256 for change in proposal.files}
     decided: list[Decision] = []
 
     def record(outcome) -> None:  # runs under the workspace lock: no proposer stages in between
+        result = outcome.gate
         decision = Decision(recipe_id=proposal.recipe_id, verdict="accept", title=proposal.title,
                             flows_green=outcome.flows_green,
                             reverted=outcome.reverted, failure=outcome.failure, files=outcome.written,
-                            kept_edits=outcome.kept_edits, gate=outcome.gate)
-        _record(workspace, decision)
+                            kept_edits=outcome.kept_edits, gate=result,
+                            gated=result.gated if result is not None else True,
+                            held=bool(result is not None and result.held and outcome.reverted))
+        _record(workspace, decision)  # kitsoki's shape; what ran goes to our own staged files below
         decided.append(decision)
         if outcome.reverted:
             proposal.status, proposal.failure = "held", outcome.failure
             save_proposal(workspace, proposal)
-        else:
-            artifact = read_artifact(workspace, proposal)
-            artifact["flows_green"] = True
-            write_artifact(workspace, proposal, artifact)
+        artifact = read_artifact(workspace, proposal)
+        artifact["flows_green"] = outcome.flows_green
+        if result is not None:
+            artifact["flow_files"] = [flow for run in result.runs for flow in (*run.passed, *run.failed)]
+            artifact["gate"] = {"kind": result.gate, "summary": result.summary, "gated": result.gated,
+                                "held": decision.held, "flows": decision.flows(), "skipped": result.skipped,
+                                "would_exercise": result.would_exercise, "checks": result.checks}
+        write_artifact(workspace, proposal, artifact)
 
     try:
         apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate, reload=load_workspace,

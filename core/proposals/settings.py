@@ -2,11 +2,19 @@
 
 ```yaml
 miner:
+  gate_scope: importers     # own | importers: also gate the stories importing a changed one
+  ungated: hold             # hold | allow: a change no flow exercises is held, or kept after
+                            #   the structural checks (the decision records gated: false)
   flow_gate:                # how an accept is gated (default: auto)
     kind: auto              # auto | kitsoki | command | builtin
     command: ["make", "test"]
-    flows: "stories/*/flows/*.yaml"
-    timeout: 5m             # Go duration
+    flows: "flows/*.yaml"   # each app's fixtures, relative to its folder; or a mapping
+                            #   {stories/bugfix: "flows/smoke-*.yaml", ".": "flows/*.yaml"} (".": root flows)
+    skip: [repo-bakeoff, bench-bugfix]   # stories never gated (kitsoki's own CI quarantine)
+    fail_fast: false        # stop at the first red app
+    jobs: 2                 # kitsoki calls at once (default and at most: the cores)
+    kitsoki: kitsoki        # the binary; kitsoki_repo: the checkout for --kitsoki-repo
+    timeout: 5m             # Go duration, per app
   drafter:                  # optional agent drafter instead of the built-in one
     command: ["claude", "-p", "--output-format", "json"]
     mode: record            # record | replay | live
@@ -41,7 +49,9 @@ class DrafterSettings(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
 
 
-MINER_KEYS = ("flow_gate", "drafter")
+MINER_KEYS = ("flow_gate", "drafter", "gate_scope", "ungated")
+MINER_CHOICES = {"gate_scope": ("own", "importers"), "ungated": ("hold", "allow")}
+"""The scalar keys of `miner:` and their values."""
 
 
 def _block(config: KitsokiConfig, key: str) -> dict[str, Any]:
@@ -96,8 +106,26 @@ def _problem(key: str, error) -> str:
     return f"{where}: {message}"
 
 
+def _choice(config: KitsokiConfig, key: str) -> str | None:
+    _block(config, "flow_gate")  # the miner: block's own checks (a mapping, known keys)
+    miner = config.extra.get("miner") or {}
+    value = miner.get(key)
+    if value is None:
+        return None
+    if value not in MINER_CHOICES[key]:
+        raise SettingsError(f"{_file(config)}: miner.{key}: {value!r} is not one of {', '.join(MINER_CHOICES[key])}")
+    return value
+
+
 def gate_settings(config: KitsokiConfig) -> GateSettings:
-    return _validated(GateSettings, config, "flow_gate", _block(config, "flow_gate"))
+    raw = _block(config, "flow_gate")
+    for key, field in (("gate_scope", "scope"), ("ungated", "ungated")):
+        if field in raw:  # set at the top of miner:, not inside flow_gate
+            raise SettingsError(f"{_file(config)}: miner.flow_gate.{field}: unknown key (it is miner.{key})")
+        value = _choice(config, key)
+        if value is not None:
+            raw[field] = value
+    return _validated(GateSettings, config, "flow_gate", raw)
 
 
 def drafter_settings(config: KitsokiConfig) -> DrafterSettings | None:

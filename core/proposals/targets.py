@@ -7,7 +7,7 @@ may change a file only when:
   and nothing under `.git/` (at any depth) or `.artifacts/` (core.proposals.validate.check_path);
 - it is `.kitsoki.yaml` or a YAML file of a story folder (a configured story dir, or the
   materialized `.kitsoki/stories/`);
-- it is not a flow fixture: not in a `flows/` folder, not matched by `miner.flow_gate.flows`.
+- it is not a flow fixture: not in a `flows/` folder, not matched by an app's glob in `miner.flow_gate.flows`.
   A draft that rewrote the fixture gating it could turn a red change green;
 - its new bytes are UTF-8 and at most 1 MiB.
 
@@ -28,26 +28,27 @@ from core.proposals.validate import MAX_DRAFT_FILE_BYTES, DraftInvalid
 FLOWS_DIR = "flows"
 
 
-def _fixture_glob(workspace: Workspace) -> str | None:
+def _fixture_globs(workspace: Workspace) -> list[str]:
+    from core.apply.gate_scope import fixture_patterns
     from core.proposals.settings import SettingsError, gate_settings  # settings import the gates
 
     try:
-        return gate_settings(workspace.config).flows
+        return fixture_patterns(gate_settings(workspace.config))
     except SettingsError:
-        return None  # reported where the gate is chosen; the folder rule still holds
+        return []  # reported where the gate is chosen; the folder rule still holds
 
 
 def is_flow_fixture(workspace: Workspace, rel: str) -> bool:
     if FLOWS_DIR in PurePosixPath(rel).parts[:-1]:
         return True
-    glob = _fixture_glob(workspace)
-    if not glob:
-        return False
-    if Path(glob).is_absolute():
-        if not Path(glob).is_relative_to(workspace.path):
-            return False
-        glob = Path(glob).relative_to(workspace.path).as_posix()
-    return fnmatch.fnmatchcase(rel, glob)  # `*` crosses folders here, so it matches at least the glob's files
+    for glob in _fixture_globs(workspace):
+        if Path(glob).is_absolute():
+            if not Path(glob).is_relative_to(workspace.path):
+                continue
+            glob = Path(glob).relative_to(workspace.path).as_posix()
+        if fnmatch.fnmatchcase(rel, glob):  # `*` crosses folders here, so it matches at least the glob's files
+            return True
+    return False
 
 
 def check_target(workspace: Workspace, rel: str, data: bytes | None = None) -> None:

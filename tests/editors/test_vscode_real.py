@@ -155,7 +155,7 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
     assert after[story.relative_to(demo.workspace).as_posix()] == before[story.relative_to(demo.workspace).as_posix()]
     assert {k: v for k, v in after.items() if k != ".kitsoki.yaml"} == \
         {k: v for k, v in before.items() if k != ".kitsoki.yaml"}
-    assert "stories/release-desk/flows/preview.yaml" in steps["accept-kept"]["detail"]["confirmation"]["detail"]
+    assert "no flow exercises this change" in steps["accept-kept"]["detail"]["confirmation"]["detail"]
     assert "warning" in steps["accept-reverted"]["detail"]["toast"]["severity"]
     # Nothing went to the output that a person would read as a crash.
     logs = "\n".join(p.read_text() for p in output_logs(user_data))

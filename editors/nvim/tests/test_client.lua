@@ -303,8 +303,8 @@ local function main()
     local confirm = seen_of('kitsoki.confirm')
     eq(#confirm, 1, 'asked once')
     check(confirm[1].prompt:find("Set world.test_cmd to 'pytest'", 1, true), confirm[1].prompt)
-    check(confirm[1].labels[1]:find('run flows preview.yaml, release.yaml', 1, true),
-      'the confirmation names the flows it runs: ' .. confirm[1].labels[1])
+    check(confirm[1].labels[1]:find('no flow exercises this change: kept after the structural checks', 1, true),
+      'the confirmation says no flow exercises a root override here: ' .. confirm[1].labels[1])
     eq(read(config_path), before, 'nothing written')
   end)
 

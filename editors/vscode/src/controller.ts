@@ -561,9 +561,10 @@ export class Controller implements vscode.Disposable {
       `Accept "${detail.title}"?`,
       {
         modal: true,
-        detail:
-          `This changes ${files}, then runs ${gateText(detail.gate)}. The change is kept only if they pass; ` +
-          `otherwise every byte is restored.`,
+        detail: detail.gate?.gated === false
+          ? `This changes ${files}; ${detail.gate.note ?? 'no flow exercises this change'}.`
+          : `This changes ${files}, then runs ${gateText(detail.gate)}. The change is kept only if they pass; ` +
+            `otherwise every byte is restored.`,
       },
       'Accept',
     );

@@ -183,6 +183,28 @@ export interface GatePreview {
   /** Workspace-relative flow files, or the command line for a command gate. */
   runs: string[];
   note?: string | null;
+  /** `<app.yaml> (<why>): <n> flows` per app the change reaches. */
+  apps?: string[];
+  /** Apps the change reaches that miner.flow_gate.skip leaves ungated. */
+  skipped?: string[];
+  /** Nothing would judge the change: an accept is held unless miner.ungated: allow. */
+  held?: boolean;
+  /** False when no flow exercises the change. */
+  gated?: boolean;
+}
+
+/** What the gate did with one app the change reaches (or with the root flows, app `<root>`). */
+export interface FlowRun {
+  app: string;
+  why?: string;
+  flows?: string;
+  status: 'passed' | 'failed' | 'not run' | 'error';
+  passed?: string[];
+  failed?: string[];
+  /** `<flow>: <why>` for each flow that did not run. */
+  not_run?: string[];
+  summary?: string;
+  duration_s?: number;
 }
 
 export interface ProposalContentParams {
@@ -212,6 +234,14 @@ export interface DecisionResult {
   draft_uri?: string | null;
   /** URIs of the files the verdict touched (accept) or proposes to change. */
   files?: string[];
+  /** accept: false when no flow judged the change (held, or kept under miner.ungated: allow). */
+  gated?: boolean;
+  /** accept: not kept because nothing judged it; `failure` says what would. */
+  held?: boolean;
+  /** accept: per app, the flows that passed, failed or did not run (and why). */
+  flows?: FlowRun[];
+  /** accept: apps miner.flow_gate.skip leaves ungated. */
+  skipped?: string[];
 }
 
 export interface PassRanNotification {

@@ -215,9 +215,13 @@ function M.confirm_accept(card, cb)
   if state.config.confirm_accept == false then
     return cb()
   end
+  local gate = val(card.gate)
+  local description = ('change %s, run %s; kept only if they pass'):format(where(card), M.gate_text(card.gate))
+  if gate and gate.gated == false then -- no flow exercises it: say what happens instead
+    description = ('change %s; %s'):format(where(card), val(gate.note) or 'no flow exercises this change')
+  end
   local items = {
-    { label = 'accept', description = ('change %s, run %s; kept only if they pass'):format(where(card),
-      M.gate_text(card.gate)) },
+    { label = 'accept', description = description },
     { label = 'cancel', description = 'change nothing' },
   }
   vim.ui.select(items, {
