@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+from msgspec import Struct
 
 from core.transcripts import normalize as nz
 from core.transcripts.accounting import CLAUDE_CONVERSATION, CLAUDE_METADATA
 from core.transcripts.lines import LineReader
+from core.transcripts.records import FULL, Block, Message, ProgressData, ToolUseResult
 from core.transcripts.model import (
     LineAccounting,
     Problem,
@@ -46,6 +48,9 @@ _WRAPPER_REASONS = (
 )
 
 
+REJECTED_TOOL_USE = "User rejected tool use"
+"""`toolUseResult` of a call the person refused."""
+
 PERSON_ENTRYPOINTS = frozenset({"cli", "claude-desktop"})
 """Entrypoints where a person types (the terminal, the desktop app); older builds write none."""
 
@@ -70,11 +75,12 @@ def subagent_kind(path: Path) -> SubagentKind:
     return SubagentKind.other
 
 
-def classify_user_text(text: str, record: dict, sidechain: bool) -> tuple[TurnKind, str | None]:
-    """Is this user-role text something a person typed? If not, why not."""
-    if record.get("isCompactSummary"):
+def classify_user_text(text: str, record, sidechain: bool) -> tuple[TurnKind, str | None]:
+    """Is this user-role text something a person typed? If not, why not. (`record`: a decoded line,
+    core/transcripts/records.py; the counts-only path asks the same.)"""
+    if record.isCompactSummary:
         return TurnKind.compaction, "compact-summary"
-    if record.get("isMeta"):
+    if record.isMeta:
         return TurnKind.injected, "meta"
     if nz.is_interrupt(text):
         return TurnKind.interrupt, None
@@ -130,7 +136,112 @@ def read_claude_file(
     return _FileParser(path, sidechain, redact, start, first_line).run()
 
 
-class _FileParser:
+def is_tool_result_line(content) -> bool:
+    """A user line carrying tool results (no turn of its own), not a prompt."""
+    return type(content) is list and any(isinstance(b, Struct) and b.type == "tool_result" for b in content)
+
+
+class ClaudeWalk:
+    """The books every Claude reader keeps, record by record, the same for the full reader and the
+    counts-only one (core/transcripts/counts.py): each record's label, duplicates (a uuid already
+    read), conversation versus metadata versus unknown, the envelope (session, project, times,
+    entrypoint) and the title. What a conversation record makes is the subclass's."""
+
+    out: ClaudeFile
+    reader: LineReader
+    redact: bool
+
+    def walk(self) -> None:
+        out = self.out
+        by_type = out.accounting.by_type
+        duplicates = metadata = unknown = 0
+        seen, conversation, other = self._seen, self._conversation, self._other
+        envelope, on_metadata = self._envelope, self._metadata
+        for lineno, rec in self.reader:
+            kind = rec.type
+            kind = kind if type(kind) is str else "<none>"
+            by_type[kind] = by_type.get(kind, 0) + 1
+            uuid = rec.uuid
+            node = uuid if type(uuid) is str and uuid else ("line", lineno)
+            if seen(node):
+                duplicates += 1
+                continue
+            if kind in CLAUDE_CONVERSATION:  # the same books as accounting.claude_label
+                envelope(rec)
+                conversation(kind, rec, node, lineno)
+            else:
+                if kind in CLAUDE_METADATA:
+                    metadata += 1
+                    on_metadata(kind, rec)
+                else:
+                    unknown += 1
+                other(rec, node, uuid)
+        out.accounting.duplicates += duplicates
+        out.accounting.metadata += metadata
+        out.accounting.unknown += unknown
+
+    def _seen(self, node) -> bool:
+        raise NotImplementedError
+
+    def _conversation(self, kind: str, rec, node, lineno: int) -> None:
+        raise NotImplementedError
+
+    def _other(self, rec, node, uuid) -> None:
+        raise NotImplementedError
+
+    def _envelope(self, rec) -> None:
+        out = self.out
+        out.first_ts, out.last_ts = nz.widen(out.first_ts, out.last_ts, rec.timestamp)
+        sid = rec.sessionId
+        if type(sid) is str and sid != out.session_id and sid not in out.session_ids:
+            out.session_ids.append(sid)  # a continued session: its predecessor's id, then its own
+        version = rec.version
+        if type(version) is str:
+            out.version = version  # the newest writer of the file (it may change inside a file)
+        if out.session_id is None:
+            if type(sid) is str:
+                out.session_id = sid
+            cwd = rec.cwd
+            if type(cwd) is str:
+                out.cwd = cwd
+            out.git_branch = rec.gitBranch if type(rec.gitBranch) is str else None
+            agent = rec.agentId
+            if type(agent) is str:
+                out.agent_id = agent
+        elif out.cwd is None and type(rec.cwd) is str:
+            out.cwd = rec.cwd
+        if out.entrypoint is None and type(rec.entrypoint) is str:
+            out.entrypoint = rec.entrypoint
+        if out.prompt_source is None and type(rec.promptSource) is str:
+            out.prompt_source = rec.promptSource
+
+    def _metadata(self, kind: str, rec) -> None:
+        if kind in ("ai-title", "custom-title"):
+            title = rec.aiTitle or rec.customTitle or rec.title
+            if type(title) is str:
+                self.out.title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
+        elif kind == "summary" and self.out.title is None:
+            summary = rec.summary
+            if type(summary) is str:
+                self.out.title = nz.clean_text(summary, nz.TEXT_CHARS, self.redact)
+
+    def _finish_envelope(self) -> None:
+        """The file's identity as it leaves the reader: named after its session, redacted."""
+        out = self.out
+        if out.path.stem in out.session_ids:
+            out.session_id = out.path.stem  # the file is named after the session it continues into
+        if self.redact:
+            out.session_ids = [nz.clean_id(s, True) for s in out.session_ids]
+            for name in ("session_id", "agent_id", "cwd", "version", "git_branch", "entrypoint", "prompt_source"):
+                value = getattr(out, name)
+                if value is not None:
+                    setattr(out, name, nz.clean_id(value, True))
+            out.accounting.by_type = nz.clean_keys(out.accounting.by_type)
+        out.end_offset = self.reader.end_offset
+        out.last_line = self.reader.first_line - 1 + self.reader.accounting.lines_read
+
+
+class _FileParser(ClaudeWalk):
     def __init__(self, path: Path, sidechain: bool, redact: bool, start: int = 0, first_line: int = 1) -> None:
         self.out = ClaudeFile(path=path, sidechain=sidechain)
         self.file = str(path)
@@ -148,85 +259,46 @@ class _FileParser:
         # Every string the reader hands on is redacted, ids and names too; fields with few distinct
         # values go through a per-file memo, hex ids through clean_id's fast path.
         self.names = nz.Cleaner(redact)
-        self.reader = LineReader(path, start=start, first_line=first_line)
+        self.reader = LineReader(path, start=start, first_line=first_line, decoding=FULL)
         self.out.accounting = self.reader.accounting
 
     def run(self) -> ClaudeFile:
-        out = self.out
-        by_type = out.accounting.by_type
-        duplicates = metadata = unknown = 0
-        parent_of, anchor, turn_at = self.parent_of, self.anchor, self.turn_at
-        for lineno, rec in self.reader:
-            kind = rec.get("type")
-            kind = kind if type(kind) is str else "<none>"
-            by_type[kind] = by_type.get(kind, 0) + 1
-            uuid = rec.get("uuid")
-            node = uuid if type(uuid) is str and uuid else ("line", lineno)
-            if node in parent_of or node in anchor:
-                duplicates += 1
-                continue
-            parent = rec.get("parentUuid")
-            if type(parent) is str:
-                parent = anchor.get(parent, parent)
-            else:
-                parent = None
-            if kind in CLAUDE_CONVERSATION:  # the same books as accounting.claude_label
-                self._envelope(rec)
-                if parent is None and kind == "system":
-                    parent = rec.get("logicalParentUuid")  # compaction boundary keeps its place
-                    parent = anchor.get(parent, parent) if type(parent) is str else None
-                parent_of[node] = parent
-                if kind == "user":
-                    self._user(rec, node, lineno)
-                elif kind == "assistant":
-                    self._assistant(rec, node, lineno)
-                else:
-                    self._system(rec, node, lineno)
-                if node not in turn_at:
-                    # A tool result or a continuation line of a response: no turn of its own.
-                    anchor[node] = parent_of.pop(node)
-            else:
-                if kind in METADATA_TYPES:
-                    metadata += 1
-                    self._metadata(kind, rec)
-                else:
-                    unknown += 1
-                if type(uuid) is str:
-                    # Progress and attachment lines sit inside the uuid chain: later records may
-                    # name them as parent, so remember the turn they hang under.
-                    anchor[node] = parent
-        out.accounting.duplicates += duplicates
-        out.accounting.metadata += metadata
-        out.accounting.unknown += unknown
+        self.walk()
         return self._finish()
 
-    # -- records -----------------------------------------------------------------------------
+    # -- the tree ----------------------------------------------------------------------------
 
-    def _envelope(self, rec: dict) -> None:
-        out = self.out
-        out.first_ts, out.last_ts = nz.widen(out.first_ts, out.last_ts, rec.get("timestamp"))
-        sid = rec.get("sessionId")
-        if type(sid) is str and sid != out.session_id and sid not in out.session_ids:
-            out.session_ids.append(sid)  # a continued session: its predecessor's id, then its own
-        version = rec.get("version")
-        if type(version) is str:
-            out.version = version  # the newest writer of the file (it may change inside a file)
-        if out.session_id is None:
-            if type(sid) is str:
-                out.session_id = sid
-            cwd = rec.get("cwd")
-            if type(cwd) is str:
-                out.cwd = cwd
-            out.git_branch = rec.get("gitBranch") if type(rec.get("gitBranch")) is str else None
-            agent = rec.get("agentId")
-            if type(agent) is str:
-                out.agent_id = agent
-        elif out.cwd is None and type(rec.get("cwd")) is str:
-            out.cwd = rec["cwd"]
-        if out.entrypoint is None and type(rec.get("entrypoint")) is str:
-            out.entrypoint = rec["entrypoint"]
-        if out.prompt_source is None and type(rec.get("promptSource")) is str:
-            out.prompt_source = rec["promptSource"]
+    def _seen(self, node) -> bool:
+        return node in self.parent_of or node in self.anchor
+
+    def _parent(self, rec):
+        parent = rec.parentUuid
+        return self.anchor.get(parent, parent) if type(parent) is str else None
+
+    def _conversation(self, kind: str, rec, node, lineno: int) -> None:
+        anchor, parent_of = self.anchor, self.parent_of
+        parent = self._parent(rec)
+        if parent is None and kind == "system":
+            parent = rec.logicalParentUuid  # compaction boundary keeps its place
+            parent = anchor.get(parent, parent) if type(parent) is str else None
+        parent_of[node] = parent
+        if kind == "user":
+            self._user(rec, node, lineno)
+        elif kind == "assistant":
+            self._assistant(rec, node, lineno)
+        else:
+            self._system(rec, node, lineno)
+        if node not in self.turn_at:
+            # A tool result or a continuation line of a response: no turn of its own.
+            anchor[node] = parent_of.pop(node)
+
+    def _other(self, rec, node, uuid) -> None:
+        if type(uuid) is str:
+            # Progress and attachment lines sit inside the uuid chain: later records may
+            # name them as parent, so remember the turn they hang under.
+            self.anchor[node] = self._parent(rec)
+
+    # -- records -----------------------------------------------------------------------------
 
     def _ref(self, lineno: int) -> SourceRef:
         return SourceRef(file=self.file, line=lineno)
@@ -237,7 +309,7 @@ class _FileParser:
             kind=kind,
             id=nz.clean_id(node, self.redact) if type(node) is str else None,
             parent=nz.clean_id(parent, self.redact) if type(parent) is str else None,
-            timestamp=nz.parse_time(rec.get("timestamp")),
+            timestamp=nz.parse_time(rec.timestamp),
             sidechain=self.sidechain,
             source=self._ref(lineno),
             **fields,
@@ -245,12 +317,10 @@ class _FileParser:
         self.turn_at[node] = turn
         return turn
 
-    def _user(self, rec: dict, node, lineno: int) -> None:
-        msg = rec.get("message")
-        content = msg.get("content") if type(msg) is dict else None
-        if type(content) is list and any(
-            type(b) is dict and b.get("type") == "tool_result" for b in content
-        ):
+    def _user(self, rec, node, lineno: int) -> None:
+        msg = rec.message
+        content = msg.content if type(msg) is Message else None
+        if is_tool_result_line(content):
             self._tool_results(rec, content, lineno)
             return
         text = nz.blocks_text(content)
@@ -278,20 +348,20 @@ class _FileParser:
             )
             self.shell_pending = None
 
-    def _tool_results(self, rec: dict, content: list, lineno: int) -> None:
-        extra = rec.get("toolUseResult")
+    def _tool_results(self, rec, content: list, lineno: int) -> None:
+        extra = rec.toolUseResult
         for block in content:
-            if type(block) is not dict or block.get("type") != "tool_result":
+            if type(block) is not Block or block.type != "tool_result":
                 continue
-            text = nz.blocks_text(block.get("content"))
-            is_error = block.get("is_error") is True
-            agent = extra.get("agentId") if type(extra) is dict else None
+            text = nz.blocks_text(block.content)
+            is_error = block.is_error is True
+            agent = extra.agentId if type(extra) is ToolUseResult else None
             if type(agent) is not str:
                 agent = nz.agent_id_in(text) if "agentId" in text else None
             result = ToolResult(
                 is_error=is_error,
-                interrupted=type(extra) is dict and extra.get("interrupted") is True,
-                rejected=nz.is_rejection(text) or extra == "User rejected tool use",
+                interrupted=type(extra) is ToolUseResult and extra.interrupted is True,
+                rejected=nz.is_rejection(text) or extra == REJECTED_TOOL_USE,
                 exit_code=nz.exit_code_of(text) if is_error else None,
                 output_head=nz.clean_text(text, nz.OUTPUT_HEAD_CHARS, self.redact),
                 output_chars=len(text),
@@ -299,7 +369,7 @@ class _FileParser:
             )
             if agent:
                 agent = nz.clean_id(agent, self.redact)
-            tool_id = block.get("tool_use_id")
+            tool_id = block.tool_use_id
             call = self.calls.get(tool_id) if type(tool_id) is str else None
             if call is not None:
                 call.result = result
@@ -308,18 +378,18 @@ class _FileParser:
             elif type(tool_id) is str:
                 self.early_results[tool_id] = (result, agent)
 
-    def _assistant(self, rec: dict, node, lineno: int) -> None:
-        msg = rec.get("message")
-        if type(msg) is not dict:
+    def _assistant(self, rec, node, lineno: int) -> None:
+        msg = rec.message
+        if type(msg) is not Message:
             return
-        msg_id = msg.get("id")
+        msg_id = msg.id
         turn = self.assistant_by_msg.get(msg_id) if type(msg_id) is str else None
         if turn is None:
-            model = msg.get("model")
+            model = msg.model
             turn = self._turn(
                 node, TurnKind.assistant, rec, lineno,
                 model=self.names[model] if type(model) is str else None,
-                reason="api-error" if rec.get("isApiErrorMessage") else None,
+                reason="api-error" if rec.isApiErrorMessage else None,
             )
             if type(msg_id) is str:
                 self.assistant_by_msg[msg_id] = turn
@@ -327,29 +397,29 @@ class _FileParser:
                 self.out.models.append(turn.model)
         else:
             turn.source.last_line = lineno
-        content = msg.get("content")
+        content = msg.content
         if type(content) is str:
-            content = [{"type": "text", "text": content}]
+            content = [Block(type="text", text=content)]
         if type(content) is not list:
             return
         for block in content:
-            if type(block) is not dict:
+            if type(block) is not Block:
                 continue
-            kind = block.get("type")
+            kind = block.type
             if kind == "text":
-                text = block.get("text")
+                text = block.text
                 if type(text) is str and text.strip() and len(turn.text) < nz.TEXT_CHARS:
                     # Each block is redacted once as it arrives; the joined text is only cut.
                     text = nz.clean_text(text, nz.TEXT_CHARS, self.redact)
                     turn.text = nz.cut(f"{turn.text}\n{text}" if turn.text else text, nz.TEXT_CHARS)
             elif kind == "tool_use":
-                call_id = block.get("id")
+                call_id = block.id
                 call_id = call_id if type(call_id) is str else f"line:{lineno}"
-                name = block.get("name")
+                name = block.name
                 call = ToolCall(
                     id=nz.clean_id(call_id, self.redact),
                     name=self.names[name] if type(name) is str else "?",
-                    input=nz.clean_input(block.get("input"), self.redact),
+                    input=nz.clean_input(block.input, self.redact),
                     source=self._ref(lineno),
                 )
                 turn.tool_calls.append(call)
@@ -358,30 +428,24 @@ class _FileParser:
                 if early is not None:
                     call.result, call.subagent = early[0], early[1] or call.subagent
 
-    def _system(self, rec: dict, node, lineno: int) -> None:
-        subtype = rec.get("subtype")
+    def _system(self, rec, node, lineno: int) -> None:
+        subtype = rec.subtype
         subtype = subtype if type(subtype) is str else None
-        content = rec.get("content")
+        content = rec.content
         text = content if type(content) is str else ""
         kind = TurnKind.compaction if subtype == "compact_boundary" else TurnKind.system
         self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact),
                    reason=self.names[subtype] if subtype else None)
 
-    def _metadata(self, kind: str, rec: dict) -> None:
-        if kind in ("ai-title", "custom-title"):
-            title = rec.get("aiTitle") or rec.get("customTitle") or rec.get("title")
-            if type(title) is str:
-                self.out.title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
-        elif kind == "summary" and self.out.title is None:
-            summary = rec.get("summary")
-            if type(summary) is str:
-                self.out.title = nz.clean_text(summary, nz.TEXT_CHARS, self.redact)
-        elif kind == "progress":
-            data = rec.get("data")
-            if type(data) is dict and data.get("type") == "agent_progress":
-                agent, tool = data.get("agentId"), rec.get("parentToolUseID") or rec.get("toolUseID")
+    def _metadata(self, kind: str, rec) -> None:
+        if kind == "progress":
+            data = rec.data
+            if type(data) is ProgressData and data.type == "agent_progress":
+                agent, tool = data.agentId, rec.parentToolUseID or rec.toolUseID
                 if type(agent) is str and type(tool) is str:
                     self.out.agent_progress.setdefault(agent, tool)
+        else:
+            super()._metadata(kind, rec)
 
     # -- assembly ----------------------------------------------------------------------------
 
@@ -411,19 +475,10 @@ class _FileParser:
             reader.problem(ProblemKind.cycle, line, f"parent links loop back; {node} made a root")
         out.problems = reader.problems
         out.problem_count = reader.problem_count
-        if self.out.path.stem in out.session_ids:
-            out.session_id = self.out.path.stem  # the file is named after the session it continues into
+        self._finish_envelope()
         if self.redact:
-            out.session_ids = [nz.clean_id(s, True) for s in out.session_ids]
-            for name in ("session_id", "agent_id", "cwd", "version", "git_branch", "entrypoint", "prompt_source"):
-                value = getattr(out, name)
-                if value is not None:
-                    setattr(out, name, nz.clean_id(value, True))
             out.agent_progress = {nz.clean_id(a, True): nz.clean_id(t, True) for a, t in out.agent_progress.items()}
-            out.accounting.by_type = nz.clean_keys(out.accounting.by_type)
         out.orphan_results = {nz.clean_id(k, self.redact): r for k, (r, _) in self.early_results.items()}
-        out.end_offset = reader.end_offset
-        out.last_line = reader.first_line - 1 + reader.accounting.lines_read
         return out
 
 

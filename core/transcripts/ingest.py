@@ -116,9 +116,20 @@ def summarize(session: Session) -> SessionSummary:
     )
 
 
-def _read_for_summary(files: SessionFiles, redact: bool) -> tuple[SessionSummary, list[TurnKey]]:
+def count_session(files: SessionFiles, redact: bool = True) -> tuple[SessionSummary, list[TurnKey]]:
+    """A session's summary and turn keys: counts only for Claude Code (core/transcripts/counts.py),
+    the full reader for the rest and where only it can answer."""
+    if files.format == "claude":
+        from core.transcripts.counts import count_claude_session
+
+        counted = count_claude_session(files.trunk, files.subagents, redact=redact)
+        if counted is not None:
+            return counted[0], counted[1]
     session = read_session(files, redact=redact)
     return summarize(session), _turn_keys(session)
+
+
+_read_for_summary = count_session
 
 
 def _read_full(files: SessionFiles, redact: bool) -> tuple[Session, list[TurnKey]]:

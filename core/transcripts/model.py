@@ -10,17 +10,20 @@ from datetime import datetime
 from enum import Enum
 from typing import Literal
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
-from pydantic import ConfigDict, TypeAdapter
-from pydantic.dataclasses import dataclass
+from pydantic import ConfigDict, TypeAdapter, with_config
 
 Format = Literal["claude", "pi", "codex"]
 
-# Slotted pydantic dataclasses, not BaseModel: a 300 MB transcript holds tens of thousands of
-# turns and tool calls, and a BaseModel instance (a __dict__ plus a fields-set per object) costs
-# ~5x the memory and a slow __setattr__ on the readers' hot path. Validation and JSON Schema are the same.
-_model = dataclass(config=ConfigDict(extra="forbid"), slots=True, kw_only=True)
+# Plain slotted dataclasses: the readers build one per turn, tool call and result (tens of thousands
+# in a 300 MB transcript), and building a pydantic dataclass validates every field (it cost as much
+# as decoding the JSON). The readers set every field from checked values themselves; pydantic still
+# gives the JSON Schema and the JSON dump (SessionAdapter), with the same `extra="forbid"`.
+
+
+def _model(cls):
+    return with_config(ConfigDict(extra="forbid"))(dataclass(slots=True, kw_only=True)(cls))
 
 
 @_model
