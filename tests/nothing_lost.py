@@ -31,9 +31,11 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 EXPECTED = HERE / "fixtures" / "nothing_lost"
 SHARED_CORPUS = REPO.parent / "shared" / "corpus"
-for extra in (REPO, HERE / "bench", HERE / "adversarial"):
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+for extra in (HERE / "bench", HERE / "adversarial"):  # last: tests/bench/server.py must not hide `server`
     if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))
+        sys.path.append(str(extra))
 
 from core.transcripts.discover import discover  # noqa: E402
 from core.transcripts.ingest import read_session, scan  # noqa: E402

@@ -50,13 +50,29 @@ def normalize(text: str) -> str:
 
 def phrasing(text: str) -> str:
     """The first sentence of the normalized prompt: how a recipe shows an ask."""
-    norm = normalize(text)
-    return _SENTENCE_END.split(norm, maxsplit=1)[0][:160] if norm else ""
+    return _phrasing_of(normalize(text))
 
 
 def stems(text: str) -> frozenset[str]:
     """Content-word stems of the normalized prompt (placeholders excluded)."""
-    norm = re.sub(r"<\w+>", " ", normalize(text))
+    return _stems_of(normalize(text))
+
+
+def phrasing_and_stems(text: str) -> tuple[str, frozenset[str]]:
+    """phrasing(text) and stems(text), normalizing the prompt once."""
+    norm = normalize(text)
+    return _phrasing_of(norm), _stems_of(norm)
+
+
+def _phrasing_of(norm: str) -> str:
+    return _SENTENCE_END.split(norm, maxsplit=1)[0][:160] if norm else ""
+
+
+_PLACEHOLDER = re.compile(r"<\w+>")
+
+
+def _stems_of(norm: str) -> frozenset[str]:
+    norm = _PLACEHOLDER.sub(" ", norm)
     return frozenset(stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS)
 
 
