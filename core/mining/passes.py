@@ -160,7 +160,7 @@ def mine_file(
         return str(path), new, size, 0
     resume = mark is not None and mark.format == fmt and size >= mark.size and 0 < mark.offset <= size
     if resume:
-        file = read_claude_file(path, start=mark.offset, first_line=mark.line + 1)
+        file = read_claude_file(path, start=mark.offset, first_line=mark.line + 1, texts=False)
         carry = mark.episodes[-1] if mark.episodes else None
         if carry is not None and file.orphan_results:
             attach_results(carry, file.orphan_results)
@@ -170,7 +170,7 @@ def mine_file(
         eps = kept + fresh
         start, changed_from = mark.offset, len(kept)
     else:
-        file = read_claude_file(path)
+        file = read_claude_file(path, texts=False)
         session = _session_of(file, path, None)
         eps = list(episodes(session))
         start = changed_from = 0

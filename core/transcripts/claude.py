@@ -9,13 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import orjson
-from msgspec import Struct
+from msgspec import Raw, Struct
 
 from core.transcripts import normalize as nz
 from core.transcripts.accounting import CLAUDE_CONVERSATION, CLAUDE_METADATA
 from core.transcripts.lines import LineReader
-from core.transcripts.records import FULL, Block, Message, ProgressData, ToolUseResult
+from core.transcripts.records import (
+    BLOCK_TYPES,
+    FULL,
+    MESSAGE_TYPES,
+    MINING,
+    PROGRESS_DATA_TYPES,
+    TOOL_USE_RESULT_TYPES,
+    Block,
+)
 from core.transcripts.model import (
     LineAccounting,
     Problem,
@@ -130,15 +139,43 @@ class ClaudeFile:
 
 
 def read_claude_file(
-    path: Path, *, sidechain: bool = False, redact: bool = True, start: int = 0, first_line: int = 1
+    path: Path, *, sidechain: bool = False, redact: bool = True, start: int = 0, first_line: int = 1,
+    texts: bool = True,
 ) -> ClaudeFile:
-    """Read one file, or only what follows byte `start` (a line boundary) of a growing file."""
-    return _FileParser(path, sidechain, redact, start, first_line).run()
+    """Read one file, or only what follows byte `start` (a line boundary) of a growing file.
+
+    `texts=False` is the read mining makes (core/mining/passes.py): turns, tool calls and their
+    outcomes (error, interrupted, refused, exit code) as always, and a prompt's text, but no text of
+    assistant, injected and system turns and no output head or size of a tool result: mining reads
+    none of them, and redacting them was a third of the read."""
+    return _FileParser(path, sidechain, redact, start, first_line, texts).run()
 
 
 def is_tool_result_line(content) -> bool:
     """A user line carrying tool results (no turn of its own), not a prompt."""
     return type(content) is list and any(isinstance(b, Struct) and b.type == "tool_result" for b in content)
+
+
+_MARKERS = tuple(m.encode() for m in nz.REJECTION_MARKERS)
+_MARKER_HEAD = 1 + max(len(m) for m in _MARKERS)
+
+
+def result_text(content) -> str:
+    """The text of a tool result's content, raw (core/transcripts/records.py) or decoded."""
+    if type(content) is Raw:
+        content = msgspec.json.decode(content)
+    return nz.blocks_text(content)
+
+
+def refused_in(content) -> bool:
+    """nz.is_rejection(result_text(content)), looking only at the head of a raw JSON string."""
+    if type(content) is Raw:
+        head = bytes(memoryview(content)[:_MARKER_HEAD])
+        if head[:1] == b'"' and b"\\" not in head:
+            return head[1:].startswith(_MARKERS)  # ASCII markers: the bytes match iff the text does
+        if head[:1] not in (b'"', b"["):
+            return False  # a number, object, true/false/null: no text
+    return nz.is_rejection(result_text(content))
 
 
 class ClaudeWalk:
@@ -242,11 +279,13 @@ class ClaudeWalk:
 
 
 class _FileParser(ClaudeWalk):
-    def __init__(self, path: Path, sidechain: bool, redact: bool, start: int = 0, first_line: int = 1) -> None:
+    def __init__(self, path: Path, sidechain: bool, redact: bool, start: int = 0, first_line: int = 1,
+                 texts: bool = True) -> None:
         self.out = ClaudeFile(path=path, sidechain=sidechain)
         self.file = str(path)
         self.redact = redact
         self.sidechain = sidechain
+        self.texts = texts
         # Only turn-bearing records enter the tree; every other uuid (progress, tool results,
         # continuation lines) maps to the nearest turn above it, so the walk stays small.
         self.parent_of: dict[object, object] = {}
@@ -259,7 +298,7 @@ class _FileParser(ClaudeWalk):
         # Every string the reader hands on is redacted, ids and names too; fields with few distinct
         # values go through a per-file memo, hex ids through clean_id's fast path.
         self.names = nz.Cleaner(redact)
-        self.reader = LineReader(path, start=start, first_line=first_line, decoding=FULL)
+        self.reader = LineReader(path, start=start, first_line=first_line, decoding=FULL if texts else MINING)
         self.out.accounting = self.reader.accounting
 
     def run(self) -> ClaudeFile:
@@ -319,14 +358,17 @@ class _FileParser(ClaudeWalk):
 
     def _user(self, rec, node, lineno: int) -> None:
         msg = rec.message
-        content = msg.content if type(msg) is Message else None
+        content = msg.content if type(msg) in MESSAGE_TYPES else None
         if is_tool_result_line(content):
             self._tool_results(rec, content, lineno)
             return
         text = nz.blocks_text(content)
         kind, reason = classify_user_text(text, rec, self.sidechain)
-        limit = nz.PROMPT_CHARS if kind is TurnKind.human else nz.TEXT_CHARS
-        turn = self._turn(node, kind, rec, lineno, text=nz.clean_text(text, limit, self.redact), reason=reason)
+        if kind is TurnKind.human:
+            kept = nz.clean_text(text, nz.PROMPT_CHARS, self.redact)
+        else:
+            kept = nz.clean_text(text, nz.TEXT_CHARS, self.redact) if self.texts else ""
+        turn = self._turn(node, kind, rec, lineno, text=kept, reason=reason)
         if reason == "human-shell":
             command = _between(text, "<bash-input>", "</bash-input>")
             call = ToolCall(
@@ -342,31 +384,43 @@ class _FileParser(ClaudeWalk):
             out = _between(text, "<bash-stdout>", "</bash-stdout>") + _between(text, "<bash-stderr>", "</bash-stderr>")
             self.shell_pending.result = ToolResult(
                 is_error="<bash-stderr></bash-stderr>" not in text and "<bash-stderr>" in text,
-                output_head=nz.clean_text(out, nz.OUTPUT_HEAD_CHARS, self.redact),
-                output_chars=len(out),
+                output_head=nz.clean_text(out, nz.OUTPUT_HEAD_CHARS, self.redact) if self.texts else "",
+                output_chars=len(out) if self.texts else 0,
                 source=self._ref(lineno),
             )
             self.shell_pending = None
 
     def _tool_results(self, rec, content: list, lineno: int) -> None:
         extra = rec.toolUseResult
+        described = type(extra) in TOOL_USE_RESULT_TYPES
         for block in content:
-            if type(block) is not Block or block.type != "tool_result":
+            if type(block) not in BLOCK_TYPES or block.type != "tool_result":
                 continue
-            text = nz.blocks_text(block.content)
             is_error = block.is_error is True
-            agent = extra.agentId if type(extra) is ToolUseResult else None
-            if type(agent) is not str:
-                agent = nz.agent_id_in(text) if "agentId" in text else None
-            result = ToolResult(
-                is_error=is_error,
-                interrupted=type(extra) is ToolUseResult and extra.interrupted is True,
-                rejected=nz.is_rejection(text) or extra == REJECTED_TOOL_USE,
-                exit_code=nz.exit_code_of(text) if is_error else None,
-                output_head=nz.clean_text(text, nz.OUTPUT_HEAD_CHARS, self.redact),
-                output_chars=len(text),
-                source=self._ref(lineno),
-            )
+            agent = extra.agentId if described else None
+            if not self.texts:
+                # Mining: the outcome only. The text is decoded only for a failed call's exit code.
+                result = ToolResult(
+                    is_error=is_error,
+                    interrupted=described and extra.interrupted is True,
+                    rejected=refused_in(block.content) or extra == REJECTED_TOOL_USE,
+                    exit_code=nz.exit_code_of(result_text(block.content)) if is_error else None,
+                    source=self._ref(lineno),
+                )
+                agent = agent if type(agent) is str else None
+            else:
+                text = nz.blocks_text(block.content)
+                if type(agent) is not str:
+                    agent = nz.agent_id_in(text) if "agentId" in text else None
+                result = ToolResult(
+                    is_error=is_error,
+                    interrupted=described and extra.interrupted is True,
+                    rejected=nz.is_rejection(text) or extra == REJECTED_TOOL_USE,
+                    exit_code=nz.exit_code_of(text) if is_error else None,
+                    output_head=nz.clean_text(text, nz.OUTPUT_HEAD_CHARS, self.redact),
+                    output_chars=len(text),
+                    source=self._ref(lineno),
+                )
             if agent:
                 agent = nz.clean_id(agent, self.redact)
             tool_id = block.tool_use_id
@@ -380,7 +434,7 @@ class _FileParser(ClaudeWalk):
 
     def _assistant(self, rec, node, lineno: int) -> None:
         msg = rec.message
-        if type(msg) is not Message:
+        if type(msg) not in MESSAGE_TYPES:
             return
         msg_id = msg.id
         turn = self.assistant_by_msg.get(msg_id) if type(msg_id) is str else None
@@ -402,13 +456,14 @@ class _FileParser(ClaudeWalk):
             content = [Block(type="text", text=content)]
         if type(content) is not list:
             return
+        texts = self.texts
         for block in content:
-            if type(block) is not Block:
+            if type(block) not in BLOCK_TYPES:
                 continue
             kind = block.type
             if kind == "text":
                 text = block.text
-                if type(text) is str and text.strip() and len(turn.text) < nz.TEXT_CHARS:
+                if texts and type(text) is str and text.strip() and len(turn.text) < nz.TEXT_CHARS:
                     # Each block is redacted once as it arrives; the joined text is only cut.
                     text = nz.clean_text(text, nz.TEXT_CHARS, self.redact)
                     turn.text = nz.cut(f"{turn.text}\n{text}" if turn.text else text, nz.TEXT_CHARS)
@@ -434,13 +489,13 @@ class _FileParser(ClaudeWalk):
         content = rec.content
         text = content if type(content) is str else ""
         kind = TurnKind.compaction if subtype == "compact_boundary" else TurnKind.system
-        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact),
+        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact) if self.texts else "",
                    reason=self.names[subtype] if subtype else None)
 
     def _metadata(self, kind: str, rec) -> None:
         if kind == "progress":
             data = rec.data
-            if type(data) is ProgressData and data.type == "agent_progress":
+            if type(data) in PROGRESS_DATA_TYPES and data.type == "agent_progress":
                 agent, tool = data.agentId, rec.parentToolUseID or rec.toolUseID
                 if type(agent) is str and type(tool) is str:
                     self.out.agent_progress.setdefault(agent, tool)

@@ -21,9 +21,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import msgspec
-from msgspec import Raw
-
 from core.transcripts import normalize as nz
 from core.transcripts.claude import (
     REJECTED_TOOL_USE,
@@ -32,6 +29,7 @@ from core.transcripts.claude import (
     classify_user_text,
     is_agent_session,
     is_tool_result_line,
+    refused_in,
     subagent_kind,
 )
 from core.transcripts.lines import LineReader
@@ -40,20 +38,6 @@ from core.transcripts.records import COUNTS, CountBlock, CountBlockLoose, CountM
 
 _MESSAGES = (CountMessage, CountMessageLoose)
 _BLOCKS = (CountBlock, CountBlockLoose)
-_MARKERS = tuple(m.encode() for m in nz.REJECTION_MARKERS)
-_HEAD = 1 + max(len(m) for m in _MARKERS)
-
-
-def _refused(content) -> bool:
-    """nz.is_rejection(blocks_text(content)), looking only at the head of a raw JSON string."""
-    if type(content) is Raw:
-        head = bytes(memoryview(content)[:_HEAD])
-        if head[:1] == b'"' and b"\\" not in head:
-            return head[1:].startswith(_MARKERS)  # ASCII markers: bytes match iff the text does
-        if head[:1] not in (b'"', b"["):
-            return False  # a number, object, true/false/null: no text
-        content = msgspec.json.decode(content)
-    return nz.is_rejection(nz.blocks_text(content))
 
 
 class ClaudeCounts(ClaudeWalk):
@@ -132,7 +116,7 @@ class ClaudeCounts(ClaudeWalk):
         for block in content:
             if type(block) not in _BLOCKS or block.type != "tool_result":
                 continue
-            refused = _refused(block.content) or by_person
+            refused = refused_in(block.content) or by_person
             tool_id = block.tool_use_id
             if type(tool_id) is not str:
                 continue

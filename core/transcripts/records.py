@@ -6,11 +6,12 @@ of an unexpected type: every field is `Any`, raw, or a union that takes every JS
 whose `message` is a string decodes as well as one whose `message` is an object, and the reader
 checks types exactly as it did on dicts.
 
-Two sets: `Count*` for the counts-only path (`sessions`: the text of a tool result is kept raw,
-only its first bytes are looked at) and the full set for readers that build turns. Each struct has
-a twin with `Raw` fields typed `Any` (`*_LOOSE`), for lines msgspec does not take but orjson does
-(nesting msgspec's recursion limit refuses; core/transcripts/lines.py): orjson's dict is converted
-to the twin, which has the same attributes.
+Sets: `Count*` for the counts-only path (`sessions`: the text of a tool result is kept raw, only its
+first bytes are looked at), the full set for readers that build turns, and `Raw*`, the full set with
+tool results kept raw, for mining. A struct with `Raw` fields has a twin with them typed `Any`
+(`*Loose`, or the full set), for lines msgspec does not take but orjson does (nesting msgspec's
+recursion limit refuses; core/transcripts/lines.py): orjson's dict is converted to the twin, which
+has the same attributes, and readers take a raw value or a decoded one alike.
 """
 
 # no `from __future__ import annotations`: msgspec reads these annotations as objects (some are local)
@@ -81,64 +82,70 @@ def _count_types(raw):
 
 # -- full reader (turns, tool calls) --------------------------------------------------------------
 
-class Block(Struct, gc=False):
-    type: Any = None
-    text: Any = None
-    id: Any = None
-    name: Any = None
-    input: Any = None
-    tool_use_id: Any = None
-    content: Any = None
-    is_error: Any = None
+def _full_types(result_content):
+    class Block(Struct, gc=False):
+        type: Any = None
+        text: Any = None
+        id: Any = None
+        name: Any = None
+        input: Any = None
+        tool_use_id: Any = None
+        content: result_content = None
+        is_error: Any = None
+
+    class Message(Struct, gc=False):
+        id: Any = None
+        model: Any = None
+        content: _list_of(Block) = None
+
+    class ToolUseResult(Struct, gc=False):
+        interrupted: Any = None
+        agentId: Any = None
+
+    class ProgressData(Struct, gc=False):
+        type: Any = None
+        agentId: Any = None
+
+    class Line(Struct, gc=False):
+        type: Any = None
+        uuid: Any = None
+        parentUuid: Any = None
+        logicalParentUuid: Any = None
+        timestamp: Any = None
+        sessionId: Any = None
+        version: Any = None
+        cwd: Any = None
+        gitBranch: Any = None
+        agentId: Any = None
+        entrypoint: Any = None
+        promptSource: Any = None
+        isMeta: Any = None
+        isCompactSummary: Any = None
+        isApiErrorMessage: Any = None
+        subtype: Any = None
+        content: Any = None
+        message: _either(Message) = None
+        toolUseResult: _either(ToolUseResult) = None
+        aiTitle: Any = None
+        customTitle: Any = None
+        title: Any = None
+        summary: Any = None
+        data: _either(ProgressData) = None
+        parentToolUseID: Any = None
+        toolUseID: Any = None
+
+    return Line, Message, Block, ToolUseResult, ProgressData
 
 
-class Message(Struct, gc=False):
-    id: Any = None
-    model: Any = None
-    content: _list_of(Block) = None
+# The full reader as mining runs it (texts=False in core/transcripts/claude.py) keeps a tool result's
+# content raw: only its head is looked at, and all of it only when the call failed.
+(Line, Message, Block, ToolUseResult, ProgressData), (RawLine, RawMessage, RawBlock, RawToolUseResult,
+                                                     RawProgressData) = _full_types(Any), _full_types(Raw)
 
-
-class ToolUseResult(Struct, gc=False):
-    interrupted: Any = None
-    agentId: Any = None
-
-
-class ProgressData(Struct, gc=False):
-    type: Any = None
-    agentId: Any = None
-
-
-class Line(Struct, gc=False):
-    type: Any = None
-    uuid: Any = None
-    parentUuid: Any = None
-    logicalParentUuid: Any = None
-    timestamp: Any = None
-    sessionId: Any = None
-    version: Any = None
-    cwd: Any = None
-    gitBranch: Any = None
-    agentId: Any = None
-    entrypoint: Any = None
-    promptSource: Any = None
-    isMeta: Any = None
-    isCompactSummary: Any = None
-    isApiErrorMessage: Any = None
-    subtype: Any = None
-    content: Any = None
-    message: _either(Message) = None
-    toolUseResult: _either(ToolUseResult) = None
-    aiTitle: Any = None
-    customTitle: Any = None
-    title: Any = None
-    summary: Any = None
-    data: _either(ProgressData) = None
-    parentToolUseID: Any = None
-    toolUseID: Any = None
-
-
-MESSAGE_TYPES = (Message, CountMessage, CountMessageLoose)
-BLOCK_TYPES = (Block, CountBlock, CountBlockLoose)
+MESSAGE_TYPES = (Message, RawMessage, CountMessage, CountMessageLoose)
+BLOCK_TYPES = (Block, RawBlock, CountBlock, CountBlockLoose)
+TOOL_USE_RESULT_TYPES = (ToolUseResult, RawToolUseResult)
+PROGRESS_DATA_TYPES = (ProgressData, RawProgressData)
 
 
 class Decoding:
@@ -157,3 +164,4 @@ class Decoding:
 
 COUNTS = Decoding(CountLine, CountLineLoose)
 FULL = Decoding(Line, Line)
+MINING = Decoding(RawLine, Line)
