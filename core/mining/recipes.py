@@ -275,6 +275,13 @@ class RecipeIndex:
     prefix filter: Dice(A, B) >= t needs an overlap of at least t·|A|/(2-t) stems, so under any
     fixed order of stems (rarest first, for selectivity) two bags that similar share one of the
     first |A| - ceil(t·|A|/(2-t)) + 1 stems of each. Bags are bitmasks: an intersection is one `&`.
+
+    Both filters run over all seeds at once, as bitsets indexed by seed: per stem, the seeds holding
+    it (`holders`) and the seeds whose prefix holds it (`prefixed`). The prefix filter is an OR of
+    the prompt's prefix stems' `prefixed`; the overlap filter adds the prompt's stems' `holders`
+    into a bit-sliced counter (slice i holds bit i of every seed's overlap) and keeps the seeds whose
+    overlap reaches floor(t·|A|/(2-t)), which every seed similar enough has. Only the few seeds that
+    pass both are scored, as before: the same seed wins as when every prefix candidate was scored.
     """
 
     def __init__(self, episodes: Iterable[Episode] = ()) -> None:
@@ -290,7 +297,10 @@ class RecipeIndex:
         self.seeds: list[tuple[int, int, list[str]]] = []  # (mask, size, stems)
         self.members: list[list[str]] = []
         self.seed_of: dict[str, int] = {}
-        self.postings: dict[str, list[int]] = defaultdict(list)
+        self.prefixed: dict[str, int] = {}
+        """stem -> bitset of the seeds whose prefix holds it."""
+        self.holders: dict[str, int] = {}
+        """stem -> bitset of the seeds holding it."""
         self.cluster_of: dict[str, int] = {}
         self.restoring = True
         self.evidence: dict[tuple[str, str, str], dict[str, list[int]]] = defaultdict(dict)
@@ -395,10 +405,10 @@ class RecipeIndex:
             best, best_score = None, t
             mask, size = self._mask(bag), len(bag)
             seeds = self.seeds
-            for cid in {c for s in self._prefix(bag) for c in self.postings.get(s, ())}:
+            for cid in self._candidates(bag):
                 seed_mask, seed_size, _ = seeds[cid]
                 score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
-                # Ties go to the oldest seed, whatever order the set yields them in.
+                # Ties go to the oldest seed, whatever order the candidates come in.
                 if score > best_score or (score == best_score and (best is None or cid < best)):
                     best, best_score = cid, score
         if best is None:
@@ -406,12 +416,55 @@ class RecipeIndex:
             self.seed_of[key] = best
             self.seeds.append((self._mask(bag), len(bag), bag))
             self.members.append([])
+            me = 1 << best
+            prefixed, holders = self.prefixed, self.holders
             for s in self._prefix(bag):
-                self.postings[s].append(best)
+                prefixed[s] = prefixed.get(s, 0) | me
+            for s in bag:
+                holders[s] = holders.get(s, 0) | me
         self.members[best].append(key)
         self.cluster_of[key] = best
         ep.cluster = self.members[best][0]
         self.dirty.add(("intent", best))
+
+    def _candidates(self, bag: list[str]) -> list[int]:
+        """The seeds that share a prefix stem with `bag` and hold at least floor(t·|bag|/(2-t)) of
+        its stems (see the class doc), oldest first."""
+        prefixed, holders = self.prefixed, self.holders
+        near = 0
+        for s in self._prefix(bag):
+            near |= prefixed.get(s, 0)
+        if not near:
+            return []
+        need = max(1, math.floor(PHRASING_SIMILARITY * len(bag) / (2 - PHRASING_SIMILARITY)))
+        slices: list[int] = []  # slices[i]: bit i of each seed's overlap with `bag`
+        for s in bag:
+            add = holders.get(s, 0) & near
+            i = 0
+            while add:
+                if i == len(slices):
+                    slices.append(add)
+                    break
+                carry = slices[i] & add
+                slices[i] ^= add
+                add = carry
+                i += 1
+        # seeds whose overlap >= need: compare the sliced counts with `need`, highest bit first
+        if need >> len(slices):
+            return []
+        greater, equal = 0, near
+        for i in range(len(slices) - 1, -1, -1):
+            if (need >> i) & 1:
+                equal &= slices[i]
+            else:
+                greater |= equal & slices[i]
+                equal &= ~slices[i]
+        found, out = greater | equal, []
+        while found:
+            low = found & -found
+            out.append(low.bit_length() - 1)
+            found ^= low
+        return out
 
     def _index_actions(self, ep: Episode, key: str) -> None:
         touched = []
