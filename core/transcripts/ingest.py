@@ -10,7 +10,8 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from datetime import datetime, timezone
 
 from pydantic import BaseModel
@@ -145,8 +146,14 @@ def parallel_map(
     workers: int | None = None,
     progress: Progress | None = None,
 ) -> Iterator:
-    """fn(*job) for each job, across worker processes when the input is big enough to pay for
-    them; results arrive as they finish. `sizes` (bytes per job) drive scheduling and progress."""
+    """fn(*job) for each job, across `workers` processes when the input is big enough to pay for
+    them; results arrive as they finish. `sizes` (bytes per job) drive scheduling and progress.
+
+    The calling process is one of the workers: it starts `workers - 1` helper processes and takes
+    jobs itself between collecting their results. Jobs go largest first, so one huge file does not
+    start last; a helper is kept two jobs ahead, each at least as big as the one the caller takes,
+    so it is never idle while the caller works.
+    """
     order = sorted(range(len(jobs)), key=lambda i: sizes[i], reverse=True)
     total = sum(sizes)
     done = 0
@@ -158,15 +165,32 @@ def parallel_map(
             if progress:
                 progress(done, total)
         return
-    # Largest first, so one huge file does not start last and leave the other core idle.
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_process_context())
+    helpers = min(workers - 1, len(jobs) - 1)
+    pool = ProcessPoolExecutor(max_workers=helpers, mp_context=_process_context())
+    pending = deque(order)
+    running: dict = {}
     try:
-        futures = {pool.submit(fn, *jobs[i]): sizes[i] for i in order}
-        for future in as_completed(futures):
-            yield future.result()
-            done += futures[future]
-            if progress:
-                progress(done, total)
+        while pending or running:
+            while pending and len(running) < 2 * helpers:
+                i = pending.popleft()
+                running[pool.submit(fn, *jobs[i])] = sizes[i]
+            finished = [f for f in running if f.done()]
+            if not finished and pending:
+                i = pending.popleft()
+                result = fn(*jobs[i])  # the caller's own share of the work
+                done += sizes[i]
+                if progress:
+                    progress(done, total)
+                yield result
+                continue
+            if not finished:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                result = future.result()
+                done += running.pop(future)
+                if progress:
+                    progress(done, total)
+                yield result
     finally:
         # A consumer that stops early (a cancelled pass) does not wait for the jobs not yet started.
         pool.shutdown(wait=True, cancel_futures=True)

@@ -19,7 +19,7 @@ Format = Literal["claude", "pi", "codex"]
 # Plain slotted dataclasses: the readers build one per turn, tool call and result (tens of thousands
 # in a 300 MB transcript), and building a pydantic dataclass validates every field (it cost as much
 # as decoding the JSON). The readers set every field from checked values themselves; pydantic still
-# gives the JSON Schema and the JSON dump (SessionAdapter), with the same `extra="forbid"`.
+# gives the JSON Schema and the JSON dump (session_adapter()), with the same `extra="forbid"`.
 
 
 def _model(cls):
@@ -222,9 +222,18 @@ class Session:
         return sum(1 for c in self.tool_calls() if c.result is not None and c.result.rejected)
 
 
-SessionAdapter = TypeAdapter(Session)
+_adapter: TypeAdapter | None = None
+
+
+def session_adapter() -> TypeAdapter:
+    """pydantic's view of a Session (JSON dump, schema), built on first use: building it is a good
+    part of importing this module, and `sessions` never needs it."""
+    global _adapter
+    if _adapter is None:
+        _adapter = TypeAdapter(Session)
+    return _adapter
 
 
 def session_to_json(session: Session) -> dict:
     """The session as plain JSON-ready data (what `schemas/transcript-session.schema.json` describes)."""
-    return SessionAdapter.dump_python(session, mode="json")
+    return session_adapter().dump_python(session, mode="json")
