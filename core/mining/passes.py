@@ -316,6 +316,8 @@ def run_pass(
 
 
 def recipes_json(recipes: list[Recipe]) -> bytes:
-    """The recipes file: same recipes, same bytes (sorted keys, no wall-clock fields)."""
-    return orjson.dumps({"recipes": [r.as_json() for r in recipes]},
-                        option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    """The recipes file: same recipes, same bytes (sorted keys, indented, no wall-clock fields);
+    each recipe's part is made once (Recipe.file_bytes), so a live pass only joins them."""
+    if not recipes:
+        return orjson.dumps({"recipes": []}, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    return b'{\n  "recipes": [\n    ' + b",\n    ".join(r.file_bytes() for r in recipes) + b"\n  ]\n}\n"

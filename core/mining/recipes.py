@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Annotated, Literal
 
+import orjson
 from pydantic import BaseModel, Field, PrivateAttr
 
 from core.ids import RECIPE_ID_PATTERN
@@ -89,6 +90,7 @@ class Recipe(BaseModel):
     _score: tuple = PrivateAttr(default=())
     _json: dict | None = PrivateAttr(default=None)
     """The recipe as JSON data, made once when it is built; re-scoring only patches the score."""
+    _frame: tuple[bytes, bytes, bytes] | None = PrivateAttr(default=None)
 
     def as_json(self) -> dict:
         if self._json is None:
@@ -96,6 +98,21 @@ class Recipe(BaseModel):
         self._json["priority"] = self.priority
         self._json["below_threshold"] = self.below_threshold
         return self._json
+
+    def file_bytes(self) -> bytes:
+        """The recipe as recipes.json holds it (keys sorted, indented as an item of its list), made
+        once: a later pass that only re-scores it puts the new priority and below_threshold in."""
+        frame = self._frame
+        if frame is None:
+            data = dict(self.as_json(), priority=0.0, below_threshold=False)
+            raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).replace(b"\n", b"\n    ")
+            # Top-level keys are the only lines indented exactly six spaces (a string never holds a
+            # raw newline), and sorted keys put below_threshold before priority.
+            head, rest = raw.split(b'\n      "below_threshold": false', 1)
+            middle, tail = rest.split(b'\n      "priority": 0.0', 1)
+            frame = self._frame = (head + b'\n      "below_threshold": ', middle + b'\n      "priority": ', tail)
+        return b"".join((frame[0], b"true" if self.below_threshold else b"false", frame[1],
+                         orjson.dumps(self.priority), frame[2]))
 
 
 class RecipesFile(BaseModel):
@@ -223,10 +240,13 @@ def _build(kind: str, key: str, title: str, episodes: list[Episode], actions: li
     priority = _priority(cost, sessions, last, outcome, newest)
     gated = sum(1 for e in eps if e.determinism is Determinism.agent_gated)
     if actions is not None:
-        instances = [Instance(session=e.session, path=a.file, line_start=a.line, line_end=a.line)
+        # model_construct: the values are the episodes' own (already typed); a world or binding recipe
+        # cites thousands of actions and is rebuilt whenever one more is seen.
+        instances = [Instance.model_construct(session=e.session, path=a.file, line_start=a.line, line_end=a.line)
                      for e, a in zip(episodes, actions)]
     else:
-        instances = [Instance(session=e.session, path=e.file, line_start=e.line_start, line_end=e.line_end)
+        instances = [Instance.model_construct(session=e.session, path=e.file, line_start=e.line_start,
+                                              line_end=e.line_end)
                      for e in eps]
     instances.sort(key=lambda i: (i.path, i.line_start, i.session))
     recipe = Recipe(
@@ -307,7 +327,8 @@ class RecipeIndex:
         self.gates: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
         self.contributes: dict[str, list[tuple]] = {}
         self.file_keys: dict[str, set[str]] = defaultdict(set)
-        self.built: dict[tuple, Recipe | None] = {}
+        self.built: dict[tuple, tuple[Recipe, tuple] | None] = {}
+        """unit -> (its recipe, the parts of its score that do not depend on the newest episode)."""
         self.dirty: set[tuple] = set()
         for ep in eps:
             self._append(ep)
@@ -537,17 +558,24 @@ class RecipeIndex:
     def recipes(self, priority_threshold: float = 0.0) -> list[Recipe]:
         """All recipes, highest priority first. Same episodes, same bytes out."""
         for unit in self.dirty:
-            self.built[unit] = self._build_unit(unit)
+            recipe = self._build_unit(unit)
+            self.built[unit] = (recipe, recipe._score) if recipe is not None else None
         self.dirty.clear()
-        out = []
-        for recipe in self.built.values():
-            if recipe is None:
+        ranked = []
+        newest = self.newest
+        for built in self.built.values():
+            if built is None:
                 continue
-            cost, sessions, last, outcome = recipe._score
-            recipe.priority = round(_priority(cost, sessions, last, outcome, self.newest), 3)
-            recipe.below_threshold = recipe.priority < priority_threshold
+            recipe, (cost, sessions, last, outcome) = built
+            priority = round(_priority(cost, sessions, last, outcome, newest), 3)
+            ranked.append((-priority, recipe.id, recipe, priority))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        out = []
+        for _, _, recipe, priority in ranked:
+            # Set without pydantic's validation (the value is a rounded float it computed itself).
+            recipe.__dict__["priority"] = priority
+            recipe.__dict__["below_threshold"] = priority < priority_threshold
             out.append(recipe)
-        out.sort(key=lambda r: (-r.priority, r.id))
         return out
 
 
