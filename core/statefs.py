@@ -207,10 +207,12 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str = "file",
-                 before_replace=None) -> None:
+                 before_replace=None, durable: bool = True) -> None:
     """Replace `path` with `data` whole or not at all: a temp file beside it (write, fsync), renamed
     over it, the folder fsynced. A link or special file at `path` is replaced, never written through.
-    `before_replace()` runs between the temp file's fsync and the rename (a test seam)."""
+    `before_replace()` runs between the temp file's fsync and the rename (a test seam).
+    `durable=False` leaves out both fsyncs, for a file that a durable record checks and can make
+    again (readers still see the old file or the new one, whole, unless the machine itself stops)."""
     dir_fd, name = dir_of(path, create=True)
     try:
         try:
@@ -224,7 +226,8 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str 
         try:
             try:
                 _write_all(fd, data)
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             if before_replace is not None:
@@ -234,7 +237,8 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str 
             with suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
             raise
-        os.fsync(dir_fd)
+        if durable:
+            os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
 

@@ -11,6 +11,7 @@ cancelled changes nothing, and the next one reads the same data again.
 from __future__ import annotations
 
 import hashlib
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -179,6 +180,29 @@ def mine_file(
     return str(path), new, file.end_offset - start, changed_from
 
 
+def _share_strings(mark: FileMark) -> None:
+    """One copy of each stem, signature and tool name across all files: they come from a small
+    vocabulary, and each file's episodes arrive from a worker with copies of their own (a seed
+    pass keeps tens of thousands of episodes in memory)."""
+    intern = sys.intern
+    for ep in mark.episodes:
+        ep.stems = [intern(s) for s in ep.stems]
+        for action in ep.actions:
+            action.signature = intern(action.signature)
+            action.tool = intern(action.tool)
+
+
+def _recipes_stand(path: Path, state: MiningState) -> bool:
+    """Whether recipes.json is the one the stored state was committed with (when it says)."""
+    if not state._recipes_sha256:
+        return True
+    try:
+        body = statefs.read_bytes(path, MAX_RECIPES_BYTES, what="recipes.json")
+    except OSError:
+        return True  # read_recipes names the problem
+    return hashlib.sha256(body).hexdigest() == state._recipes_sha256
+
+
 def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[_Candidate]:
     """The transcript trunks among watcher-reported paths (subagent files are not mined)."""
     out = []
@@ -260,7 +284,7 @@ def run_pass(
                 todo.append(c)
 
     out = recipes_path(workspace)
-    if not todo and not fresh_seed and out.exists():
+    if not todo and not fresh_seed and out.exists() and _recipes_stand(out, state):
         # Nothing new: the stored recipes stand. Only fingerprints were read and files stat()ed.
         recipes = read_recipes(workspace)
         for recipe in recipes:
@@ -284,6 +308,7 @@ def run_pass(
     for path, mark, read, changed_from in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
         if cancel is not None and cancel.is_set():
             raise PassCancelled()
+        _share_strings(mark)
         state.files[path] = mark
         changed[path] = changed_from
         bytes_read += read
@@ -300,9 +325,13 @@ def run_pass(
         index = RecipeIndex(episodes_now)
     recipes = index.recipes(priority_threshold)
     body = recipes_json(recipes)
-    job_id = f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}"
-    statefs.write_atomic(out, body, what="recipes.json")
-    save_state(workspace, state, None if fresh_seed else changed)
+    digest = hashlib.sha256(body).hexdigest()
+    job_id = f"{trigger}-{digest[:12]}"
+    # One file is fsynced per pass: the state's fingerprints, which record recipes.json's digest. The
+    # recipes file is replaced atomically but not fsynced: after a crash that kept the state and
+    # lost it (or half of it), the next pass finds it does not match and makes it again.
+    statefs.write_atomic(out, body, what="recipes.json", durable=False)
+    save_state(workspace, state, None if fresh_seed else changed, recipes_sha256=digest)
     if memory is not None:
         memory.state, memory.index = state, index
     report = PassReport(

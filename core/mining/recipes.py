@@ -27,8 +27,10 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Annotated, Literal
 
+from dataclasses import dataclass
+
 import orjson
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, with_config
 
 from core.ids import RECIPE_ID_PATTERN
 
@@ -54,7 +56,11 @@ TRIVIAL = frozenset(f"{tool}: {head}" for tool in ("Bash", "bash") for head in (
 WORLD_AGREEMENT = 0.8
 
 
-class Instance(BaseModel):
+# Where a recipe was seen. A plain dataclass (pydantic validates and dumps it inside Recipe): a world
+# or binding recipe cites thousands and is rebuilt whenever one more is seen.
+@with_config(ConfigDict(extra="ignore"))
+@dataclass(slots=True)
+class Instance:
     session: str
     path: str
     line_start: int
@@ -240,13 +246,10 @@ def _build(kind: str, key: str, title: str, episodes: list[Episode], actions: li
     priority = _priority(cost, sessions, last, outcome, newest)
     gated = sum(1 for e in eps if e.determinism is Determinism.agent_gated)
     if actions is not None:
-        # model_construct: the values are the episodes' own (already typed); a world or binding recipe
-        # cites thousands of actions and is rebuilt whenever one more is seen.
-        instances = [Instance.model_construct(session=e.session, path=a.file, line_start=a.line, line_end=a.line)
+        instances = [Instance(e.session, a.file, a.line, a.line)
                      for e, a in zip(episodes, actions)]
     else:
-        instances = [Instance.model_construct(session=e.session, path=e.file, line_start=e.line_start,
-                                              line_end=e.line_end)
+        instances = [Instance(e.session, e.file, e.line_start, e.line_end)
                      for e in eps]
     instances.sort(key=lambda i: (i.path, i.line_start, i.session))
     recipe = Recipe(
@@ -324,6 +327,8 @@ class RecipeIndex:
         self.cluster_of: dict[str, int] = {}
         self.restoring = True
         self.evidence: dict[tuple[str, str, str], dict[str, list[int]]] = defaultdict(dict)
+        self.values_of: dict[tuple[str, str], list[str]] = defaultdict(list)
+        """(kind, key) -> the values its evidence buckets were opened for, in the order they were."""
         self.gates: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
         self.contributes: dict[str, list[tuple]] = {}
         self.file_keys: dict[str, set[str]] = defaultdict(set)
@@ -491,6 +496,8 @@ class RecipeIndex:
         touched = []
         for i, action in enumerate(ep.actions):
             for bucket in _action_buckets(action):
+                if bucket not in self.evidence:
+                    self.values_of[bucket[:2]].append(bucket[2])
                 self.evidence[bucket].setdefault(key, []).append(i)
                 touched.append(("evidence", bucket))
             gate = _gate_bucket(action)
@@ -540,8 +547,9 @@ class RecipeIndex:
                           [a for _, a in ev], self.newest, action_signature=[sig], value=decision)
         # binding or world: the value that wins at least WORLD_AGREEMENT of the evidence for a key
         key = unit[1]
-        counts = {b[2]: n for b, v in self.evidence.items()
-                  if b[0] == kind and b[1] == key and (n := sum(len(idx) for idx in v.values()))}
+        evidence = self.evidence
+        counts = {value: n for value in self.values_of.get((kind, key), ())
+                  if (n := sum(len(idx) for idx in evidence[(kind, key, value)].values()))}
         if not counts:
             return None
         value, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))

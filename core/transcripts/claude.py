@@ -187,44 +187,57 @@ class ClaudeWalk:
     out: ClaudeFile
     reader: LineReader
     redact: bool
+    seen: set
+    """uuids read so far (a record repeating one is a duplicate)."""
+    METADATA_HOOKED = frozenset({"ai-title", "custom-title", "summary"})
+    """Metadata records `_metadata` looks at (the rest are only counted)."""
 
     def walk(self) -> None:
         out = self.out
         by_type = out.accounting.by_type
         duplicates = metadata = unknown = 0
-        seen, conversation, other = self._seen, self._conversation, self._other
-        envelope, on_metadata = self._envelope, self._metadata
+        seen = self.seen
+        conversation, other = self._conversation, self._other
+        envelope, on_metadata, hooked = self._envelope, self._metadata, self.METADATA_HOOKED
         for lineno, rec in self.reader:
             kind = rec.type
-            kind = kind if type(kind) is str else "<none>"
+            if type(kind) is not str:
+                kind = "<none>"
             by_type[kind] = by_type.get(kind, 0) + 1
             uuid = rec.uuid
-            node = uuid if type(uuid) is str and uuid else ("line", lineno)
-            if seen(node):
-                duplicates += 1
-                continue
+            if type(uuid) is str and uuid:
+                if uuid in seen:
+                    duplicates += 1
+                    continue
+                node = uuid
+            else:
+                node = ("line", lineno)
             if kind in CLAUDE_CONVERSATION:  # the same books as accounting.claude_label
+                if node is uuid:
+                    seen.add(uuid)
                 envelope(rec)
                 conversation(kind, rec, node, lineno)
             else:
                 if kind in CLAUDE_METADATA:
                     metadata += 1
-                    on_metadata(kind, rec)
+                    if kind in hooked:
+                        on_metadata(kind, rec)
                 else:
                     unknown += 1
-                other(rec, node, uuid)
+                if type(uuid) is str:
+                    if uuid:
+                        seen.add(uuid)
+                    if other is not None:
+                        other(rec, node)
         out.accounting.duplicates += duplicates
         out.accounting.metadata += metadata
         out.accounting.unknown += unknown
 
-    def _seen(self, node) -> bool:
-        raise NotImplementedError
-
     def _conversation(self, kind: str, rec, node, lineno: int) -> None:
         raise NotImplementedError
 
-    def _other(self, rec, node, uuid) -> None:
-        raise NotImplementedError
+    _other = None
+    """other(rec, node) for a record outside the conversation whose uuid is a string, if set."""
 
     def _envelope(self, rec) -> None:
         out = self.out
@@ -288,6 +301,7 @@ class _FileParser(ClaudeWalk):
         self.texts = texts
         # Only turn-bearing records enter the tree; every other uuid (progress, tool results,
         # continuation lines) maps to the nearest turn above it, so the walk stays small.
+        self.seen: set[str] = set()
         self.parent_of: dict[object, object] = {}
         self.anchor: dict[str, object] = {}
         self.turn_at: dict[object, Turn] = {}
@@ -306,9 +320,6 @@ class _FileParser(ClaudeWalk):
         return self._finish()
 
     # -- the tree ----------------------------------------------------------------------------
-
-    def _seen(self, node) -> bool:
-        return node in self.parent_of or node in self.anchor
 
     def _parent(self, rec):
         parent = rec.parentUuid
@@ -331,11 +342,10 @@ class _FileParser(ClaudeWalk):
             # A tool result or a continuation line of a response: no turn of its own.
             anchor[node] = parent_of.pop(node)
 
-    def _other(self, rec, node, uuid) -> None:
-        if type(uuid) is str:
-            # Progress and attachment lines sit inside the uuid chain: later records may
-            # name them as parent, so remember the turn they hang under.
-            self.anchor[node] = self._parent(rec)
+    def _other(self, rec, node) -> None:
+        # Progress and attachment lines sit inside the uuid chain: later records may
+        # name them as parent, so remember the turn they hang under.
+        self.anchor[node] = self._parent(rec)
 
     # -- records -----------------------------------------------------------------------------
 
@@ -491,6 +501,8 @@ class _FileParser(ClaudeWalk):
         kind = TurnKind.compaction if subtype == "compact_boundary" else TurnKind.system
         self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact) if self.texts else "",
                    reason=self.names[subtype] if subtype else None)
+
+    METADATA_HOOKED = ClaudeWalk.METADATA_HOOKED | {"progress"}
 
     def _metadata(self, kind: str, rec) -> None:
         if kind == "progress":

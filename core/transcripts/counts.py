@@ -67,13 +67,6 @@ class ClaudeCounts(ClaudeWalk):
         self._finish_envelope()
         return self
 
-    def _seen(self, node) -> bool:
-        return node in self.seen
-
-    def _other(self, rec, node, uuid) -> None:
-        if type(node) is str:
-            self.seen.add(node)
-
     def _turn(self, node, prompt: int) -> list:
         entry = [None, prompt, 0]
         if type(node) is str:
@@ -85,8 +78,6 @@ class ClaudeCounts(ClaudeWalk):
         return entry
 
     def _conversation(self, kind: str, rec, node, lineno: int) -> None:
-        if type(node) is str:
-            self.seen.add(node)
         if kind == "user":
             self._user(rec, node)
         elif kind == "assistant":
