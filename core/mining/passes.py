@@ -35,7 +35,7 @@ from core.mining.watermark import (
 )
 from core.transcripts.claude import is_agent_session, read_claude_file
 from core.transcripts.codex import is_agent_source, read_codex_session
-from core.transcripts.discover import codex_meta, discover, first_field
+from core.transcripts.discover import codex_meta, discover, first_fields
 from core.transcripts.ingest import parallel_map
 from core.transcripts.lines import sniff_format
 from core.transcripts.model import Session
@@ -132,7 +132,8 @@ def _agent_file(c: _Candidate) -> bool:
         return is_agent_source(meta.get("source"), meta.get("originator"))
     if c.format != "claude":
         return False
-    return is_agent_session(first_field(c.path, "entrypoint"), first_field(c.path, "promptSource"))
+    found = first_fields(c.path, ("entrypoint", "promptSource"))
+    return is_agent_session(found["entrypoint"], found["promptSource"])
 
 
 def _session_of(file, path: Path, mark: FileMark | None) -> Session:

@@ -402,7 +402,11 @@ class RecipeIndex:
 
     def _prefix(self, bag: list[str]) -> list[str]:
         t = PHRASING_SIMILARITY
-        ranked = sorted(bag, key=lambda s: self.rank.get(s) or (0, s))
+        rank = self.rank
+        for s in bag:
+            if s not in rank:
+                rank[s] = (0, s)  # a stem first seen after the index was built sorts as the rarest
+        ranked = sorted(bag, key=rank.__getitem__)
         return ranked[: len(ranked) - math.ceil(t * len(ranked) / (2 - t)) + 1]
 
     def _mask(self, bag: list[str]) -> int:
