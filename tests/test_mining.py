@@ -419,3 +419,18 @@ def test_a_recipes_file_lost_in_a_crash_is_made_again(tmp_path):
     recipes_path(ws).write_bytes(good[: len(good) // 2])
     report, recipes = run_pass(ws, dirs=[d], **NO_HOME)
     assert report.files_read == 0 and recipes_path(ws).read_bytes() == good
+
+
+def test_the_episode_log_line_is_what_pydantic_would_write(tmp_path):
+    """The log's lines are encoded by msgspec: the same bytes as the _LogLine model dumps, read back equal."""
+    from core.mining.watermark import _line, _LogLine
+
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run_pass(ws, dirs=[d], **NO_HOME)
+    eps = load_state(ws, kitsoki_slug(ws.resolve())).all_episodes()
+    assert eps
+    fast = _line("/t/s1.jsonl", 1, eps)
+    assert fast == _LogLine(f="/t/s1.jsonl", start=1, e=eps).model_dump_json().encode() + b"\n"
+    assert _LogLine.model_validate_json(fast).e == eps

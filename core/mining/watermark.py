@@ -15,6 +15,8 @@ import re
 import secrets
 from pathlib import Path
 
+import msgspec
+
 from pydantic import BaseModel, Field, PrivateAttr
 
 from core import statefs
@@ -164,8 +166,13 @@ def load_episodes(workspace: Path, state: MiningState) -> None:
     state._episodes_loaded = True
 
 
+_ENCODE = msgspec.json.Encoder().encode
+
+
 def _line(path: str, start: int, episodes: list[Episode]) -> bytes:
-    return _LogLine(f=path, start=start, e=episodes).model_dump_json().encode() + b"\n"
+    """One episode-log line: what _LogLine(f=path, start=start, e=episodes) dumps (the same bytes),
+    by msgspec (several times faster than pydantic on a seed pass's tens of MB)."""
+    return _ENCODE({"f": path, "start": start, "e": episodes}) + b"\n"
 
 
 def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | None = None,
