@@ -321,13 +321,10 @@ class _FileParser(ClaudeWalk):
 
     # -- the tree ----------------------------------------------------------------------------
 
-    def _parent(self, rec):
-        parent = rec.parentUuid
-        return self.anchor.get(parent, parent) if type(parent) is str else None
-
     def _conversation(self, kind: str, rec, node, lineno: int) -> None:
         anchor, parent_of = self.anchor, self.parent_of
-        parent = self._parent(rec)
+        parent = rec.parentUuid
+        parent = anchor.get(parent, parent) if type(parent) is str else None
         if parent is None and kind == "system":
             parent = rec.logicalParentUuid  # compaction boundary keeps its place
             parent = anchor.get(parent, parent) if type(parent) is str else None
@@ -345,7 +342,8 @@ class _FileParser(ClaudeWalk):
     def _other(self, rec, node) -> None:
         # Progress and attachment lines sit inside the uuid chain: later records may
         # name them as parent, so remember the turn they hang under.
-        self.anchor[node] = self._parent(rec)
+        anchor, parent = self.anchor, rec.parentUuid
+        anchor[node] = anchor.get(parent, parent) if type(parent) is str else None
 
     # -- records -----------------------------------------------------------------------------
 

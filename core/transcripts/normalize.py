@@ -141,7 +141,8 @@ def parse_time(value) -> datetime | None:
     """ISO-8601 strings (with Z) and Unix milliseconds; None for anything else."""
     try:
         if type(value) is str:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+            # Python 3.11 reads a trailing "Z" itself; "z" (which it does not) is rare enough to replace
+            return datetime.fromisoformat(value if "z" not in value else value.replace("Z", "+00:00"))
         if type(value) in (int, float):
             from datetime import timezone
 
