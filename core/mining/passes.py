@@ -10,6 +10,7 @@ cancelled changes nothing, and the next one reads the same data again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import threading
@@ -37,7 +38,7 @@ from core.transcripts.claude import is_agent_session, read_claude_file
 from core.transcripts.codex import is_agent_source, read_codex_session
 from core.transcripts.discover import codex_meta, discover, first_fields
 from core.transcripts.ingest import parallel_map
-from core.transcripts.lines import sniff_format
+from core.transcripts.lines import paused_gc, sniff_format
 from core.transcripts.model import Session
 from core.transcripts.pi import read_pi_session
 
@@ -225,7 +226,7 @@ class PassMemory:
     index: RecipeIndex | None = None
 
 
-def run_pass(
+def _run_pass(
     workspace: Path,
     *,
     repo: Path | None = None,
@@ -343,6 +344,14 @@ def run_pass(
     if on_complete is not None:
         on_complete(report, recipes)
     return report, recipes
+
+
+@functools.wraps(_run_pass)
+def run_pass(*args, **kwargs) -> tuple[PassReport, list[Recipe]]:
+    # The garbage collector is paused for the pass: a seed pass keeps every episode of the history,
+    # and each full collection rescanned them all (several per pass).
+    with paused_gc():
+        return _run_pass(*args, **kwargs)
 
 
 def recipes_json(recipes: list[Recipe]) -> bytes:

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from core.transcripts.claude import read_claude_session
 from core.transcripts.codex import read_codex_session
 from core.transcripts.discover import SessionFiles
+from core.transcripts.lines import paused_gc
 from core.transcripts.model import Session, TurnKind
 from core.transcripts.pi import read_pi_session
 
@@ -237,7 +238,8 @@ def scan(
 ) -> ScanReport:
     """Summaries of every session, sorted by start; repeated records counted once."""
     units = list(units)
-    results = list(_run(units, _read_for_summary, redact=redact, workers=workers, progress=progress))
+    with paused_gc():
+        results = list(_run(units, _read_for_summary, redact=redact, workers=workers, progress=progress))
     results.sort(key=lambda r: _started(r[0]))
     summaries = []
     for (summary, keys), dups in zip(results, _duplicate_positions([k for _, k in results])):
@@ -272,7 +274,8 @@ def read_sessions(
     progress: Progress | None = None,
 ) -> list[Session]:
     """Every session in full, sorted by start, with turns repeated from an earlier session removed."""
-    results = list(_run(list(units), _read_full, redact=redact, workers=workers, progress=progress))
+    with paused_gc():
+        results = list(_run(list(units), _read_full, redact=redact, workers=workers, progress=progress))
     results.sort(key=lambda r: _started(r[0]))
     sessions = []
     for (session, _keys), dups in zip(results, _duplicate_positions([k for _, k in results])):
