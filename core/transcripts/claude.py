@@ -146,8 +146,8 @@ def read_claude_file(
 
     `texts=False` is the read mining makes (core/mining/passes.py): turns, tool calls and their
     outcomes (error, interrupted, refused, exit code) as always, and a prompt's text, but no text of
-    assistant, injected and system turns and no output head or size of a tool result: mining reads
-    none of them, and redacting them was a third of the read."""
+    assistant, injected and system turns, no output head or size of a tool result and no subagent
+    link from `agent_progress` lines: mining reads none of them."""
     return _FileParser(path, sidechain, redact, start, first_line, texts).run()
 
 
@@ -187,8 +187,9 @@ class ClaudeWalk:
     out: ClaudeFile
     reader: LineReader
     redact: bool
-    seen: set
-    """uuids read so far (a record repeating one is a duplicate)."""
+    seen: dict
+    """uuids read so far (a record repeating one is a duplicate), each mapped to itself until a
+    reader says otherwise (the full reader's `anchor`: the turn a record hangs under)."""
     METADATA_HOOKED = frozenset({"ai-title", "custom-title", "summary"})
     """Metadata records `_metadata` looks at (the rest are only counted)."""
 
@@ -214,7 +215,7 @@ class ClaudeWalk:
                 node = ("line", lineno)
             if kind in CLAUDE_CONVERSATION:  # the same books as accounting.claude_label
                 if node is uuid:
-                    seen.add(uuid)
+                    seen[uuid] = uuid
                 envelope(rec)
                 conversation(kind, rec, node, lineno)
             else:
@@ -226,7 +227,7 @@ class ClaudeWalk:
                     unknown += 1
                 if type(uuid) is str:
                     if uuid:
-                        seen.add(uuid)
+                        seen[uuid] = uuid
                     if other is not None:
                         other(rec, node)
         out.accounting.duplicates += duplicates
@@ -299,11 +300,15 @@ class _FileParser(ClaudeWalk):
         self.redact = redact
         self.sidechain = sidechain
         self.texts = texts
+        if not texts:  # mining reads a trunk alone: no subagent to link through agent_progress lines
+            self.METADATA_HOOKED = ClaudeWalk.METADATA_HOOKED
         # Only turn-bearing records enter the tree; every other uuid (progress, tool results,
         # continuation lines) maps to the nearest turn above it, so the walk stays small.
-        self.seen: set[str] = set()
         self.parent_of: dict[object, object] = {}
         self.anchor: dict[str, object] = {}
+        # Every uuid read is in `anchor` (a turn's maps to itself: resolving a parent through it
+        # changes nothing), so it is also the set of uuids seen, without a second copy of 200k keys.
+        self.seen = self.anchor
         self.turn_at: dict[object, Turn] = {}
         self.calls: dict[str, ToolCall] = {}
         self.early_results: dict[str, tuple[ToolResult, str | None]] = {}

@@ -49,7 +49,7 @@ class ClaudeCounts(ClaudeWalk):
         self.sidechain = sidechain
         self.reader = LineReader(path, decoding=COUNTS)
         self.out.accounting = self.reader.accounting
-        self.seen: set[str] = set()
+        self.seen: dict[str, str] = {}
         self.keys: list[list] = []
         """[turn id as the full reader gives it, 1 if a prompt, tool calls] per turn with an id."""
         self.calls: dict[str, int] = {}
