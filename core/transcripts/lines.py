@@ -113,13 +113,11 @@ class LineReader:
                         lineno += 1
                         if type(raw) is int:
                             pos += raw + 1
-                            self.end_offset = pos
                             skipped += 1
                             self.problem(ProblemKind.oversized, lineno,
                                          f"{raw} bytes > limit {self.max_line_bytes}")
                             continue
                         pos += len(raw) + 1
-                        self.end_offset = pos
                         if decode is not None and (raw.isascii() or _utf8(raw)):
                             try:
                                 obj = decode(raw)
@@ -143,6 +141,9 @@ class LineReader:
                         else:
                             self._bad += 1
                             self.problem(ProblemKind.malformed, lineno, f"a JSON {type(obj).__name__}, not an object")
+                    # Where a later read resumes: after the last line that ended in a newline (set
+                    # once per chunk, not per line; the consumer reads it when the file is done).
+                    self.end_offset = pos
                     if tail is not None:
                         # The last line has no newline: complete JSON counts (and is not read
                         # again); anything else is a line still being written, read again later.
