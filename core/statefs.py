@@ -207,12 +207,10 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str = "file",
-                 before_replace=None, durable: bool = True) -> None:
+                 before_replace=None) -> None:
     """Replace `path` with `data` whole or not at all: a temp file beside it (write, fsync), renamed
     over it, the folder fsynced. A link or special file at `path` is replaced, never written through.
-    `before_replace()` runs between the temp file's fsync and the rename (a test seam).
-    `durable=False` leaves out both fsyncs, for a file that a durable record checks and can make
-    again (readers still see the old file or the new one, whole, unless the machine itself stops)."""
+    `before_replace()` runs between the temp file's fsync and the rename (a test seam)."""
     dir_fd, name = dir_of(path, create=True)
     try:
         try:
@@ -226,8 +224,7 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str 
         try:
             try:
                 _write_all(fd, data)
-                if durable:
-                    os.fsync(fd)
+                os.fsync(fd)
             finally:
                 os.close(fd)
             if before_replace is not None:
@@ -237,8 +234,7 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str 
             with suppress(OSError):
                 os.unlink(tmp, dir_fd=dir_fd)
             raise
-        if durable:
-            os.fsync(dir_fd)
+        os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
 

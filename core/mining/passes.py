@@ -33,6 +33,7 @@ from core.mining.watermark import (
     load_episodes,
     load_state,
     save_state,
+    write_unsynced,
 )
 from core.transcripts.claude import is_agent_session, read_claude_file
 from core.transcripts.codex import is_agent_source, read_codex_session
@@ -332,7 +333,7 @@ def _run_pass(
     # One file is fsynced per pass: the state's fingerprints, which record recipes.json's digest. The
     # recipes file is replaced atomically but not fsynced: after a crash that kept the state and
     # lost it (or half of it), the next pass finds it does not match and makes it again.
-    statefs.write_atomic(out, body, what="recipes.json", durable=False)
+    write_unsynced(out, body, what="recipes.json")
     save_state(workspace, state, None if fresh_seed else changed, recipes_sha256=digest)
     if memory is not None:
         memory.state, memory.index = state, index

@@ -9,10 +9,12 @@ the byte offset and line where the next read resumes, plus the episodes mined fr
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
 import secrets
+import stat
 from pathlib import Path
 
 import msgspec
@@ -255,6 +257,37 @@ def _write_log(folder: Path, slug: str, lines) -> tuple[str, int]:
     finally:
         os.close(dir_fd)
     return name, size
+
+
+def write_unsynced(path: Path, data: bytes, *, what: str = "file") -> None:
+    """statefs.write_atomic without its fsyncs: a temp file beside `path` renamed over it, so a reader
+    sees the old file or the new one, whole; after the machine itself stops, possibly neither. For
+    a file a durable record checks and that can be made again (recipes.json: the state records its
+    digest)."""
+    dir_fd, name = statefs.dir_of(path, create=True)
+    try:
+        try:
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            info = None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            raise statefs.UnsafeFile(path, f"{what} is a folder, not a file (remove it)", errno.EISDIR)
+        tmp = f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+    finally:
+        os.close(dir_fd)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
