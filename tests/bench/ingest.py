@@ -316,6 +316,27 @@ def startup(exe: Path, n: int = 7) -> dict:
     return out
 
 
+def before_cli(tree: Path) -> list[str]:
+    """An earlier checkout's command line, run by this venv's Python with the checkout first on the path."""
+    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(tree)!r}); from server.cli import main; "
+                                  "sys.exit(main())"]
+
+
+def startup_before(tree: Path, n: int = 7) -> dict:
+    """The same start-up figures for an earlier checkout (it had no --version: --help stands in)."""
+    empty = CACHE / "empty-folder"
+    out = {}
+    for name, argv in (("help", before_cli(tree) + ["--help"]),
+                       ("sessions_empty", before_cli(tree) + ["sessions", "--dir", str(empty), "--json"])):
+        walls = []
+        for _ in range(n):
+            t = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            walls.append(time.perf_counter() - t)
+        out[name] = {"wall_s": round(_median(walls), 3)}
+    return out
+
+
 # ---- report ---------------------------------------------------------------------------------
 
 
@@ -346,6 +367,10 @@ def print_table(rep: dict) -> None:
     if s:
         print(f"start-up: --version {s['version']['wall_s']} s, sessions on an empty folder "
               f"{s['sessions_empty']['wall_s']} s (medians of {len(s['version']['walls_s'])})")
+        if s.get("before"):
+            b = s["before"]
+            print(f"start-up before (no --version then: --help): --help {b['help']['wall_s']} s, sessions on an "
+                  f"empty folder {b['sessions_empty']['wall_s']} s")
     print()
     print(f"{'target':<46} {'figure':>12} {'baseline / bound':>22}  result")
     for t in rep["targets"]:
@@ -364,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with-js", action="store_true", help="also time ccusage 17 (JavaScript; about a minute a run)")
     ap.add_argument("--no-mine", action="store_true", help="skip the cold `mine --seed` pass")
     ap.add_argument("--runs", type=int, default=3, help="alternated measured rounds, after one warm-up (default 3)")
+    ap.add_argument("--before", type=Path, metavar="TREE",
+                    help="a checkout of an earlier commit: its sessions and mine --seed are timed in the same rounds "
+                         "(run by this venv's Python with PYTHONPATH=TREE)")
     ap.add_argument("--timeout", type=float, default=1800, help="per run, seconds")
     # Hidden: a stand-in for our CLI while it is being written; {projects} and {corpus} are replaced.
     ap.add_argument("--cmd", help=argparse.SUPPRESS)
@@ -397,9 +425,17 @@ def main(argv: list[str] | None = None) -> int:
         ws, home = mine_workspace(root / "projects")
         commands["kitsoki-miner mine --seed"] = ([str(exe), "mine", "--seed", "--repo", str(ws), "--json"],
                                                  {"HOME": str(home)})
+    if a.before is not None:
+        before = before_cli(a.before.resolve())
+        commands["before: sessions"] = (before + ["sessions", "--dir", str(root / "projects"), "--json"], {})
+        if not a.no_mine and not a.cmd:
+            commands["before: mine --seed"] = (before + ["mine", "--seed", "--repo", str(ws), "--json"],
+                                               {"HOME": str(home)})
     entries = rounds(commands, a.runs, size, a.timeout)
     entries.update(skipped)
     start = startup(exe) if not a.cmd else None
+    if start and a.before is not None:
+        start["before"] = startup_before(a.before.resolve())
     load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
 
     s, n, m = entries["kitsoki-miner sessions"], entries.get(native, {}), entries.get("kitsoki-miner mine --seed", {})
@@ -421,6 +457,12 @@ def main(argv: list[str] | None = None) -> int:
         {"name": "mine --seed peak PSS (whole tree) < 150 MB", "figure": m.get("peak_pss_mb"),
          "against": "150 MB", "ok": None if not m.get("wall_s") else m["peak_pss_mb"] < 150},
     ]
+    for ours_name in ("sessions", "mine --seed"):
+        now, was = entries.get(f"kitsoki-miner {ours_name}", {}), entries.get(f"before: {ours_name}", {})
+        if now.get("wall_s") and was.get("wall_s"):
+            targets.append({"name": f"{ours_name}: before / now (wall, informational)",
+                            "figure": round(was["wall_s"] / now["wall_s"], 2),
+                            "against": f"{was['wall_s']} s before", "ok": None})
     if start:
         for key, label in (("version", "--version"), ("sessions_empty", "sessions on an empty folder")):
             targets.append({"name": f"{label} < 0.25 s", "figure": start[key]["wall_s"], "against": "0.25 s",
