@@ -54,6 +54,8 @@ TRIVIAL = frozenset(f"{tool}: {head}" for tool in ("Bash", "bash") for head in (
     "diff", "git status", "git diff", "git log", "git show"))
 """Looking around is not how a request is answered: these never define an intent's signature."""
 WORLD_AGREEMENT = 0.8
+SIZE_BAND = 4
+"""Seeds are grouped by size in bands this wide for the overlap filter of the clustering."""
 
 
 # Where a recipe was seen. A plain dataclass (pydantic validates and dumps it inside Recipe): a world
@@ -324,6 +326,8 @@ class RecipeIndex:
         """stem -> bitset of the seeds whose prefix holds it."""
         self.holders: dict[str, int] = {}
         """stem -> bitset of the seeds holding it."""
+        self.bands: dict[int, int] = {}
+        """size // SIZE_BAND -> bitset of the seeds of that many stems."""
         self.cluster_of: dict[str, int] = {}
         self.restoring = True
         self.evidence: dict[tuple[str, str, str], dict[str, list[int]]] = defaultdict(dict)
@@ -452,21 +456,25 @@ class RecipeIndex:
                 prefixed[s] = prefixed.get(s, 0) | me
             for s in bag:
                 holders[s] = holders.get(s, 0) | me
+            band = len(bag) // SIZE_BAND
+            self.bands[band] = self.bands.get(band, 0) | me
         self.members[best].append(key)
         self.cluster_of[key] = best
         ep.cluster = self.members[best][0]
         self.dirty.add(("intent", best))
 
     def _candidates(self, bag: list[str]) -> list[int]:
-        """The seeds that share a prefix stem with `bag` and hold at least floor(t·|bag|/(2-t)) of
-        its stems (see the class doc), oldest first."""
+        """The seeds that share a prefix stem with `bag` and hold enough of its stems to be similar
+        enough (see the class doc), oldest first. Enough, for a seed of b stems: t·(|bag|+b)/2, taken
+        at the smallest b of the seed's size band (SIZE_BAND wide) and never above what Dice needs."""
         prefixed, holders = self.prefixed, self.holders
         near = 0
         for s in self._prefix(bag):
             near |= prefixed.get(s, 0)
         if not near:
             return []
-        need = max(1, math.floor(PHRASING_SIMILARITY * len(bag) / (2 - PHRASING_SIMILARITY)))
+        t, a = PHRASING_SIMILARITY, len(bag)
+        floor_need = max(1, math.floor(t * a / (2 - t)))
         slices: list[int] = []  # slices[i]: bit i of each seed's overlap with `bag`
         for s in bag:
             add = holders.get(s, 0) & near
@@ -479,17 +487,25 @@ class RecipeIndex:
                 slices[i] ^= add
                 add = carry
                 i += 1
-        # seeds whose overlap >= need: compare the sliced counts with `need`, highest bit first
-        if need >> len(slices):
-            return []
-        greater, equal = 0, near
-        for i in range(len(slices) - 1, -1, -1):
-            if (need >> i) & 1:
-                equal &= slices[i]
-            else:
-                greater |= equal & slices[i]
-                equal &= ~slices[i]
-        found, out = greater | equal, []
+        found = 0
+        for band, members in self.bands.items():
+            members &= near
+            if not members:
+                continue
+            # a necessary overlap for every seed of the band (1e-9: the float test below accepts
+            # a score that is t only after rounding)
+            need = max(floor_need, math.floor(t * (a + band * SIZE_BAND) / 2 - 1e-9))
+            if need >> len(slices):
+                continue
+            greater, equal = 0, members
+            for i in range(len(slices) - 1, -1, -1):  # overlap >= need, highest bit first
+                if (need >> i) & 1:
+                    equal &= slices[i]
+                else:
+                    greater |= equal & slices[i]
+                    equal &= ~slices[i]
+            found |= greater | equal
+        out = []
         while found:
             low = found & -found
             out.append(low.bit_length() - 1)
