@@ -284,8 +284,6 @@ def _short_path(path: str | None) -> str:
 
 def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     import orjson
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
     from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace, load_config
     from core.mining.passes import MineResult, RecipesFileError, run_pass
@@ -293,7 +291,6 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     from core.safeio import UnsafeFile
     from core.trace import Trace, TraceBusyError
 
-    console = Console(file=err)
     workspace = args.repo or find_workspace(Path.cwd())
     # Like proposals and accept: no workspace, no pass (it would write .artifacts/ wherever it ran).
     # A dangling .kitsoki.yaml symlink is the loader's to refuse, by name.
@@ -318,8 +315,11 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
                   workers=args.workers)
     try:
         if err.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
             columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-            with Progress(*columns, console=console, transient=True) as bar:
+            with Progress(*columns, console=Console(file=err), transient=True) as bar:
                 task = bar.add_task("mining", total=None)
                 report, recipes = run_pass(
                     workspace, progress=lambda done, total: bar.update(task, completed=done, total=total), **kwargs)
@@ -328,7 +328,10 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
         try:
             record_pass(Trace(trace_path(workspace)), report)
         except TraceBusyError:
-            console.print("[yellow]the trace is held by a running kitsoki session: this pass is not recorded in it[/yellow]")
+            from rich.console import Console
+
+            Console(file=err).print("[yellow]the trace is held by a running kitsoki session: this pass is not recorded "
+                                    "in it[/yellow]")
     except (RecipesFileError, UnsafeFile) as exc:  # our own state files, damaged or planted: named, never a traceback
         err.write(f"{exc}\n")
         return 2
@@ -337,6 +340,8 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
         out.write(orjson.dumps(result.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2).decode())
         out.write("\n")
         return 0
+    from rich.console import Console
+
     _print_recipes(report, recipes, Console(file=out, width=None if out.isatty() else 160))
     return 0
 
