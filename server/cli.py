@@ -102,11 +102,36 @@ def add_commands(sub, folder_type) -> None:
                            "the demo's transcripts and editor settings that start this server")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("kitsoki-miner")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+class _Version(argparse.Action):
+    """argparse's version action, with the version looked up only when asked for."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.exit(message=f"kitsoki-miner {version()}\n")
+
+
+HEAVY_COMMANDS = frozenset({"evolve", "runs"})
+"""Commands whose parsers live in modules that import most of the domain (learnings, runs): their
+subparsers are built only when the command line names them, or asks for the list of commands."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given the command about to run, the heavy commands' parsers are left
+    out unless it is one of them, so that `sessions` or `mine` does not import what only they use."""
     parser = argparse.ArgumentParser(
         prog="kitsoki-miner",
         description="Mine coding-agent transcripts (Claude Code, Pi) into proposals for kitsoki projects.",
     )
+    parser.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     sessions = sub.add_parser(
         "sessions",
@@ -149,11 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     mine.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
     add_commands(sub, _folder)
     _add_serve(sub)
-    from server.cli_evolve import add_evolve_commands
-    from server.cli_runs import add_runs_commands
+    if command is None or command in HEAVY_COMMANDS:
+        from server.cli_evolve import add_evolve_commands
+        from server.cli_runs import add_runs_commands
 
-    add_evolve_commands(sub)
-    add_runs_commands(sub)
+        add_evolve_commands(sub)
+        add_runs_commands(sub)
     mcp = sub.add_parser("mcp", help="run the MCP server for prepared analysis runs (stdio)",
                          description="Run an MCP server over stdio exposing the `runs` operations as tools, "
                                      "with the same argument bounds, for a coordinating coding agent.")
@@ -180,14 +206,11 @@ def _serve_parser() -> argparse.ArgumentParser:
 
 def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     import orjson
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
     from core.demo import demo_transcripts
     from core.transcripts.discover import discover
     from core.transcripts.ingest import scan
 
-    console = Console(file=err)
     units = discover(args.repo, args.dirs, fmt=args.format)
     source = None
     if not units and args.repo is None and not args.dirs:
@@ -196,8 +219,11 @@ def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> in
     total = sum(u.size for u in units)
     kwargs = dict(redact=not args.no_redact, workers=args.workers, since=args.since)
     if total >= PROGRESS_BYTES and err.isatty():
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
         columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-        with Progress(*columns, console=console, transient=True) as bar:
+        with Progress(*columns, console=Console(file=err), transient=True) as bar:
             task = bar.add_task("reading", total=total)
             report = scan(units, progress=lambda done, _t: bar.update(task, completed=done), **kwargs)
     else:
@@ -208,8 +234,10 @@ def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> in
             payload["note"] = source
         out.write(orjson.dumps(payload, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
+    from rich.console import Console
+
     if source:
-        console.print(f"[dim]{source}[/dim]")
+        Console(file=err).print(f"[dim]{source}[/dim]")
     # A pipe has no width; rich would fold every column into 80 characters.
     _print_table(report, Console(file=out, width=None if out.isatty() else 160))
     return 0
@@ -256,8 +284,6 @@ def _short_path(path: str | None) -> str:
 
 def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     import orjson
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
     from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace, load_config
     from core.mining.passes import MineResult, RecipesFileError, run_pass
@@ -265,7 +291,6 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     from core.safeio import UnsafeFile
     from core.trace import Trace, TraceBusyError
 
-    console = Console(file=err)
     workspace = args.repo or find_workspace(Path.cwd())
     # Like proposals and accept: no workspace, no pass (it would write .artifacts/ wherever it ran).
     # A dangling .kitsoki.yaml symlink is the loader's to refuse, by name.
@@ -290,8 +315,11 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
                   workers=args.workers)
     try:
         if err.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
             columns = (BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn())
-            with Progress(*columns, console=console, transient=True) as bar:
+            with Progress(*columns, console=Console(file=err), transient=True) as bar:
                 task = bar.add_task("mining", total=None)
                 report, recipes = run_pass(
                     workspace, progress=lambda done, total: bar.update(task, completed=done, total=total), **kwargs)
@@ -300,7 +328,10 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
         try:
             record_pass(Trace(trace_path(workspace)), report)
         except TraceBusyError:
-            console.print("[yellow]the trace is held by a running kitsoki session: this pass is not recorded in it[/yellow]")
+            from rich.console import Console
+
+            Console(file=err).print("[yellow]the trace is held by a running kitsoki session: this pass is not recorded "
+                                    "in it[/yellow]")
     except (RecipesFileError, UnsafeFile) as exc:  # our own state files, damaged or planted: named, never a traceback
         err.write(f"{exc}\n")
         return 2
@@ -309,6 +340,8 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
         out.write(orjson.dumps(result.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2).decode())
         out.write("\n")
         return 0
+    from rich.console import Console
+
     _print_recipes(report, recipes, Console(file=out, width=None if out.isatty() else 160))
     return 0
 
@@ -336,10 +369,23 @@ def _print_recipes(report, recipes, console: Console) -> None:
     console.print(table)
 
 
+def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
+    if argv[:1] == ["serve"]:
+        return _serve_parser()
+    named = argv[0] if argv and not argv[0].startswith("-") else None
+    return build_parser(named if named and named not in HEAVY_COMMANDS and named in _LIGHT else None)
+
+
+_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "accept", "refine", "reject", "flows", "demo", "mcp"})
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # before any parser is built: the answer needs none
+        sys.stdout.write(f"kitsoki-miner {version()}\n")
+        return 0
     try:
-        parser = _serve_parser() if argv[:1] == ["serve"] else build_parser()
+        parser = _parser_for(argv)
         return _dispatch(parser.parse_args(argv))
     except BrokenPipeError:  # `kitsoki-miner demo | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -323,6 +323,7 @@ def test_an_index_kept_between_passes_matches_a_fresh_run():
 def test_the_episode_log_ignores_what_a_crashed_pass_appended(tmp_path, monkeypatch):
     from core.mining import watermark
 
+    monkeypatch.setattr(watermark, "INLINE_BYTES", 0)  # every pass's tail goes to the log itself
     d = two_sessions(tmp_path)
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -371,3 +372,65 @@ def test_a_remembered_pass_told_which_file_changed_reads_only_that_file(tmp_path
     fresh_ws.mkdir()
     _, fresh = run_pass(fresh_ws, dirs=[d], **NO_HOME)
     assert [r.model_dump() for r in recipes] == [r.model_dump() for r in fresh]
+
+
+def test_a_live_pass_keeps_its_tail_in_the_fingerprints_and_fsyncs_one_file(tmp_path, monkeypatch):
+    """Between compactions a live pass's new episodes ride in the fingerprints file (the commit point):
+    one file fsynced (plus its folder); the log is untouched; a crash before it leaves the state whole."""
+    import os
+
+    from core.mining import watermark
+
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run_pass(ws, dirs=[d], **NO_HOME)
+    slug = kitsoki_slug(ws.resolve())
+    log = next((ws / ".artifacts" / "mining" / "state").glob("*.episodes.*"))
+    log_bytes = log.read_bytes()
+    with open(d / "s1.jsonl", "ab") as fh:
+        fh.write(b"".join(orjson.dumps(r) + b"\n" for r in session_file(d, "s1", 1, start=5)))
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    report, _ = run_pass(ws, dirs=[d], **NO_HOME)
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert report.files_read == 1 and len(synced) == 2  # the fingerprints file and its folder
+    assert log.read_bytes() == log_bytes
+    state = load_state(ws, slug)
+    assert state._inline and len(state.all_episodes()) == 5
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    run_pass(fresh, dirs=[d], **NO_HOME)
+    assert sorted((e.session, e.line_start) for e in state.all_episodes()) == sorted(
+        (e.session, e.line_start) for e in load_state(fresh, kitsoki_slug(fresh.resolve())).all_episodes())
+
+
+def test_a_recipes_file_lost_in_a_crash_is_made_again(tmp_path):
+    """recipes.json is not fsynced; the state records its digest, and a pass that finds another one
+    (cut short, or the one before) makes it again from the episodes instead of serving it."""
+    from core.mining.passes import recipes_path
+
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run_pass(ws, dirs=[d], **NO_HOME)
+    good = recipes_path(ws).read_bytes()
+    recipes_path(ws).write_bytes(good[: len(good) // 2])
+    report, recipes = run_pass(ws, dirs=[d], **NO_HOME)
+    assert report.files_read == 0 and recipes_path(ws).read_bytes() == good
+
+
+def test_the_episode_log_line_is_what_pydantic_would_write(tmp_path):
+    """The log's lines are encoded by msgspec: the same bytes as the _LogLine model dumps, read back equal."""
+    from core.mining.watermark import _line, _LogLine
+
+    d = two_sessions(tmp_path)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    run_pass(ws, dirs=[d], **NO_HOME)
+    eps = load_state(ws, kitsoki_slug(ws.resolve())).all_episodes()
+    assert eps
+    fast = _line("/t/s1.jsonl", 1, eps)
+    assert fast == _LogLine(f="/t/s1.jsonl", start=1, e=eps).model_dump_json().encode() + b"\n"
+    assert _LogLine.model_validate_json(fast).e == eps

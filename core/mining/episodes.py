@@ -16,12 +16,11 @@ from collections.abc import Iterator
 from datetime import datetime
 from enum import Enum
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
-from pydantic import ConfigDict
-from pydantic.dataclasses import dataclass
+from pydantic import ConfigDict, with_config
 
-from core.mining.phrasing import phrasing, stems
+from core.mining.phrasing import phrasing_and_stems
 from core.mining.signatures import (
     EDIT_TOOLS,
     PLAN_TOOLS,
@@ -31,7 +30,12 @@ from core.mining.signatures import (
 )
 from core.transcripts.model import Session, ToolCall, Turn, TurnKind
 
-_model = dataclass(config=ConfigDict(extra="forbid"), slots=True, kw_only=True)
+def _model(cls):
+    """A plain slotted dataclass (one per tool call on the mining hot path: building a pydantic
+    dataclass validated every field); pydantic still validates it, with `extra="forbid"`, where the
+    watermark store reads it back, and makes its JSON Schema."""
+    return with_config(ConfigDict(extra="forbid"))(dataclass(slots=True, kw_only=True)(cls))
+
 
 _RERUN = re.compile(r"\b(test|go test|pytest|npm|make|run|build|cargo|jest|vitest)\b", re.I)
 
@@ -246,6 +250,7 @@ def attach_results(episode: Episode, results: dict) -> None:
 
 def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Episode:
     actions = [_action(c, session.project) for t in body for c in t.tool_calls]
+    said, bag = phrasing_and_stems(prompt.text)
     return Episode(
         session=session.id,
         project=session.project,
@@ -257,7 +262,7 @@ def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Ep
         timestamp=prompt.timestamp,
         actions=actions,
         agent_session=session.agent_session,
-        stems=sorted(stems(prompt.text)),
-        phrasing=phrasing(prompt.text),
+        stems=sorted(bag),
+        phrasing=said,
         **_outcomes(actions, sum(1 for t in body if t.kind is TurnKind.interrupt)),
     )

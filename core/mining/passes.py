@@ -10,7 +10,9 @@ cancelled changes nothing, and the next one reads the same data again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -31,12 +33,13 @@ from core.mining.watermark import (
     load_episodes,
     load_state,
     save_state,
+    write_unsynced,
 )
 from core.transcripts.claude import is_agent_session, read_claude_file
 from core.transcripts.codex import is_agent_source, read_codex_session
-from core.transcripts.discover import codex_meta, discover, first_field
+from core.transcripts.discover import codex_meta, discover, first_fields
 from core.transcripts.ingest import parallel_map
-from core.transcripts.lines import sniff_format
+from core.transcripts.lines import paused_gc, sniff_format
 from core.transcripts.model import Session
 from core.transcripts.pi import read_pi_session
 
@@ -131,7 +134,8 @@ def _agent_file(c: _Candidate) -> bool:
         return is_agent_source(meta.get("source"), meta.get("originator"))
     if c.format != "claude":
         return False
-    return is_agent_session(first_field(c.path, "entrypoint"), first_field(c.path, "promptSource"))
+    found = first_fields(c.path, ("entrypoint", "promptSource"))
+    return is_agent_session(found["entrypoint"], found["promptSource"])
 
 
 def _session_of(file, path: Path, mark: FileMark | None) -> Session:
@@ -160,7 +164,7 @@ def mine_file(
         return str(path), new, size, 0
     resume = mark is not None and mark.format == fmt and size >= mark.size and 0 < mark.offset <= size
     if resume:
-        file = read_claude_file(path, start=mark.offset, first_line=mark.line + 1)
+        file = read_claude_file(path, start=mark.offset, first_line=mark.line + 1, texts=False)
         carry = mark.episodes[-1] if mark.episodes else None
         if carry is not None and file.orphan_results:
             attach_results(carry, file.orphan_results)
@@ -170,13 +174,36 @@ def mine_file(
         eps = kept + fresh
         start, changed_from = mark.offset, len(kept)
     else:
-        file = read_claude_file(path)
+        file = read_claude_file(path, texts=False)
         session = _session_of(file, path, None)
         eps = list(episodes(session))
         start = changed_from = 0
     new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=file.end_offset, line=file.last_line,
                    session=session.id, project=session.project, agent_session=session.agent_session, episodes=eps)
     return str(path), new, file.end_offset - start, changed_from
+
+
+def _share_strings(mark: FileMark) -> None:
+    """One copy of each stem, signature and tool name across all files: they come from a small
+    vocabulary, and each file's episodes arrive from a worker with copies of their own (a seed
+    pass keeps tens of thousands of episodes in memory)."""
+    intern = sys.intern
+    for ep in mark.episodes:
+        ep.stems = [intern(s) for s in ep.stems]
+        for action in ep.actions:
+            action.signature = intern(action.signature)
+            action.tool = intern(action.tool)
+
+
+def _recipes_stand(path: Path, state: MiningState) -> bool:
+    """Whether recipes.json is the one the stored state was committed with (when it says)."""
+    if not state._recipes_sha256:
+        return True
+    try:
+        body = statefs.read_bytes(path, MAX_RECIPES_BYTES, what="recipes.json")
+    except OSError:
+        return True  # read_recipes names the problem
+    return hashlib.sha256(body).hexdigest() == state._recipes_sha256
 
 
 def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[_Candidate]:
@@ -200,7 +227,7 @@ class PassMemory:
     index: RecipeIndex | None = None
 
 
-def run_pass(
+def _run_pass(
     workspace: Path,
     *,
     repo: Path | None = None,
@@ -260,7 +287,7 @@ def run_pass(
                 todo.append(c)
 
     out = recipes_path(workspace)
-    if not todo and not fresh_seed and out.exists():
+    if not todo and not fresh_seed and out.exists() and _recipes_stand(out, state):
         # Nothing new: the stored recipes stand. Only fingerprints were read and files stat()ed.
         recipes = read_recipes(workspace)
         for recipe in recipes:
@@ -284,6 +311,7 @@ def run_pass(
     for path, mark, read, changed_from in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
         if cancel is not None and cancel.is_set():
             raise PassCancelled()
+        _share_strings(mark)
         state.files[path] = mark
         changed[path] = changed_from
         bytes_read += read
@@ -300,9 +328,13 @@ def run_pass(
         index = RecipeIndex(episodes_now)
     recipes = index.recipes(priority_threshold)
     body = recipes_json(recipes)
-    job_id = f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}"
-    statefs.write_atomic(out, body, what="recipes.json")
-    save_state(workspace, state, None if fresh_seed else changed)
+    digest = hashlib.sha256(body).hexdigest()
+    job_id = f"{trigger}-{digest[:12]}"
+    # One file is fsynced per pass: the state's fingerprints, which record recipes.json's digest. The
+    # recipes file is replaced atomically but not fsynced: after a crash that kept the state and
+    # lost it (or half of it), the next pass finds it does not match and makes it again.
+    write_unsynced(out, body, what="recipes.json")
+    save_state(workspace, state, None if fresh_seed else changed, recipes_sha256=digest)
     if memory is not None:
         memory.state, memory.index = state, index
     report = PassReport(
@@ -315,7 +347,17 @@ def run_pass(
     return report, recipes
 
 
+@functools.wraps(_run_pass)
+def run_pass(*args, **kwargs) -> tuple[PassReport, list[Recipe]]:
+    # The garbage collector is paused for the pass: a seed pass keeps every episode of the history,
+    # and each full collection rescanned them all (several per pass).
+    with paused_gc():
+        return _run_pass(*args, **kwargs)
+
+
 def recipes_json(recipes: list[Recipe]) -> bytes:
-    """The recipes file: same recipes, same bytes (sorted keys, no wall-clock fields)."""
-    return orjson.dumps({"recipes": [r.as_json() for r in recipes]},
-                        option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    """The recipes file: same recipes, same bytes (sorted keys, indented, no wall-clock fields);
+    each recipe's part is made once (Recipe.file_bytes), so a live pass only joins them."""
+    if not recipes:
+        return orjson.dumps({"recipes": []}, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    return b'{\n  "recipes": [\n    ' + b",\n    ".join(r.file_bytes() for r in recipes) + b"\n  ]\n}\n"

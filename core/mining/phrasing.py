@@ -6,13 +6,14 @@ numbers, ids), drop function words, strip common suffixes, compare bags with Dic
 
 from __future__ import annotations
 
+import functools
 import re
 
 _URL = re.compile(r"https?://\S+")
 _PATH = re.compile(r"[\w.~@-]*(?:/[\w.@-]+)+/?|\b[\w-]+\.(?:py|go|ts|tsx|js|jsx|rs|rb|ex|exs|md|ya?ml|json|toml|sh|css|html)\b")
 _ID = re.compile(r"\b(?=[a-z0-9-]*\d)[a-z0-9]+(?:-[a-z0-9]+)+\b|\b[0-9a-f]{7,40}\b|#\d+\b|\b\d+(?:\.\d+)*\b")
-_REDACTED = re.compile(r"\[REDACTED:[a-z-]+\]")
 _WORD = re.compile(r"[a-z][a-z']+")
+_SPACE_PUNCT = re.compile(r" ([.,!?;:])")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
 
 STOPWORDS = frozenset(
@@ -25,7 +26,9 @@ STOPWORDS = frozenset(
 _SUFFIXES = ("ations", "ation", "ingly", "ings", "ing", "edly", "ed", "ies", "es", "s", "ly")
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
+    """Cached: prompts are written in a few thousand words."""
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
@@ -41,22 +44,41 @@ ASK_CHARS = 300
 
 def normalize(text: str) -> str:
     """The start of a prompt with the parts that vary between asks replaced by placeholders."""
-    text = _REDACTED.sub(" ", text[: ASK_CHARS * 2].lower())
-    text = _URL.sub(" <url> ", text)
+    # _REDACTED was applied here to the lowercased text, which it can never match (it looks for
+    # "[REDACTED:"): dropped as dead, the phrasing and stems of every prompt stay what they were.
+    text = text[: ASK_CHARS * 2].lower()
+    if "://" in text:  # a URL needs one
+        text = _URL.sub(" <url> ", text)
     text = _PATH.sub(" <path> ", text)
     text = _ID.sub(" <id> ", text)
-    return re.sub(r" ([.,!?;:])", r"\1", " ".join(text.split()))[:ASK_CHARS]
+    return _SPACE_PUNCT.sub(r"\1", " ".join(text.split()))[:ASK_CHARS]
 
 
 def phrasing(text: str) -> str:
     """The first sentence of the normalized prompt: how a recipe shows an ask."""
-    norm = normalize(text)
-    return _SENTENCE_END.split(norm, maxsplit=1)[0][:160] if norm else ""
+    return _phrasing_of(normalize(text))
 
 
 def stems(text: str) -> frozenset[str]:
     """Content-word stems of the normalized prompt (placeholders excluded)."""
-    norm = re.sub(r"<\w+>", " ", normalize(text))
+    return _stems_of(normalize(text))
+
+
+def phrasing_and_stems(text: str) -> tuple[str, frozenset[str]]:
+    """phrasing(text) and stems(text), normalizing the prompt once."""
+    norm = normalize(text)
+    return _phrasing_of(norm), _stems_of(norm)
+
+
+def _phrasing_of(norm: str) -> str:
+    return _SENTENCE_END.split(norm, maxsplit=1)[0][:160] if norm else ""
+
+
+_PLACEHOLDER = re.compile(r"<\w+>")
+
+
+def _stems_of(norm: str) -> frozenset[str]:
+    norm = _PLACEHOLDER.sub(" ", norm)
     return frozenset(stem(w) for w in _WORD.findall(norm) if w not in STOPWORDS)
 
 

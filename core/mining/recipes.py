@@ -27,7 +27,10 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr
+from dataclasses import dataclass
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, with_config
 
 from core.ids import RECIPE_ID_PATTERN
 
@@ -51,9 +54,15 @@ TRIVIAL = frozenset(f"{tool}: {head}" for tool in ("Bash", "bash") for head in (
     "diff", "git status", "git diff", "git log", "git show"))
 """Looking around is not how a request is answered: these never define an intent's signature."""
 WORLD_AGREEMENT = 0.8
+SIZE_BAND = 4
+"""Seeds are grouped by size in bands this wide for the overlap filter of the clustering."""
 
 
-class Instance(BaseModel):
+# Where a recipe was seen. A plain dataclass (pydantic validates and dumps it inside Recipe): a world
+# or binding recipe cites thousands and is rebuilt whenever one more is seen.
+@with_config(ConfigDict(extra="ignore"))
+@dataclass(slots=True)
+class Instance:
     session: str
     path: str
     line_start: int
@@ -89,6 +98,7 @@ class Recipe(BaseModel):
     _score: tuple = PrivateAttr(default=())
     _json: dict | None = PrivateAttr(default=None)
     """The recipe as JSON data, made once when it is built; re-scoring only patches the score."""
+    _frame: tuple[bytes, bytes, bytes] | None = PrivateAttr(default=None)
 
     def as_json(self) -> dict:
         if self._json is None:
@@ -96,6 +106,21 @@ class Recipe(BaseModel):
         self._json["priority"] = self.priority
         self._json["below_threshold"] = self.below_threshold
         return self._json
+
+    def file_bytes(self) -> bytes:
+        """The recipe as recipes.json holds it (keys sorted, indented as an item of its list), made
+        once: a later pass that only re-scores it puts the new priority and below_threshold in."""
+        frame = self._frame
+        if frame is None:
+            data = dict(self.as_json(), priority=0.0, below_threshold=False)
+            raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).replace(b"\n", b"\n    ")
+            # Top-level keys are the only lines indented exactly six spaces (a string never holds a
+            # raw newline), and sorted keys put below_threshold before priority.
+            head, rest = raw.split(b'\n      "below_threshold": false', 1)
+            middle, tail = rest.split(b'\n      "priority": 0.0', 1)
+            frame = self._frame = (head + b'\n      "below_threshold": ', middle + b'\n      "priority": ', tail)
+        return b"".join((frame[0], b"true" if self.below_threshold else b"false", frame[1],
+                         orjson.dumps(self.priority), frame[2]))
 
 
 class RecipesFile(BaseModel):
@@ -223,10 +248,10 @@ def _build(kind: str, key: str, title: str, episodes: list[Episode], actions: li
     priority = _priority(cost, sessions, last, outcome, newest)
     gated = sum(1 for e in eps if e.determinism is Determinism.agent_gated)
     if actions is not None:
-        instances = [Instance(session=e.session, path=a.file, line_start=a.line, line_end=a.line)
+        instances = [Instance(e.session, a.file, a.line, a.line)
                      for e, a in zip(episodes, actions)]
     else:
-        instances = [Instance(session=e.session, path=e.file, line_start=e.line_start, line_end=e.line_end)
+        instances = [Instance(e.session, e.file, e.line_start, e.line_end)
                      for e in eps]
     instances.sort(key=lambda i: (i.path, i.line_start, i.session))
     recipe = Recipe(
@@ -275,6 +300,13 @@ class RecipeIndex:
     prefix filter: Dice(A, B) >= t needs an overlap of at least t·|A|/(2-t) stems, so under any
     fixed order of stems (rarest first, for selectivity) two bags that similar share one of the
     first |A| - ceil(t·|A|/(2-t)) + 1 stems of each. Bags are bitmasks: an intersection is one `&`.
+
+    Both filters run over all seeds at once, as bitsets indexed by seed: per stem, the seeds holding
+    it (`holders`) and the seeds whose prefix holds it (`prefixed`). The prefix filter is an OR of
+    the prompt's prefix stems' `prefixed`; the overlap filter adds the prompt's stems' `holders`
+    into a bit-sliced counter (slice i holds bit i of every seed's overlap) and keeps the seeds whose
+    overlap reaches floor(t·|A|/(2-t)), which every seed similar enough has. Only the few seeds that
+    pass both are scored, as before: the same seed wins as when every prefix candidate was scored.
     """
 
     def __init__(self, episodes: Iterable[Episode] = ()) -> None:
@@ -290,14 +322,22 @@ class RecipeIndex:
         self.seeds: list[tuple[int, int, list[str]]] = []  # (mask, size, stems)
         self.members: list[list[str]] = []
         self.seed_of: dict[str, int] = {}
-        self.postings: dict[str, list[int]] = defaultdict(list)
+        self.prefixed: dict[str, int] = {}
+        """stem -> bitset of the seeds whose prefix holds it."""
+        self.holders: dict[str, int] = {}
+        """stem -> bitset of the seeds holding it."""
+        self.bands: dict[int, int] = {}
+        """size // SIZE_BAND -> bitset of the seeds of that many stems."""
         self.cluster_of: dict[str, int] = {}
         self.restoring = True
         self.evidence: dict[tuple[str, str, str], dict[str, list[int]]] = defaultdict(dict)
+        self.values_of: dict[tuple[str, str], list[str]] = defaultdict(list)
+        """(kind, key) -> the values its evidence buckets were opened for, in the order they were."""
         self.gates: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
         self.contributes: dict[str, list[tuple]] = {}
         self.file_keys: dict[str, set[str]] = defaultdict(set)
-        self.built: dict[tuple, Recipe | None] = {}
+        self.built: dict[tuple, tuple[Recipe, tuple] | None] = {}
+        """unit -> (its recipe, the parts of its score that do not depend on the newest episode)."""
         self.dirty: set[tuple] = set()
         for ep in eps:
             self._append(ep)
@@ -366,7 +406,11 @@ class RecipeIndex:
 
     def _prefix(self, bag: list[str]) -> list[str]:
         t = PHRASING_SIMILARITY
-        ranked = sorted(bag, key=lambda s: self.rank.get(s) or (0, s))
+        rank = self.rank
+        for s in bag:
+            if s not in rank:
+                rank[s] = (0, s)  # a stem first seen after the index was built sorts as the rarest
+        ranked = sorted(bag, key=rank.__getitem__)
         return ranked[: len(ranked) - math.ceil(t * len(ranked) / (2 - t)) + 1]
 
     def _mask(self, bag: list[str]) -> int:
@@ -395,10 +439,10 @@ class RecipeIndex:
             best, best_score = None, t
             mask, size = self._mask(bag), len(bag)
             seeds = self.seeds
-            for cid in {c for s in self._prefix(bag) for c in self.postings.get(s, ())}:
+            for cid in self._candidates(bag):
                 seed_mask, seed_size, _ = seeds[cid]
                 score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
-                # Ties go to the oldest seed, whatever order the set yields them in.
+                # Ties go to the oldest seed, whatever order the candidates come in.
                 if score > best_score or (score == best_score and (best is None or cid < best)):
                     best, best_score = cid, score
         if best is None:
@@ -406,17 +450,74 @@ class RecipeIndex:
             self.seed_of[key] = best
             self.seeds.append((self._mask(bag), len(bag), bag))
             self.members.append([])
+            me = 1 << best
+            prefixed, holders = self.prefixed, self.holders
             for s in self._prefix(bag):
-                self.postings[s].append(best)
+                prefixed[s] = prefixed.get(s, 0) | me
+            for s in bag:
+                holders[s] = holders.get(s, 0) | me
+            band = len(bag) // SIZE_BAND
+            self.bands[band] = self.bands.get(band, 0) | me
         self.members[best].append(key)
         self.cluster_of[key] = best
         ep.cluster = self.members[best][0]
         self.dirty.add(("intent", best))
 
+    def _candidates(self, bag: list[str]) -> list[int]:
+        """The seeds that share a prefix stem with `bag` and hold enough of its stems to be similar
+        enough (see the class doc), oldest first. Enough, for a seed of b stems: t·(|bag|+b)/2, taken
+        at the smallest b of the seed's size band (SIZE_BAND wide) and never above what Dice needs."""
+        prefixed, holders = self.prefixed, self.holders
+        near = 0
+        for s in self._prefix(bag):
+            near |= prefixed.get(s, 0)
+        if not near:
+            return []
+        t, a = PHRASING_SIMILARITY, len(bag)
+        floor_need = max(1, math.floor(t * a / (2 - t)))
+        slices: list[int] = []  # slices[i]: bit i of each seed's overlap with `bag`
+        for s in bag:
+            add = holders.get(s, 0) & near
+            i = 0
+            while add:
+                if i == len(slices):
+                    slices.append(add)
+                    break
+                carry = slices[i] & add
+                slices[i] ^= add
+                add = carry
+                i += 1
+        found = 0
+        for band, members in self.bands.items():
+            members &= near
+            if not members:
+                continue
+            # a necessary overlap for every seed of the band (1e-9: the float test below accepts
+            # a score that is t only after rounding)
+            need = max(floor_need, math.floor(t * (a + band * SIZE_BAND) / 2 - 1e-9))
+            if need >> len(slices):
+                continue
+            greater, equal = 0, members
+            for i in range(len(slices) - 1, -1, -1):  # overlap >= need, highest bit first
+                if (need >> i) & 1:
+                    equal &= slices[i]
+                else:
+                    greater |= equal & slices[i]
+                    equal &= ~slices[i]
+            found |= greater | equal
+        out = []
+        while found:
+            low = found & -found
+            out.append(low.bit_length() - 1)
+            found ^= low
+        return out
+
     def _index_actions(self, ep: Episode, key: str) -> None:
         touched = []
         for i, action in enumerate(ep.actions):
             for bucket in _action_buckets(action):
+                if bucket not in self.evidence:
+                    self.values_of[bucket[:2]].append(bucket[2])
                 self.evidence[bucket].setdefault(key, []).append(i)
                 touched.append(("evidence", bucket))
             gate = _gate_bucket(action)
@@ -466,8 +567,9 @@ class RecipeIndex:
                           [a for _, a in ev], self.newest, action_signature=[sig], value=decision)
         # binding or world: the value that wins at least WORLD_AGREEMENT of the evidence for a key
         key = unit[1]
-        counts = {b[2]: n for b, v in self.evidence.items()
-                  if b[0] == kind and b[1] == key and (n := sum(len(idx) for idx in v.values()))}
+        evidence = self.evidence
+        counts = {value: n for value in self.values_of.get((kind, key), ())
+                  if (n := sum(len(idx) for idx in evidence[(kind, key, value)].values()))}
         if not counts:
             return None
         value, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
@@ -484,17 +586,24 @@ class RecipeIndex:
     def recipes(self, priority_threshold: float = 0.0) -> list[Recipe]:
         """All recipes, highest priority first. Same episodes, same bytes out."""
         for unit in self.dirty:
-            self.built[unit] = self._build_unit(unit)
+            recipe = self._build_unit(unit)
+            self.built[unit] = (recipe, recipe._score) if recipe is not None else None
         self.dirty.clear()
-        out = []
-        for recipe in self.built.values():
-            if recipe is None:
+        ranked = []
+        newest = self.newest
+        for built in self.built.values():
+            if built is None:
                 continue
-            cost, sessions, last, outcome = recipe._score
-            recipe.priority = round(_priority(cost, sessions, last, outcome, self.newest), 3)
-            recipe.below_threshold = recipe.priority < priority_threshold
+            recipe, (cost, sessions, last, outcome) = built
+            priority = round(_priority(cost, sessions, last, outcome, newest), 3)
+            ranked.append((-priority, recipe.id, recipe, priority))
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        out = []
+        for _, _, recipe, priority in ranked:
+            # Set without pydantic's validation (the value is a rounded float it computed itself).
+            recipe.__dict__["priority"] = priority
+            recipe.__dict__["below_threshold"] = priority < priority_threshold
             out.append(recipe)
-        out.sort(key=lambda r: (-r.priority, r.id))
         return out
 
 

@@ -9,11 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import orjson
+from msgspec import Raw, Struct
 
 from core.transcripts import normalize as nz
 from core.transcripts.accounting import CLAUDE_CONVERSATION, CLAUDE_METADATA
 from core.transcripts.lines import LineReader
+from core.transcripts.records import (
+    BLOCK_TYPES,
+    FULL,
+    MESSAGE_TYPES,
+    MINING,
+    PROGRESS_DATA_TYPES,
+    TOOL_USE_RESULT_TYPES,
+    Block,
+)
 from core.transcripts.model import (
     LineAccounting,
     Problem,
@@ -46,6 +57,9 @@ _WRAPPER_REASONS = (
 )
 
 
+REJECTED_TOOL_USE = "User rejected tool use"
+"""`toolUseResult` of a call the person refused."""
+
 PERSON_ENTRYPOINTS = frozenset({"cli", "claude-desktop"})
 """Entrypoints where a person types (the terminal, the desktop app); older builds write none."""
 
@@ -70,11 +84,12 @@ def subagent_kind(path: Path) -> SubagentKind:
     return SubagentKind.other
 
 
-def classify_user_text(text: str, record: dict, sidechain: bool) -> tuple[TurnKind, str | None]:
-    """Is this user-role text something a person typed? If not, why not."""
-    if record.get("isCompactSummary"):
+def classify_user_text(text: str, record, sidechain: bool) -> tuple[TurnKind, str | None]:
+    """Is this user-role text something a person typed? If not, why not. (`record`: a decoded line,
+    core/transcripts/records.py; the counts-only path asks the same.)"""
+    if record.isCompactSummary:
         return TurnKind.compaction, "compact-summary"
-    if record.get("isMeta"):
+    if record.isMeta:
         return TurnKind.injected, "meta"
     if nz.is_interrupt(text):
         return TurnKind.interrupt, None
@@ -124,22 +139,176 @@ class ClaudeFile:
 
 
 def read_claude_file(
-    path: Path, *, sidechain: bool = False, redact: bool = True, start: int = 0, first_line: int = 1
+    path: Path, *, sidechain: bool = False, redact: bool = True, start: int = 0, first_line: int = 1,
+    texts: bool = True,
 ) -> ClaudeFile:
-    """Read one file, or only what follows byte `start` (a line boundary) of a growing file."""
-    return _FileParser(path, sidechain, redact, start, first_line).run()
+    """Read one file, or only what follows byte `start` (a line boundary) of a growing file.
+
+    `texts=False` is the read mining makes (core/mining/passes.py): turns, tool calls and their
+    outcomes (error, interrupted, refused, exit code) as always, and a prompt's text, but no text of
+    assistant, injected and system turns, no output head or size of a tool result and no subagent
+    link from `agent_progress` lines: mining reads none of them."""
+    return _FileParser(path, sidechain, redact, start, first_line, texts).run()
 
 
-class _FileParser:
-    def __init__(self, path: Path, sidechain: bool, redact: bool, start: int = 0, first_line: int = 1) -> None:
+def is_tool_result_line(content) -> bool:
+    """A user line carrying tool results (no turn of its own), not a prompt."""
+    return type(content) is list and any(isinstance(b, Struct) and b.type == "tool_result" for b in content)
+
+
+_MARKERS = tuple(m.encode() for m in nz.REJECTION_MARKERS)
+_MARKER_HEAD = 1 + max(len(m) for m in _MARKERS)
+
+
+def result_text(content) -> str:
+    """The text of a tool result's content, raw (core/transcripts/records.py) or decoded."""
+    if type(content) is Raw:
+        content = msgspec.json.decode(content)
+    return nz.blocks_text(content)
+
+
+def refused_in(content) -> bool:
+    """nz.is_rejection(result_text(content)), looking only at the head of a raw JSON string."""
+    if type(content) is Raw:
+        head = bytes(memoryview(content)[:_MARKER_HEAD])
+        if head[:1] == b'"' and b"\\" not in head:
+            return head[1:].startswith(_MARKERS)  # ASCII markers: the bytes match iff the text does
+        if head[:1] not in (b'"', b"["):
+            return False  # a number, object, true/false/null: no text
+    return nz.is_rejection(result_text(content))
+
+
+class ClaudeWalk:
+    """The books every Claude reader keeps, record by record, the same for the full reader and the
+    counts-only one (core/transcripts/counts.py): each record's label, duplicates (a uuid already
+    read), conversation versus metadata versus unknown, the envelope (session, project, times,
+    entrypoint) and the title. What a conversation record makes is the subclass's."""
+
+    out: ClaudeFile
+    reader: LineReader
+    redact: bool
+    seen: dict
+    """uuids read so far (a record repeating one is a duplicate), each mapped to itself until a
+    reader says otherwise (the full reader's `anchor`: the turn a record hangs under)."""
+    METADATA_HOOKED = frozenset({"ai-title", "custom-title", "summary"})
+    """Metadata records `_metadata` looks at (the rest are only counted)."""
+
+    def walk(self) -> None:
+        out = self.out
+        by_type = out.accounting.by_type
+        duplicates = metadata = unknown = 0
+        seen = self.seen
+        conversation, other = self._conversation, self._other
+        envelope, on_metadata, hooked = self._envelope, self._metadata, self.METADATA_HOOKED
+        for lineno, rec in self.reader:
+            kind = rec.type
+            if type(kind) is not str:
+                kind = "<none>"
+            by_type[kind] = by_type.get(kind, 0) + 1
+            uuid = rec.uuid
+            if type(uuid) is str and uuid:
+                if uuid in seen:
+                    duplicates += 1
+                    continue
+                node = uuid
+            else:
+                node = ("line", lineno)
+            if kind in CLAUDE_CONVERSATION:  # the same books as accounting.claude_label
+                if node is uuid:
+                    seen[uuid] = uuid
+                envelope(rec)
+                conversation(kind, rec, node, lineno)
+            else:
+                if kind in CLAUDE_METADATA:
+                    metadata += 1
+                    if kind in hooked:
+                        on_metadata(kind, rec)
+                else:
+                    unknown += 1
+                if type(uuid) is str:
+                    if uuid:
+                        seen[uuid] = uuid
+                    if other is not None:
+                        other(rec, node)
+        out.accounting.duplicates += duplicates
+        out.accounting.metadata += metadata
+        out.accounting.unknown += unknown
+
+    def _conversation(self, kind: str, rec, node, lineno: int) -> None:
+        raise NotImplementedError
+
+    _other = None
+    """other(rec, node) for a record outside the conversation whose uuid is a string, if set."""
+
+    def _envelope(self, rec) -> None:
+        out = self.out
+        out.first_ts, out.last_ts = nz.widen(out.first_ts, out.last_ts, rec.timestamp)
+        sid = rec.sessionId
+        if type(sid) is str and sid != out.session_id and sid not in out.session_ids:
+            out.session_ids.append(sid)  # a continued session: its predecessor's id, then its own
+        version = rec.version
+        if type(version) is str:
+            out.version = version  # the newest writer of the file (it may change inside a file)
+        if out.session_id is None:
+            if type(sid) is str:
+                out.session_id = sid
+            cwd = rec.cwd
+            if type(cwd) is str:
+                out.cwd = cwd
+            out.git_branch = rec.gitBranch if type(rec.gitBranch) is str else None
+            agent = rec.agentId
+            if type(agent) is str:
+                out.agent_id = agent
+        elif out.cwd is None and type(rec.cwd) is str:
+            out.cwd = rec.cwd
+        if out.entrypoint is None and type(rec.entrypoint) is str:
+            out.entrypoint = rec.entrypoint
+        if out.prompt_source is None and type(rec.promptSource) is str:
+            out.prompt_source = rec.promptSource
+
+    def _metadata(self, kind: str, rec) -> None:
+        if kind in ("ai-title", "custom-title"):
+            title = rec.aiTitle or rec.customTitle or rec.title
+            if type(title) is str:
+                self.out.title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
+        elif kind == "summary" and self.out.title is None:
+            summary = rec.summary
+            if type(summary) is str:
+                self.out.title = nz.clean_text(summary, nz.TEXT_CHARS, self.redact)
+
+    def _finish_envelope(self) -> None:
+        """The file's identity as it leaves the reader: named after its session, redacted."""
+        out = self.out
+        if out.path.stem in out.session_ids:
+            out.session_id = out.path.stem  # the file is named after the session it continues into
+        if self.redact:
+            out.session_ids = [nz.clean_id(s, True) for s in out.session_ids]
+            for name in ("session_id", "agent_id", "cwd", "version", "git_branch", "entrypoint", "prompt_source"):
+                value = getattr(out, name)
+                if value is not None:
+                    setattr(out, name, nz.clean_id(value, True))
+            out.accounting.by_type = nz.clean_keys(out.accounting.by_type)
+        out.end_offset = self.reader.end_offset
+        out.last_line = self.reader.first_line - 1 + self.reader.accounting.lines_read
+
+
+class _FileParser(ClaudeWalk):
+    def __init__(self, path: Path, sidechain: bool, redact: bool, start: int = 0, first_line: int = 1,
+                 texts: bool = True) -> None:
         self.out = ClaudeFile(path=path, sidechain=sidechain)
         self.file = str(path)
         self.redact = redact
         self.sidechain = sidechain
+        self.texts = texts
+        if not texts:  # mining reads a trunk alone: no subagent to link through agent_progress lines
+            self.METADATA_HOOKED = ClaudeWalk.METADATA_HOOKED
         # Only turn-bearing records enter the tree; every other uuid (progress, tool results,
         # continuation lines) maps to the nearest turn above it, so the walk stays small.
         self.parent_of: dict[object, object] = {}
         self.anchor: dict[str, object] = {}
+        # Every uuid read is in `anchor` (a turn's maps to itself: resolving a parent through it
+        # changes nothing), so it is also the set of uuids seen, without a second copy of 200k keys.
+        self.seen = self.anchor
         self.turn_at: dict[object, Turn] = {}
         self.calls: dict[str, ToolCall] = {}
         self.early_results: dict[str, tuple[ToolResult, str | None]] = {}
@@ -148,85 +317,40 @@ class _FileParser:
         # Every string the reader hands on is redacted, ids and names too; fields with few distinct
         # values go through a per-file memo, hex ids through clean_id's fast path.
         self.names = nz.Cleaner(redact)
-        self.reader = LineReader(path, start=start, first_line=first_line)
+        self.reader = LineReader(path, start=start, first_line=first_line, decoding=FULL if texts else MINING)
         self.out.accounting = self.reader.accounting
 
     def run(self) -> ClaudeFile:
-        out = self.out
-        by_type = out.accounting.by_type
-        duplicates = metadata = unknown = 0
-        parent_of, anchor, turn_at = self.parent_of, self.anchor, self.turn_at
-        for lineno, rec in self.reader:
-            kind = rec.get("type")
-            kind = kind if type(kind) is str else "<none>"
-            by_type[kind] = by_type.get(kind, 0) + 1
-            uuid = rec.get("uuid")
-            node = uuid if type(uuid) is str and uuid else ("line", lineno)
-            if node in parent_of or node in anchor:
-                duplicates += 1
-                continue
-            parent = rec.get("parentUuid")
-            if type(parent) is str:
-                parent = anchor.get(parent, parent)
-            else:
-                parent = None
-            if kind in CLAUDE_CONVERSATION:  # the same books as accounting.claude_label
-                self._envelope(rec)
-                if parent is None and kind == "system":
-                    parent = rec.get("logicalParentUuid")  # compaction boundary keeps its place
-                    parent = anchor.get(parent, parent) if type(parent) is str else None
-                parent_of[node] = parent
-                if kind == "user":
-                    self._user(rec, node, lineno)
-                elif kind == "assistant":
-                    self._assistant(rec, node, lineno)
-                else:
-                    self._system(rec, node, lineno)
-                if node not in turn_at:
-                    # A tool result or a continuation line of a response: no turn of its own.
-                    anchor[node] = parent_of.pop(node)
-            else:
-                if kind in METADATA_TYPES:
-                    metadata += 1
-                    self._metadata(kind, rec)
-                else:
-                    unknown += 1
-                if type(uuid) is str:
-                    # Progress and attachment lines sit inside the uuid chain: later records may
-                    # name them as parent, so remember the turn they hang under.
-                    anchor[node] = parent
-        out.accounting.duplicates += duplicates
-        out.accounting.metadata += metadata
-        out.accounting.unknown += unknown
+        self.walk()
         return self._finish()
 
-    # -- records -----------------------------------------------------------------------------
+    # -- the tree ----------------------------------------------------------------------------
 
-    def _envelope(self, rec: dict) -> None:
-        out = self.out
-        out.first_ts, out.last_ts = nz.widen(out.first_ts, out.last_ts, rec.get("timestamp"))
-        sid = rec.get("sessionId")
-        if type(sid) is str and sid != out.session_id and sid not in out.session_ids:
-            out.session_ids.append(sid)  # a continued session: its predecessor's id, then its own
-        version = rec.get("version")
-        if type(version) is str:
-            out.version = version  # the newest writer of the file (it may change inside a file)
-        if out.session_id is None:
-            if type(sid) is str:
-                out.session_id = sid
-            cwd = rec.get("cwd")
-            if type(cwd) is str:
-                out.cwd = cwd
-            out.git_branch = rec.get("gitBranch") if type(rec.get("gitBranch")) is str else None
-            agent = rec.get("agentId")
-            if type(agent) is str:
-                out.agent_id = agent
-        elif out.cwd is None and type(rec.get("cwd")) is str:
-            out.cwd = rec["cwd"]
-        if out.entrypoint is None and type(rec.get("entrypoint")) is str:
-            out.entrypoint = rec["entrypoint"]
-        if out.prompt_source is None and type(rec.get("promptSource")) is str:
-            out.prompt_source = rec["promptSource"]
+    def _conversation(self, kind: str, rec, node, lineno: int) -> None:
+        anchor, parent_of = self.anchor, self.parent_of
+        parent = rec.parentUuid
+        parent = anchor.get(parent, parent) if type(parent) is str else None
+        if parent is None and kind == "system":
+            parent = rec.logicalParentUuid  # compaction boundary keeps its place
+            parent = anchor.get(parent, parent) if type(parent) is str else None
+        parent_of[node] = parent
+        if kind == "user":
+            self._user(rec, node, lineno)
+        elif kind == "assistant":
+            self._assistant(rec, node, lineno)
+        else:
+            self._system(rec, node, lineno)
+        if node not in self.turn_at:
+            # A tool result or a continuation line of a response: no turn of its own.
+            anchor[node] = parent_of.pop(node)
+
+    def _other(self, rec, node) -> None:
+        # Progress and attachment lines sit inside the uuid chain: later records may
+        # name them as parent, so remember the turn they hang under.
+        anchor, parent = self.anchor, rec.parentUuid
+        anchor[node] = anchor.get(parent, parent) if type(parent) is str else None
+
+    # -- records -----------------------------------------------------------------------------
 
     def _ref(self, lineno: int) -> SourceRef:
         return SourceRef(file=self.file, line=lineno)
@@ -237,7 +361,7 @@ class _FileParser:
             kind=kind,
             id=nz.clean_id(node, self.redact) if type(node) is str else None,
             parent=nz.clean_id(parent, self.redact) if type(parent) is str else None,
-            timestamp=nz.parse_time(rec.get("timestamp")),
+            timestamp=nz.parse_time(rec.timestamp),
             sidechain=self.sidechain,
             source=self._ref(lineno),
             **fields,
@@ -245,18 +369,19 @@ class _FileParser:
         self.turn_at[node] = turn
         return turn
 
-    def _user(self, rec: dict, node, lineno: int) -> None:
-        msg = rec.get("message")
-        content = msg.get("content") if type(msg) is dict else None
-        if type(content) is list and any(
-            type(b) is dict and b.get("type") == "tool_result" for b in content
-        ):
+    def _user(self, rec, node, lineno: int) -> None:
+        msg = rec.message
+        content = msg.content if type(msg) in MESSAGE_TYPES else None
+        if is_tool_result_line(content):
             self._tool_results(rec, content, lineno)
             return
         text = nz.blocks_text(content)
         kind, reason = classify_user_text(text, rec, self.sidechain)
-        limit = nz.PROMPT_CHARS if kind is TurnKind.human else nz.TEXT_CHARS
-        turn = self._turn(node, kind, rec, lineno, text=nz.clean_text(text, limit, self.redact), reason=reason)
+        if kind is TurnKind.human:
+            kept = nz.clean_text(text, nz.PROMPT_CHARS, self.redact)
+        else:
+            kept = nz.clean_text(text, nz.TEXT_CHARS, self.redact) if self.texts else ""
+        turn = self._turn(node, kind, rec, lineno, text=kept, reason=reason)
         if reason == "human-shell":
             command = _between(text, "<bash-input>", "</bash-input>")
             call = ToolCall(
@@ -272,34 +397,46 @@ class _FileParser:
             out = _between(text, "<bash-stdout>", "</bash-stdout>") + _between(text, "<bash-stderr>", "</bash-stderr>")
             self.shell_pending.result = ToolResult(
                 is_error="<bash-stderr></bash-stderr>" not in text and "<bash-stderr>" in text,
-                output_head=nz.clean_text(out, nz.OUTPUT_HEAD_CHARS, self.redact),
-                output_chars=len(out),
+                output_head=nz.clean_text(out, nz.OUTPUT_HEAD_CHARS, self.redact) if self.texts else "",
+                output_chars=len(out) if self.texts else 0,
                 source=self._ref(lineno),
             )
             self.shell_pending = None
 
-    def _tool_results(self, rec: dict, content: list, lineno: int) -> None:
-        extra = rec.get("toolUseResult")
+    def _tool_results(self, rec, content: list, lineno: int) -> None:
+        extra = rec.toolUseResult
+        described = type(extra) in TOOL_USE_RESULT_TYPES
         for block in content:
-            if type(block) is not dict or block.get("type") != "tool_result":
+            if type(block) not in BLOCK_TYPES or block.type != "tool_result":
                 continue
-            text = nz.blocks_text(block.get("content"))
-            is_error = block.get("is_error") is True
-            agent = extra.get("agentId") if type(extra) is dict else None
-            if type(agent) is not str:
-                agent = nz.agent_id_in(text) if "agentId" in text else None
-            result = ToolResult(
-                is_error=is_error,
-                interrupted=type(extra) is dict and extra.get("interrupted") is True,
-                rejected=nz.is_rejection(text) or extra == "User rejected tool use",
-                exit_code=nz.exit_code_of(text) if is_error else None,
-                output_head=nz.clean_text(text, nz.OUTPUT_HEAD_CHARS, self.redact),
-                output_chars=len(text),
-                source=self._ref(lineno),
-            )
+            is_error = block.is_error is True
+            agent = extra.agentId if described else None
+            if not self.texts:
+                # Mining: the outcome only. The text is decoded only for a failed call's exit code.
+                result = ToolResult(
+                    is_error=is_error,
+                    interrupted=described and extra.interrupted is True,
+                    rejected=refused_in(block.content) or extra == REJECTED_TOOL_USE,
+                    exit_code=nz.exit_code_of(result_text(block.content)) if is_error else None,
+                    source=self._ref(lineno),
+                )
+                agent = agent if type(agent) is str else None
+            else:
+                text = nz.blocks_text(block.content)
+                if type(agent) is not str:
+                    agent = nz.agent_id_in(text) if "agentId" in text else None
+                result = ToolResult(
+                    is_error=is_error,
+                    interrupted=described and extra.interrupted is True,
+                    rejected=nz.is_rejection(text) or extra == REJECTED_TOOL_USE,
+                    exit_code=nz.exit_code_of(text) if is_error else None,
+                    output_head=nz.clean_text(text, nz.OUTPUT_HEAD_CHARS, self.redact),
+                    output_chars=len(text),
+                    source=self._ref(lineno),
+                )
             if agent:
                 agent = nz.clean_id(agent, self.redact)
-            tool_id = block.get("tool_use_id")
+            tool_id = block.tool_use_id
             call = self.calls.get(tool_id) if type(tool_id) is str else None
             if call is not None:
                 call.result = result
@@ -308,18 +445,18 @@ class _FileParser:
             elif type(tool_id) is str:
                 self.early_results[tool_id] = (result, agent)
 
-    def _assistant(self, rec: dict, node, lineno: int) -> None:
-        msg = rec.get("message")
-        if type(msg) is not dict:
+    def _assistant(self, rec, node, lineno: int) -> None:
+        msg = rec.message
+        if type(msg) not in MESSAGE_TYPES:
             return
-        msg_id = msg.get("id")
+        msg_id = msg.id
         turn = self.assistant_by_msg.get(msg_id) if type(msg_id) is str else None
         if turn is None:
-            model = msg.get("model")
+            model = msg.model
             turn = self._turn(
                 node, TurnKind.assistant, rec, lineno,
                 model=self.names[model] if type(model) is str else None,
-                reason="api-error" if rec.get("isApiErrorMessage") else None,
+                reason="api-error" if rec.isApiErrorMessage else None,
             )
             if type(msg_id) is str:
                 self.assistant_by_msg[msg_id] = turn
@@ -327,29 +464,30 @@ class _FileParser:
                 self.out.models.append(turn.model)
         else:
             turn.source.last_line = lineno
-        content = msg.get("content")
+        content = msg.content
         if type(content) is str:
-            content = [{"type": "text", "text": content}]
+            content = [Block(type="text", text=content)]
         if type(content) is not list:
             return
+        texts = self.texts
         for block in content:
-            if type(block) is not dict:
+            if type(block) not in BLOCK_TYPES:
                 continue
-            kind = block.get("type")
+            kind = block.type
             if kind == "text":
-                text = block.get("text")
-                if type(text) is str and text.strip() and len(turn.text) < nz.TEXT_CHARS:
+                text = block.text
+                if texts and type(text) is str and text.strip() and len(turn.text) < nz.TEXT_CHARS:
                     # Each block is redacted once as it arrives; the joined text is only cut.
                     text = nz.clean_text(text, nz.TEXT_CHARS, self.redact)
                     turn.text = nz.cut(f"{turn.text}\n{text}" if turn.text else text, nz.TEXT_CHARS)
             elif kind == "tool_use":
-                call_id = block.get("id")
+                call_id = block.id
                 call_id = call_id if type(call_id) is str else f"line:{lineno}"
-                name = block.get("name")
+                name = block.name
                 call = ToolCall(
                     id=nz.clean_id(call_id, self.redact),
                     name=self.names[name] if type(name) is str else "?",
-                    input=nz.clean_input(block.get("input"), self.redact),
+                    input=nz.clean_input(block.input, self.redact),
                     source=self._ref(lineno),
                 )
                 turn.tool_calls.append(call)
@@ -358,30 +496,26 @@ class _FileParser:
                 if early is not None:
                     call.result, call.subagent = early[0], early[1] or call.subagent
 
-    def _system(self, rec: dict, node, lineno: int) -> None:
-        subtype = rec.get("subtype")
+    def _system(self, rec, node, lineno: int) -> None:
+        subtype = rec.subtype
         subtype = subtype if type(subtype) is str else None
-        content = rec.get("content")
+        content = rec.content
         text = content if type(content) is str else ""
         kind = TurnKind.compaction if subtype == "compact_boundary" else TurnKind.system
-        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact),
+        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact) if self.texts else "",
                    reason=self.names[subtype] if subtype else None)
 
-    def _metadata(self, kind: str, rec: dict) -> None:
-        if kind in ("ai-title", "custom-title"):
-            title = rec.get("aiTitle") or rec.get("customTitle") or rec.get("title")
-            if type(title) is str:
-                self.out.title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
-        elif kind == "summary" and self.out.title is None:
-            summary = rec.get("summary")
-            if type(summary) is str:
-                self.out.title = nz.clean_text(summary, nz.TEXT_CHARS, self.redact)
-        elif kind == "progress":
-            data = rec.get("data")
-            if type(data) is dict and data.get("type") == "agent_progress":
-                agent, tool = data.get("agentId"), rec.get("parentToolUseID") or rec.get("toolUseID")
+    METADATA_HOOKED = ClaudeWalk.METADATA_HOOKED | {"progress"}
+
+    def _metadata(self, kind: str, rec) -> None:
+        if kind == "progress":
+            data = rec.data
+            if type(data) in PROGRESS_DATA_TYPES and data.type == "agent_progress":
+                agent, tool = data.agentId, rec.parentToolUseID or rec.toolUseID
                 if type(agent) is str and type(tool) is str:
                     self.out.agent_progress.setdefault(agent, tool)
+        else:
+            super()._metadata(kind, rec)
 
     # -- assembly ----------------------------------------------------------------------------
 
@@ -411,19 +545,10 @@ class _FileParser:
             reader.problem(ProblemKind.cycle, line, f"parent links loop back; {node} made a root")
         out.problems = reader.problems
         out.problem_count = reader.problem_count
-        if self.out.path.stem in out.session_ids:
-            out.session_id = self.out.path.stem  # the file is named after the session it continues into
+        self._finish_envelope()
         if self.redact:
-            out.session_ids = [nz.clean_id(s, True) for s in out.session_ids]
-            for name in ("session_id", "agent_id", "cwd", "version", "git_branch", "entrypoint", "prompt_source"):
-                value = getattr(out, name)
-                if value is not None:
-                    setattr(out, name, nz.clean_id(value, True))
             out.agent_progress = {nz.clean_id(a, True): nz.clean_id(t, True) for a, t in out.agent_progress.items()}
-            out.accounting.by_type = nz.clean_keys(out.accounting.by_type)
         out.orphan_results = {nz.clean_id(k, self.redact): r for k, (r, _) in self.early_results.items()}
-        out.end_offset = reader.end_offset
-        out.last_line = reader.first_line - 1 + reader.accounting.lines_read
         return out
 
 

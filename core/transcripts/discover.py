@@ -165,6 +165,37 @@ def first_field(path: Path, key: str) -> str | None:
     return None
 
 
+def first_fields(path: Path, keys: tuple[str, ...]) -> dict[str, str | None]:
+    """first_field for several keys, reading the file's first lines once."""
+    found: dict[str, str | None] = dict.fromkeys(keys)
+    wanted = {key: key.encode() for key in keys}
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(50):
+                if not wanted:
+                    break
+                raw = fh.readline(4 * 1024 * 1024)
+                if not raw:
+                    break
+                present = [key for key, needle in wanted.items() if needle in raw]
+                if not present:
+                    continue
+                try:
+                    rec = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if type(rec) is not dict:
+                    continue
+                for key in present:
+                    value = rec.get(key)
+                    if type(value) is str:
+                        found[key] = value
+                        del wanted[key]
+    except OSError:
+        pass
+    return found
+
+
 def group_sessions(
     files: Iterable[Path], fmt: str = "auto", known: Mapping[str, str] | None = None
 ) -> list[SessionFiles]:

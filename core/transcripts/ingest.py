@@ -10,7 +10,8 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from datetime import datetime, timezone
 
 from pydantic import BaseModel
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 from core.transcripts.claude import read_claude_session
 from core.transcripts.codex import read_codex_session
 from core.transcripts.discover import SessionFiles
+from core.transcripts.lines import paused_gc
 from core.transcripts.model import Session, TurnKind
 from core.transcripts.pi import read_pi_session
 
@@ -116,9 +118,20 @@ def summarize(session: Session) -> SessionSummary:
     )
 
 
-def _read_for_summary(files: SessionFiles, redact: bool) -> tuple[SessionSummary, list[TurnKey]]:
+def count_session(files: SessionFiles, redact: bool = True) -> tuple[SessionSummary, list[TurnKey]]:
+    """A session's summary and turn keys: counts only for Claude Code (core/transcripts/counts.py),
+    the full reader for the rest and where only it can answer."""
+    if files.format == "claude":
+        from core.transcripts.counts import count_claude_session
+
+        counted = count_claude_session(files.trunk, files.subagents, redact=redact)
+        if counted is not None:
+            return counted[0], counted[1]
     session = read_session(files, redact=redact)
     return summarize(session), _turn_keys(session)
+
+
+_read_for_summary = count_session
 
 
 def _read_full(files: SessionFiles, redact: bool) -> tuple[Session, list[TurnKey]]:
@@ -134,8 +147,14 @@ def parallel_map(
     workers: int | None = None,
     progress: Progress | None = None,
 ) -> Iterator:
-    """fn(*job) for each job, across worker processes when the input is big enough to pay for
-    them; results arrive as they finish. `sizes` (bytes per job) drive scheduling and progress."""
+    """fn(*job) for each job, across `workers` processes when the input is big enough to pay for
+    them; results arrive as they finish. `sizes` (bytes per job) drive scheduling and progress.
+
+    The calling process is one of the workers: it starts `workers - 1` helper processes and takes
+    jobs itself between collecting their results. Jobs go largest first, so one huge file does not
+    start last; a helper is kept two jobs ahead, each at least as big as the one the caller takes,
+    so it is never idle while the caller works.
+    """
     order = sorted(range(len(jobs)), key=lambda i: sizes[i], reverse=True)
     total = sum(sizes)
     done = 0
@@ -147,15 +166,32 @@ def parallel_map(
             if progress:
                 progress(done, total)
         return
-    # Largest first, so one huge file does not start last and leave the other core idle.
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=_process_context())
+    helpers = min(workers - 1, len(jobs) - 1)
+    pool = ProcessPoolExecutor(max_workers=helpers, mp_context=_process_context())
+    pending = deque(order)
+    running: dict = {}
     try:
-        futures = {pool.submit(fn, *jobs[i]): sizes[i] for i in order}
-        for future in as_completed(futures):
-            yield future.result()
-            done += futures[future]
-            if progress:
-                progress(done, total)
+        while pending or running:
+            while pending and len(running) < 2 * helpers:
+                i = pending.popleft()
+                running[pool.submit(fn, *jobs[i])] = sizes[i]
+            finished = [f for f in running if f.done()]
+            if not finished and pending:
+                i = pending.popleft()
+                result = fn(*jobs[i])  # the caller's own share of the work
+                done += sizes[i]
+                if progress:
+                    progress(done, total)
+                yield result
+                continue
+            if not finished:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                result = future.result()
+                done += running.pop(future)
+                if progress:
+                    progress(done, total)
+                yield result
     finally:
         # A consumer that stops early (a cancelled pass) does not wait for the jobs not yet started.
         pool.shutdown(wait=True, cancel_futures=True)
@@ -202,7 +238,8 @@ def scan(
 ) -> ScanReport:
     """Summaries of every session, sorted by start; repeated records counted once."""
     units = list(units)
-    results = list(_run(units, _read_for_summary, redact=redact, workers=workers, progress=progress))
+    with paused_gc():
+        results = list(_run(units, _read_for_summary, redact=redact, workers=workers, progress=progress))
     results.sort(key=lambda r: _started(r[0]))
     summaries = []
     for (summary, keys), dups in zip(results, _duplicate_positions([k for _, k in results])):
@@ -237,7 +274,8 @@ def read_sessions(
     progress: Progress | None = None,
 ) -> list[Session]:
     """Every session in full, sorted by start, with turns repeated from an earlier session removed."""
-    results = list(_run(list(units), _read_full, redact=redact, workers=workers, progress=progress))
+    with paused_gc():
+        results = list(_run(list(units), _read_full, redact=redact, workers=workers, progress=progress))
     results.sort(key=lambda r: _started(r[0]))
     sessions = []
     for (session, _keys), dups in zip(results, _duplicate_positions([k for _, k in results])):

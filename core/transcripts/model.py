@@ -10,17 +10,20 @@ from datetime import datetime
 from enum import Enum
 from typing import Literal
 
-from dataclasses import field
+from dataclasses import dataclass, field
 
-from pydantic import ConfigDict, TypeAdapter
-from pydantic.dataclasses import dataclass
+from pydantic import ConfigDict, TypeAdapter, with_config
 
 Format = Literal["claude", "pi", "codex"]
 
-# Slotted pydantic dataclasses, not BaseModel: a 300 MB transcript holds tens of thousands of
-# turns and tool calls, and a BaseModel instance (a __dict__ plus a fields-set per object) costs
-# ~5x the memory and a slow __setattr__ on the readers' hot path. Validation and JSON Schema are the same.
-_model = dataclass(config=ConfigDict(extra="forbid"), slots=True, kw_only=True)
+# Plain slotted dataclasses: the readers build one per turn, tool call and result (tens of thousands
+# in a 300 MB transcript), and building a pydantic dataclass validates every field (it cost as much
+# as decoding the JSON). The readers set every field from checked values themselves; pydantic still
+# gives the JSON Schema and the JSON dump (session_adapter()), with the same `extra="forbid"`.
+
+
+def _model(cls):
+    return with_config(ConfigDict(extra="forbid"))(dataclass(slots=True, kw_only=True)(cls))
 
 
 @_model
@@ -219,9 +222,18 @@ class Session:
         return sum(1 for c in self.tool_calls() if c.result is not None and c.result.rejected)
 
 
-SessionAdapter = TypeAdapter(Session)
+_adapter: TypeAdapter | None = None
+
+
+def session_adapter() -> TypeAdapter:
+    """pydantic's view of a Session (JSON dump, schema), built on first use: building it is a good
+    part of importing this module, and `sessions` never needs it."""
+    global _adapter
+    if _adapter is None:
+        _adapter = TypeAdapter(Session)
+    return _adapter
 
 
 def session_to_json(session: Session) -> dict:
     """The session as plain JSON-ready data (what `schemas/transcript-session.schema.json` describes)."""
-    return SessionAdapter.dump_python(session, mode="json")
+    return session_adapter().dump_python(session, mode="json")

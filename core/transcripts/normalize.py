@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from core.transcripts.records import BLOCK_TYPES
 from core.transcripts.redact import redact_text, redact_value
 
 PROMPT_CHARS = 32_000
@@ -45,10 +46,17 @@ later step recurse that deep or fail to write it back out (orjson writes at most
 DEEPER = f"[nested deeper than {INPUT_DEPTH} levels: not kept]"
 
 
+_INT_RANGE = range(-(2**63), 2**64)
+"""orjson reads a JSON integer outside 64 bits as a float; msgspec keeps it an int. A tool input
+holds what orjson would have made of it, so that reading a line either way gives the same input."""
+
+
 def trim_input(value, limit: int = INPUT_VALUE_CHARS, depth: int = 0):
     """Cut long strings anywhere in a tool input, keeping its shape down to INPUT_DEPTH levels."""
     if type(value) is str:
         return cut(value, limit)
+    if type(value) is int:
+        return value if value in _INT_RANGE else float(value)
     if type(value) is dict:
         if depth >= INPUT_DEPTH:
             return DEEPER
@@ -133,7 +141,8 @@ def parse_time(value) -> datetime | None:
     """ISO-8601 strings (with Z) and Unix milliseconds; None for anything else."""
     try:
         if type(value) is str:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+            # Python 3.11 reads a trailing "Z" itself; "z" (which it does not) is rare enough to replace
+            return datetime.fromisoformat(value if "z" not in value else value.replace("Z", "+00:00"))
         if type(value) in (int, float):
             from datetime import timezone
 
@@ -151,11 +160,15 @@ def blocks_text(content) -> str:
         return ""
     parts = []
     for block in content:
-        if type(block) is not dict:
+        if type(block) is dict:
+            kind = block.get("type")
+            text = block.get("text") if kind == "text" else None
+        elif type(block) in BLOCK_TYPES:  # a decoded content block (core/transcripts/records.py)
+            kind = block.type
+            text = block.text
+        else:
             continue
-        kind = block.get("type")
         if kind == "text":
-            text = block.get("text")
             if type(text) is str:
                 parts.append(text)
         elif kind == "image":

@@ -28,7 +28,8 @@ STRUCTURAL = [(fmt, "field", key) for fmt in W.FORMATS for key in W.structural_k
 def _check(tmp_path, files, planted, *, proposes: bool | str = True):
     transcripts = W.write_world(files, tmp_path / "transcripts")
     answers = W.run_everything(tmp_path, transcripts)
-    stored = [text for name, text in answers.items() if ".episodes." in name]
+    # the episode store: its log, and its fingerprints file, which holds recent live passes' episodes
+    stored = [text for name, text in answers.items() if ".episodes." in name or "/mining/state/" in name]
     if proposes:  # the planted text went all the way to the episode store (and, below, to a proposal)
         assert stored and any("[REDACTED:" in text for text in stored), "no redacted text reached the store"
     if proposes == "draft":  # ... and to a staged draft and the server's cards

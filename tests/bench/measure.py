@@ -24,6 +24,9 @@ What the wrapper measures, Linux semantics:
   machine actually has to give; pages shared between processes are counted once per process, so
   this is an upper bound. Sampling can miss a spike shorter than the interval, which is why the
   benchmark reports ``max(peak_tree_rss, peak_rss_single)`` as the peak.
+* ``peak_tree_pss_kb`` -- the same sampling, summing each process's proportional set size (PSS,
+  ``/proc/<pid>/smaps_rollup``): a page shared by n processes counts 1/n in each, so a forked pool
+  worker's copy-on-write pages are not counted twice. This is what the tree really costs the machine.
 * ``wall_s`` -- from just before the spawn to the exit of the direct child (orphans still running
   after that are waited for, and reported as ``lingering``, but are outside the wall time).
 * ``cpu_user_s``/``cpu_sys_s`` -- CPU of the whole reaped tree.
@@ -91,11 +94,23 @@ def _rss_kb(pid: int) -> int:
         return 0
 
 
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
 class Sampler(threading.Thread):
     def __init__(self, interval: float):
         super().__init__(daemon=True)
         self.interval = interval
         self.peak_kb = 0
+        self.peak_pss_kb = 0
         self.peak_procs = 0
         self.samples = 0
         self._halt = threading.Event()
@@ -105,9 +120,12 @@ class Sampler(threading.Thread):
         while not self._halt.is_set():
             pids = _tree(me)
             total = sum(_rss_kb(p) for p in pids)
+            pss = sum(_pss_kb(p) for p in pids)
             self.samples += 1
             if total > self.peak_kb:
                 self.peak_kb = total
+            if pss > self.peak_pss_kb:
+                self.peak_pss_kb = pss
             if len(pids) > self.peak_procs:
                 self.peak_procs = len(pids)
             self._halt.wait(self.interval)
@@ -167,6 +185,7 @@ def measure(cmd: list[str], stdout: str | None, stderr: str | None, env: dict | 
         "wall_s": wall,
         "peak_rss_single_kb": ru.ru_maxrss,  # KiB on Linux
         "peak_tree_rss_kb": sampler.peak_kb,
+        "peak_tree_pss_kb": sampler.peak_pss_kb,
         "peak_procs": sampler.peak_procs,
         "samples": sampler.samples,
         "cpu_user_s": ru.ru_utime,

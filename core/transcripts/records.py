@@ -1,0 +1,167 @@
+"""Typed records: what a reader decodes from a Claude Code line, naming only the fields it reads.
+
+msgspec decodes a line straight into these structs and skips every other key without building it
+(half the bytes are tool output, two lines in three are progress). Decoding never fails on a value
+of an unexpected type: every field is `Any`, raw, or a union that takes every JSON kind, so a record
+whose `message` is a string decodes as well as one whose `message` is an object, and the reader
+checks types exactly as it did on dicts.
+
+Sets: `Count*` for the counts-only path (`sessions`: the text of a tool result is kept raw, only its
+first bytes are looked at), the full set for readers that build turns, and `Raw*`, the full set with
+tool results kept raw, for mining. A struct with `Raw` fields has a twin with them typed `Any`
+(`*Loose`, or the full set), for lines msgspec does not take but orjson does (nesting msgspec's
+recursion limit refuses; core/transcripts/lines.py): orjson's dict is converted to the twin, which
+has the same attributes, and readers take a raw value or a decoded one alike.
+"""
+
+# no `from __future__ import annotations`: msgspec reads these annotations as objects (some are local)
+
+from typing import Any, Union
+
+import msgspec
+from msgspec import Raw, Struct
+
+
+def _either(struct):
+    """A field holding `struct` when it is a JSON object, and any other JSON value as it is."""
+    return Union[struct, str, int, float, bool, None, list]
+
+
+def _list_of(struct):
+    """A field holding a list whose objects are `struct`, or any other JSON value as it is."""
+    return Union[list[_either(struct)], dict, str, int, float, bool, None]
+
+
+def _pair(make):
+    """The struct family `make(raw_type)` built twice: with Raw fields, and with them as Any."""
+    return make(Raw), make(Any)
+
+
+# -- counts-only (sessions) -----------------------------------------------------------------------
+
+def _count_types(raw):
+    class CountBlock(Struct, gc=False):
+        type: Any = None
+        text: Any = None
+        id: Any = None
+        tool_use_id: Any = None
+        content: raw = None
+
+    class CountMessage(Struct, gc=False):
+        id: Any = None
+        content: _list_of(CountBlock) = None
+
+    class CountToolResult(Struct, gc=False):
+        pass  # only "is it the string 'User rejected tool use'" is asked of it
+
+    class CountLine(Struct, gc=False):
+        type: Any = None
+        uuid: Any = None
+        timestamp: Any = None
+        sessionId: Any = None
+        version: Any = None
+        cwd: Any = None
+        gitBranch: Any = None
+        agentId: Any = None
+        entrypoint: Any = None
+        promptSource: Any = None
+        isMeta: Any = None
+        isCompactSummary: Any = None
+        message: _either(CountMessage) = None
+        toolUseResult: _either(CountToolResult) = None
+        aiTitle: Any = None
+        customTitle: Any = None
+        title: Any = None
+        summary: Any = None
+
+    return CountLine, CountMessage, CountBlock
+
+
+(CountLine, CountMessage, CountBlock), (CountLineLoose, CountMessageLoose, CountBlockLoose) = _pair(_count_types)
+
+
+# -- full reader (turns, tool calls) --------------------------------------------------------------
+
+def _full_types(result_content):
+    class Block(Struct, gc=False):
+        type: Any = None
+        text: Any = None
+        id: Any = None
+        name: Any = None
+        input: Any = None
+        tool_use_id: Any = None
+        content: result_content = None
+        is_error: Any = None
+
+    class Message(Struct, gc=False):
+        id: Any = None
+        model: Any = None
+        content: _list_of(Block) = None
+
+    class ToolUseResult(Struct, gc=False):
+        interrupted: Any = None
+        agentId: Any = None
+
+    class ProgressData(Struct, gc=False):
+        type: Any = None
+        agentId: Any = None
+
+    class Line(Struct, gc=False):
+        type: Any = None
+        uuid: Any = None
+        parentUuid: Any = None
+        logicalParentUuid: Any = None
+        timestamp: Any = None
+        sessionId: Any = None
+        version: Any = None
+        cwd: Any = None
+        gitBranch: Any = None
+        agentId: Any = None
+        entrypoint: Any = None
+        promptSource: Any = None
+        isMeta: Any = None
+        isCompactSummary: Any = None
+        isApiErrorMessage: Any = None
+        subtype: Any = None
+        content: Any = None
+        message: _either(Message) = None
+        toolUseResult: _either(ToolUseResult) = None
+        aiTitle: Any = None
+        customTitle: Any = None
+        title: Any = None
+        summary: Any = None
+        data: _either(ProgressData) = None
+        parentToolUseID: Any = None
+        toolUseID: Any = None
+
+    return Line, Message, Block, ToolUseResult, ProgressData
+
+
+# The full reader as mining runs it (texts=False in core/transcripts/claude.py) keeps a tool result's
+# content raw: only its head is looked at, and all of it only when the call failed.
+(Line, Message, Block, ToolUseResult, ProgressData), (RawLine, RawMessage, RawBlock, RawToolUseResult,
+                                                     RawProgressData) = _full_types(Any), _full_types(Raw)
+
+MESSAGE_TYPES = (Message, RawMessage, CountMessage, CountMessageLoose)
+BLOCK_TYPES = (Block, RawBlock, CountBlock, CountBlockLoose)
+TOOL_USE_RESULT_TYPES = (ToolUseResult, RawToolUseResult)
+PROGRESS_DATA_TYPES = (ProgressData, RawProgressData)
+
+
+class Decoding:
+    """How a LineReader turns a line into a record: a msgspec decoder for the fast path, and the
+    struct an orjson-decoded dict is converted to when msgspec refused the line."""
+
+    __slots__ = ("decode", "loose")
+
+    def __init__(self, struct, loose) -> None:
+        self.decode = msgspec.json.Decoder(struct).decode
+        self.loose = loose
+
+    def convert(self, obj: dict):
+        return msgspec.convert(obj, self.loose)
+
+
+COUNTS = Decoding(CountLine, CountLineLoose)
+FULL = Decoding(Line, Line)
+MINING = Decoding(RawLine, Line)
