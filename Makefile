@@ -39,6 +39,8 @@ bench: venv
 	$(BIN)/python tests/bench/apply.py
 	$(BIN)/python tests/bench/server.py
 	$(BIN)/python tests/bench/load.py
+	$(BIN)/python tests/bench/gate.py
+	$(BIN)/python tests/bench/adversarial.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

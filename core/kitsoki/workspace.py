@@ -304,3 +304,17 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
     model.root_instance = root
     model.dev_story = source
     return model
+
+
+def clear_caches() -> None:
+    """Forget every parsed file and loaded story in this process (a cold start, for benchmarks)."""
+    from core.kitsoki import inventory, loader
+    from core.kitsoki.parse import PARSE_CACHE
+
+    PARSE_CACHE.clear()
+    with _LOCK:
+        _STORIES.clear()
+        _ROOTS.clear()
+    with loader._CHILDREN_LOCK:
+        loader._CHILDREN.clear()
+    inventory._CACHE.clear()
