@@ -471,7 +471,9 @@ def _decision_result(sidecar: WorkspaceSidecar, decision: Decision) -> P.Decisio
                             files=[uri_of(sidecar.workspace, f) for f in decision.files],
                             gated=decision.gated, held=decision.held,
                             flows=list(decision.gate.runs) if decision.gate else [],
-                            skipped=list(decision.gate.skipped) if decision.gate else [])
+                            skipped=list(decision.gate.skipped) if decision.gate else [],
+                            kept=wording.kept_text(decision.gated)
+                            if decision.verdict == "accept" and decision.flows_green else None)
 
 
 async def _show(ls: KitsokiServer, uri: str | None) -> None:

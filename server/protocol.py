@@ -217,6 +217,8 @@ class DecisionResult(BaseModel):
     """accept: per app the change reaches, the flows that passed, failed or did not run (and why)."""
     skipped: list[str] = Field(default_factory=list)
     """accept: apps the change reaches that miner.flow_gate.skip leaves ungated."""
+    kept: str | None = None
+    """accept, kept: what kept it, in words ("flows green"; core.proposals.wording.kept_text)."""
 
 
 class EvolveParams(_Params):

@@ -590,6 +590,8 @@ class GatePreview(BaseModel):
     """Nothing would judge the change: an accept is held (not kept) unless `miner.ungated: allow`."""
     gated: bool = True
     """False when no flow exercises the change (held, or kept ungated after the structural checks)."""
+    would_exercise: list[str] = []
+    """When no flow exercises the change: what would (a root flow, a flow of an importing story...)."""
 
 
 def resolved_kind(settings: GateSettings) -> str:

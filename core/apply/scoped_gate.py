@@ -282,8 +282,9 @@ def gate_preview(workspace: Path, settings: GateSettings, changed: list[str],
         if kind == "builtin":
             note = "the built-in runner reports a flow it cannot run as not run (never green)"
         return GatePreview(kind=kind, runs=scope.flow_files, note=note, apps=apps, skipped=scope.skipped)
+    from core.proposals.wording import ungated_note
+
     allow = settings.ungated == "allow"
-    note = (("no flow exercises this change: kept after the structural checks (miner.ungated: allow), "
-             if allow else "no flow exercises this change: an accept is held, not kept; ")
-            + "it would be exercised by " + "; or ".join(scope.would_exercise or ["a flow of the app it changes"]))
-    return GatePreview(kind=kind, runs=[], note=note, apps=apps, skipped=scope.skipped, held=not allow, gated=False)
+    return GatePreview(kind=kind, runs=[], note=ungated_note(allow), apps=apps, skipped=scope.skipped,
+                       held=not allow, gated=False,
+                       would_exercise=scope.would_exercise or ["a flow of the app it changes"])

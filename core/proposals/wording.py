@@ -51,6 +51,21 @@ def classification_text(classification: str, near: str | None = None) -> str:
     return classification
 
 
+def kept_text(gated: bool) -> str:
+    """What kept an accept, as both editors show it after `kept "<title>"`: a change no flow
+    exercises was never judged by a flow, so it never reads as green."""
+    return "flows green" if gated else "structural checks passed, no flow exercises it"
+
+
+def ungated_note(allow: bool) -> str:
+    """What an accept of a change no flow exercises does, in one line: the confirmation both editors
+    show before an accept says it after "This changes <files>; " (what would exercise the change
+    is a list of its own, `GatePreview.would_exercise`)."""
+    if allow:
+        return "no flow exercises this change: kept after the structural checks (miner.ungated: allow)"
+    return "no flow exercises this change: an accept is held, not kept (miner.ungated: hold)"
+
+
 def readable_failure(text: str) -> str:
     """A flow failure as kitsoki prints it (Go's `%v` of an empty string is nothing at all:
     `got  (string)`), with empty values shown as `""`."""

@@ -101,7 +101,9 @@ def test_a_decided_proposal_s_diff_says_so_and_the_gate_names_its_flows(tmp_path
     detail = proposal_impl(server, {"id": world.recipe_id})
     # No flow reads the demo's root overrides: the confirmation says so (the demo keeps such a change ungated).
     assert (detail["gate"]["kind"], detail["gate"]["runs"], detail["gate"]["gated"]) == ("builtin", [], False)
-    assert detail["gate"]["note"].startswith("no flow exercises this change: kept after the structural checks")
+    # One line for the confirmation; what would exercise the change is a list of its own.
+    assert detail["gate"]["note"] == "no flow exercises this change: kept after the structural checks (miner.ungated: allow)"
+    assert any(w.startswith("a root flow") for w in detail["gate"]["would_exercise"]), detail["gate"]
     intent = next(c for c in sidecar.cards() if c.kind == "intent")
     assert proposal_impl(server, {"id": intent.recipe_id})["gate"]["runs"] == [
         "stories/release-desk/flows/preview.yaml", "stories/release-desk/flows/release.yaml"]

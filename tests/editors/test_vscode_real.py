@@ -3,10 +3,13 @@ installed from the .vsix the build makes, driven in Debian's Chromium by playwri
 (editors/vscode/test/e2e/drive.mjs) as a person would use it, on the demo laid out exactly as the
 README's walkthrough does (`kitsoki-miner demo --into DIR --pending`).
 
-What the page must show: the lenses on `.kitsoki.yaml` and on the story, the hover, the status
-item, the diff view; an accept that is kept and one that is reverted (the failing flow shown),
-each confirmed first; one question card at a time, withdrawn once its proposal is decided; no
-error notification; a server that never crashed. The bytes on disk are checked here. Screenshots
+What the page must show: with workspace trust on, the folder opened in Restricted Mode first: the
+status item says the extension waits for trust and why, and no server runs until the folder is
+trusted from that item. Then the lenses on `.kitsoki.yaml` and on the story, the hover, the
+status item, the diff view; an accept that is kept and one that is reverted (the failing flow
+shown), each confirmed first; a refined draft that the explorer does not reveal, edited and saved
+like a file, then accepted; one question card at a time, withdrawn once its proposal is decided;
+no error notification; a server that never crashed. The bytes on disk are checked here. Screenshots
 of every step land in the test's folder (and in docs/screenshots with `make screenshots`).
 
 Needs Debian's chromium and ripgrep and Node 20 (.ci/run installs them); a missing one fails,
@@ -36,9 +39,12 @@ CHROMIUM = Path(os.environ.get("KITSOKI_CHROMIUM", "/usr/bin/chromium"))
 DRIVER = VSCODE_CLIENT / "test" / "e2e" / "drive.mjs"
 DRIVER_TIMEOUT_S = 420
 
+DRAFT_EDIT = "# refined in VS Code"
+"""Typed into the refined draft and saved: the accepted file has it."""
+
 USER_SETTINGS = {
-    # The demo folder is trusted up front, as the walkthrough asks a person to trust it.
-    "security.workspace.trust.enabled": False,
+    # Workspace trust as a person has it: the demo opens in Restricted Mode until it is trusted.
+    "security.workspace.trust.enabled": True,
     "workbench.startupEditor": "none",
     "workbench.tips.enabled": False,
     "telemetry.telemetryLevel": "off",
@@ -49,6 +55,7 @@ USER_SETTINGS = {
     "editor.minimap.enabled": False,
     "window.restoreWindows": "none",
     "files.hotExit": "off",
+    "files.autoSave": "off",  # desktop VS Code's default (the web's is afterDelay): a save is a person's act
 }
 
 
@@ -123,7 +130,8 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
         wait_http(f"http://127.0.0.1:{port}/healthz", proc, log)
         settings = {"url": f"http://127.0.0.1:{port}", "workspace": str(demo.workspace),
                     "questionsWorkspace": str(questions.workspace), "shots": str(shots), "results": str(results),
-                    "chromium": str(CHROMIUM), "browserProfile": str(tmp_path / "chromium-profile")}
+                    "chromium": str(CHROMIUM), "browserProfile": str(tmp_path / "chromium-profile"),
+                    "draftEdit": DRAFT_EDIT}
         (tmp_path / "drive.json").write_text(json.dumps(settings))
         started = time.monotonic()
         try:
@@ -151,14 +159,18 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
     after = tree(demo.workspace)
     assert config.read_text() == config_before.replace(
         "# we release from main\n",
-        "# we release from main\n      test_cmd: pytest\n    bindings:\n      ticket: host.gh.ticket\n")
+        f"# we release from main\n      test_cmd: pytest\n    bindings:\n      ticket: host.gh.ticket  {DRAFT_EDIT}\n")
     assert after[story.relative_to(demo.workspace).as_posix()] == before[story.relative_to(demo.workspace).as_posix()]
     assert {k: v for k, v in after.items() if k != ".kitsoki.yaml"} == \
         {k: v for k, v in before.items() if k != ".kitsoki.yaml"}
-    assert "no flow exercises this change" in steps["accept-kept"]["detail"]["confirmation"]["detail"]
+    kept_question = steps["accept-kept"]["detail"]["confirmation"]["detail"]
+    assert "no flow exercises this change: kept after the structural checks" in kept_question
+    assert len(kept_question) < 160, f"the confirmation reads long: {kept_question!r}"
     assert "warning" in steps["accept-reverted"]["detail"]["toast"]["severity"]
     # Nothing went to the output that a person would read as a crash.
     logs = "\n".join(p.read_text() for p in output_logs(user_data))
     assert logs, f"no kitsoki-miner output log under {user_data}/logs"
+    assert "is not trusted (Restricted Mode): the server starts once you trust it" in logs, logs[-4000:]
+    assert not steps["restricted-mode-waits-for-trust"]["detail"]["servers"]
     for bad in ("Traceback", "JsonRpcInvalidParams", "server is down", "unrecognized arguments"):
         assert bad not in logs, f"{bad!r} in the kitsoki-miner output:\n{logs[-4000:]}"

@@ -20,7 +20,7 @@ import {
   questionItem,
 } from './messages';
 import * as P from './protocol';
-import { parseProposalUri, PROPOSAL_SCHEME, proposalUriParts, sameFile } from './proposalUri';
+import { codeUriParts, parseProposalUri, PROPOSAL_SCHEME, proposalUriParts, sameFile } from './proposalUri';
 import { ClientState } from './state';
 import { type ServerView, statusView } from './status';
 
@@ -612,7 +612,8 @@ export class Controller implements vscode.Disposable {
 
   private async openDraft(result: P.DecisionResult): Promise<void> {
     if (result.verdict === 'refine' && result.draft_uri) {
-      await vscode.window.showTextDocument(vscode.Uri.parse(result.draft_uri), { preview: false });
+      const uri = vscode.Uri.parse(result.draft_uri); // a kitsoki-draft: document (draftDocuments.ts)
+      await vscode.window.showTextDocument(uri.with({ scheme: codeUriParts(uri).scheme }), { preview: false });
     }
   }
 

@@ -25,18 +25,21 @@ import {
 } from 'vscode-languageclient/node';
 
 import { Controller } from './controller';
+import { draftUriConverters, registerDraftDocuments } from './draftDocuments';
 import { errorText } from './messages';
 import { defaultServerCommand, DOCUMENT_SELECTOR, type Executable, serverCommand } from './settings';
 
 /** vscode-languageclient's own rule: at most this many restarts in three minutes. */
 const MAX_RESTARTS = 4;
+/** How long a trust grant waits for the workspace settings it unlocks. */
+const TRUSTED_SETTINGS_WAIT_MS = 1000;
 
 let client: LanguageClient | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<Controller | undefined> {
   const output = vscode.window.createOutputChannel('kitsoki-miner');
   const controller = new Controller(output);
-  context.subscriptions.push(output, controller);
+  context.subscriptions.push(output, controller, registerDraftDocuments());
 
   // The server serves folders with a .kitsoki.yaml at the top; YAML elsewhere starts nothing.
   const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
@@ -51,13 +54,33 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
     controller.waitForTrust();
     context.subscriptions.push(
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
-        void start(context, controller, folder);
+        output.appendLine(`${folder} is trusted now: starting the server`);
+        afterTrustedSettings(() => void start(context, controller, folder));
       }),
     );
     return controller;
   }
   await start(context, controller, folder);
   return controller;
+}
+
+/**
+ * The grant reaches the extension host before the settings it unlocks (`kitsoki.serverCommand`
+ * is a restricted setting, ignored in Restricted Mode): run on the configuration change that
+ * follows, or after a second when nothing changes.
+ */
+function afterTrustedSettings(run: () => void): void {
+  let done = false;
+  const once = () => {
+    if (!done) {
+      done = true;
+      changed.dispose();
+      clearTimeout(timer);
+      run();
+    }
+  };
+  const changed = vscode.workspace.onDidChangeConfiguration(once);
+  const timer = setTimeout(once, TRUSTED_SETTINGS_WAIT_MS);
 }
 
 function executableFor(folder: string): Executable {
@@ -98,6 +121,7 @@ async function start(context: vscode.ExtensionContext, controller: Controller, f
     documentSelector: DOCUMENT_SELECTOR,
     initializationOptions: config.get<Record<string, unknown>>('initializationOptions') ?? {},
     middleware: controller.middleware,
+    uriConverters: draftUriConverters,
     outputChannel: controller.output,
     errorHandler: {
       error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue }),

@@ -32,7 +32,7 @@ export function decisionMessage(note: ProposalDecidedNotification, fallbackTitle
       }
       return {
         level: 'info',
-        text: `kitsoki-miner: kept "${title}": flows green.`,
+        text: `kitsoki-miner: kept "${title}": ${note.kept ?? 'flows green'}.`,
         details: summary,
       };
     case 'refine':

@@ -69,3 +69,27 @@ export function parseProposalUri(parts: UriParts): ProposalRef | undefined {
   }
   return { id, fileUri: fileUriOf(parts.path), empty: query.get('empty') === '1' };
 }
+
+/**
+ * A staged draft (`<workspace>/.artifacts/mining/<id>/<target>`) is shown as a `kitsoki-draft:`
+ * document with the same path, read and written through to that file (draftDocuments.ts). As a
+ * `file:` document VS Code would reveal `.artifacts/` in the explorer and treat the draft like any
+ * file of the project; the server still sees the `file:` URI (the client's URI converters).
+ */
+export const DRAFT_SCHEME = 'kitsoki-draft';
+const DRAFTS = '/.artifacts/mining/';
+
+/** Whether a path is inside a proposal's staged draft. */
+export function isDraftPath(path: string): boolean {
+  return path.includes(DRAFTS);
+}
+
+/** The URI a document has in VS Code for a URI the server sends (drafts move to `kitsoki-draft:`). */
+export function codeUriParts(parts: UriParts): UriParts {
+  return parts.scheme === 'file' && isDraftPath(parts.path) ? { ...parts, scheme: DRAFT_SCHEME } : parts;
+}
+
+/** The URI the server knows a VS Code document by (a `kitsoki-draft:` document is its `file:`). */
+export function serverUriParts(parts: UriParts): UriParts {
+  return parts.scheme === DRAFT_SCHEME ? { ...parts, scheme: 'file' } : parts;
+}

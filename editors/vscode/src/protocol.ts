@@ -191,6 +191,8 @@ export interface GatePreview {
   held?: boolean;
   /** False when no flow exercises the change. */
   gated?: boolean;
+  /** When no flow exercises the change: what would. */
+  would_exercise?: string[];
 }
 
 /** What the gate did with one app the change reaches (or with the root flows, app `<root>`). */
@@ -242,6 +244,8 @@ export interface DecisionResult {
   flows?: FlowRun[];
   /** accept: apps miner.flow_gate.skip leaves ungated. */
   skipped?: string[];
+  /** accept, kept: what kept it, in words ("flows green", or that no flow exercises it). */
+  kept?: string | null;
 }
 
 export interface PassRanNotification {

@@ -57,17 +57,19 @@ export function defaultServerCommand(
 }
 
 export interface FileFilter {
-  scheme: 'file';
+  scheme: 'file' | 'kitsoki-draft';
   language: 'yaml';
-  pattern: string;
+  pattern?: string;
 }
 
 /**
  * `.kitsoki.yaml`, and story and flow files under `stories/` and `.kitsoki/stories/`. YAML stays
- * YAML: no language is contributed, so other YAML extensions keep serving these files.
+ * YAML: no language is contributed, so other YAML extensions keep serving these files. A staged
+ * draft is a `kitsoki-draft:` document (proposalUri.ts) and is served too.
  */
 export const DOCUMENT_SELECTOR: FileFilter[] = [
   { scheme: 'file', language: 'yaml', pattern: '**/.kitsoki.yaml' },
   { scheme: 'file', language: 'yaml', pattern: '**/stories/**/*.{yaml,yml}' },
   { scheme: 'file', language: 'yaml', pattern: '**/.kitsoki/stories/**/*.{yaml,yml}' },
+  { scheme: 'kitsoki-draft', language: 'yaml' },
 ];

@@ -284,7 +284,8 @@ test('lens verdicts go to the server as workspace/executeCommand; refusals are s
   });
   const result = await client.clientOptions.middleware.executeCommand(P.CMD_REFINE, [{ id: 'b1' }], next);
   assert.equal(result.verdict, 'refine');
-  assert.equal(stub.shownDocuments.at(-1)!.target.toString(), 'file:///ws/.artifacts/mining/b1/.kitsoki.yaml');
+  // the draft opens as a kitsoki-draft: document, not as a file of the workspace
+  assert.equal(stub.shownDocuments.at(-1)!.target.toString(), 'kitsoki-draft:/ws/.artifacts/mining/b1/.kitsoki.yaml');
   let passed: unknown;
   await client.clientOptions.middleware.executeCommand('other.command', [1], (command: string, args: unknown[]) => {
     passed = [command, args];
@@ -389,8 +390,37 @@ test('in Restricted Mode nothing starts until the folder is trusted, and the sta
   stub.trusted = true;
   stub.trustGranted.fire();
   await tick();
+  // kitsoki.serverCommand is a restricted setting: it reaches the extension just after the grant
+  assert.equal(fake.LanguageClient.instances.length, 0, 'the server waits for the settings trust unlocks');
+  stub.config = { 'kitsoki.serverCommand': ['/venv/bin/kitsoki-miner', 'serve'] };
+  stub.configurationChanged.fire({});
+  await tick();
   assert.equal(fake.LanguageClient.instances.length, 1, 'trusting the folder starts the server');
+  assert.equal(fake.LanguageClient.instances[0]!.serverOptions.command, '/venv/bin/kitsoki-miner');
   assert.ok(fake.LanguageClient.instances[0]!.started);
+});
+
+test('a staged draft is a kitsoki-draft: document: read and saved through to the staged file, file: to the server', async () => {
+  const drafts = stub.fileSystems.get('kitsoki-draft');
+  assert.ok(drafts, 'the draft file system is registered');
+  const staged = path.join(FOLDER, '.artifacts', 'mining', 'b1', '.kitsoki.yaml');
+  fs.mkdirSync(path.dirname(staged), { recursive: true });
+  fs.writeFileSync(staged, 'root: {}\n');
+  const draft = vscode.Uri.from({ scheme: 'kitsoki-draft', path: staged });
+  assert.equal(Buffer.from(await drafts.readFile(draft)).toString(), 'root: {}\n');
+  await drafts.writeFile(draft, Buffer.from('root: {import: x}\n'), { create: false, overwrite: true });
+  assert.equal(fs.readFileSync(staged, 'utf-8'), 'root: {import: x}\n', 'saving the draft rewrites the staged file');
+  assert.equal(fs.readFileSync(path.join(FOLDER, '.kitsoki.yaml'), 'utf-8'), 'root:\n  import: dev-story\n',
+    'never the live file');
+  const live = vscode.Uri.from({ scheme: 'kitsoki-draft', path: path.join(FOLDER, '.kitsoki.yaml') });
+  await assert.rejects(async () => drafts.readFile(live), /FileNotFound/, 'only staged drafts are served');
+  await assert.rejects(async () => drafts.writeFile(vscode.Uri.from({ scheme: 'kitsoki-draft', path: `${staged}.new` }),
+    Buffer.from('x'), { create: true, overwrite: false }), /NoPermissions/);
+  const converters = client.clientOptions.uriConverters;
+  assert.equal(converters.code2Protocol(draft), vscode.Uri.file(staged).toString());
+  assert.equal(converters.protocol2Code(vscode.Uri.file(staged).toString()).toString(), draft.toString());
+  assert.equal(converters.protocol2Code(CONFIG_URI).toString(), CONFIG_URI, 'live files stay file:');
+  assert.equal(converters.code2Protocol(vscode.Uri.parse(CONFIG_URI)), CONFIG_URI);
 });
 
 test('a server that cannot start turns the status red and offers the output', async () => {

@@ -6,12 +6,15 @@ import { describe, test } from 'node:test';
 import { addedText, decorationsFor } from '../src/decorations';
 import { actionItems, answersOf, cardItem, decisionMessage, errorText } from '../src/messages';
 import {
+  codeUriParts,
+  DRAFT_SCHEME,
   fileUriOf,
   parseProposalUri,
   pathOf,
   PROPOSAL_SCHEME,
   proposalUriParts,
   sameFile,
+  serverUriParts,
 } from '../src/proposalUri';
 import { DEFAULT_SERVER_COMMAND, DOCUMENT_SELECTOR, serverCommand } from '../src/settings';
 import { ClientState } from '../src/state';
@@ -31,6 +34,14 @@ describe('proposal URIs', () => {
     assert.equal(parseProposalUri({ scheme: PROPOSAL_SCHEME, path: '/ws/a', query: '' }), undefined);
     assert.throws(() => proposalUriParts('untitled:Untitled-1', 'x'), /not a file URI/);
     assert.throws(() => proposalUriParts(CONFIG_URI, ''), /needs the proposal id/);
+  });
+  test('a staged draft is a kitsoki-draft: document in VS Code and its file: to the server', () => {
+    const staged = { scheme: 'file', path: '/ws/.artifacts/mining/b1/stories/a.yaml', query: '' };
+    assert.deepEqual(codeUriParts(staged), { ...staged, scheme: DRAFT_SCHEME });
+    assert.deepEqual(serverUriParts(codeUriParts(staged)), staged);
+    const live = { scheme: 'file', path: '/ws/stories/a.yaml', query: '' };
+    assert.equal(codeUriParts(live), live, 'a live file stays a file');
+    assert.equal(serverUriParts(live), live);
   });
   test('compare files across encodings', () => {
     assert.equal(pathOf('file:///tmp/a%20b/x.yaml'), '/tmp/a b/x.yaml');
@@ -153,6 +164,9 @@ describe('messages', () => {
     assert.deepEqual(decisionMessage(decided('w1', 'accept', { title: 'T' }), 'x'), {
       level: 'info', text: 'kitsoki-miner: kept "T": flows green.', details: [],
     });
+    // the server says what kept it: a change no flow exercises never reads as green
+    const ungated = decided('w1', 'accept', { title: 'T', gated: false, kept: 'structural checks passed, no flow exercises it' });
+    assert.equal(decisionMessage(ungated, 'x').text, 'kitsoki-miner: kept "T": structural checks passed, no flow exercises it.');
     const failures = ['FAIL a.yaml', '✗ turn 2: expected deploy', 'x', 'y'];
     const reverted = decisionMessage(decided('i1', 'accept', {
       reverted: true, failure: '1 of 3 flows failed', gate_summary: 'Summary: 2/3 flows pass', gate_failures: failures,
@@ -191,13 +205,13 @@ describe('settings', () => {
     assert.throws(() => serverCommand(['${workspaceFolder}/x']), /no folder is open/);
     assert.throws(() => serverCommand(['']), /is empty/);
   });
-  test('the document selector: YAML files, never a language of our own', () => {
+  test('the document selector: YAML files and staged drafts, never a language of our own', () => {
     for (const filter of DOCUMENT_SELECTOR) {
-      assert.equal(filter.scheme, 'file');
       assert.equal(filter.language, 'yaml');
     }
-    assert.deepEqual(DOCUMENT_SELECTOR.map((f) => f.pattern), [
-      '**/.kitsoki.yaml', '**/stories/**/*.{yaml,yml}', '**/.kitsoki/stories/**/*.{yaml,yml}',
+    assert.deepEqual(DOCUMENT_SELECTOR.map((f) => `${f.scheme}:${f.pattern ?? ''}`), [
+      'file:**/.kitsoki.yaml', 'file:**/stories/**/*.{yaml,yml}', 'file:**/.kitsoki/stories/**/*.{yaml,yml}',
+      `${DRAFT_SCHEME}:`,
     ]);
   });
 });

@@ -137,7 +137,7 @@ function M.after_decision(client, result, title)
         title, val(result.failure) or 'the flow gate was red')
       level = levels.WARN
     else
-      msg = ('kitsoki: kept "%s" (flows green)'):format(title)
+      msg = ('kitsoki: kept "%s" (%s)'):format(title, val(result.kept) or 'flows green')
       render.clear_card(result.recipe_id)
     end
   elseif result.verdict == 'refine' then

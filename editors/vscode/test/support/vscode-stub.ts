@@ -7,6 +7,8 @@
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
+import * as nodeFs from 'node:fs';
+
 type Listener<T> = (event: T) => unknown;
 
 /** VS Code's version; vscode-languageclient checks it against its own engine range. */
@@ -135,6 +137,25 @@ export class TabInputText {
   constructor(readonly uri: Uri) {}
 }
 
+export enum FileChangeType {
+  Changed = 1,
+  Created = 2,
+  Deleted = 3,
+}
+
+export class FileSystemError extends Error {
+  static FileNotFound(what?: unknown): FileSystemError {
+    return new FileSystemError(`FileNotFound: ${String(what)}`);
+  }
+  static NoPermissions(what?: unknown): FileSystemError {
+    return new FileSystemError(`NoPermissions: ${String(what)}`);
+  }
+}
+
+export class RelativePattern {
+  constructor(readonly base: Uri, readonly pattern: string) {}
+}
+
 export enum OverviewRulerLane {
   Left = 1,
   Center = 2,
@@ -217,6 +238,8 @@ export const stub = {
   visibleEditorsChanged: new EventEmitter<FakeEditor[]>(),
   trusted: true,
   trustGranted: new EventEmitter<void>(),
+  configurationChanged: new EventEmitter<unknown>(),
+  fileSystems: new Map<string, any>(),
   /** Progress notifications (question cards): title, message, and whether they were closed. */
   progress: [] as { options: any; messages: string[]; closed: boolean; cancel(): void }[],
   /** Modal messages (the accept confirmation): text, detail. */
@@ -241,6 +264,8 @@ export const stub = {
     this.textDocuments = [];
     this.trusted = true;
     this.trustGranted = new EventEmitter<void>();
+    this.configurationChanged = new EventEmitter<unknown>();
+    this.fileSystems.clear();
     this.progress = [];
     this.modals = [];
     this.tabs = [];
@@ -419,7 +444,7 @@ export const workspace = {
   onDidSaveNotebookDocument: never,
   onDidCloseNotebookDocument: never,
   onDidChangeNotebookDocument: never,
-  onDidChangeConfiguration: never,
+  onDidChangeConfiguration: (listener: Listener<unknown>) => stub.configurationChanged.event(listener),
   onDidChangeWorkspaceFolders: never,
   notebookDocuments: [] as unknown[],
   getConfiguration(section?: string) {
@@ -446,6 +471,29 @@ export const workspace = {
   onDidGrantWorkspaceTrust: (listener: Listener<void>) => stub.trustGranted.event(listener),
   get textDocuments(): FakeDocument[] {
     return stub.textDocuments;
+  },
+  registerFileSystemProvider(scheme: string, provider: any): Disposable {
+    if (stub.fileSystems.has(scheme)) {
+      throw new Error(`stub: a file system provider for ${scheme} is already registered`);
+    }
+    stub.fileSystems.set(scheme, provider);
+    return new Disposable(() => stub.fileSystems.delete(scheme));
+  },
+  /** The real disk, as `vscode.workspace.fs` is for `file:` URIs. */
+  fs: {
+    async stat(uri: Uri) {
+      const st = await nodeFs.promises.stat(uri.path);
+      return { type: st.isDirectory() ? 2 : 1, ctime: st.ctimeMs, mtime: st.mtimeMs, size: st.size };
+    },
+    async readFile(uri: Uri): Promise<Uint8Array> {
+      return nodeFs.promises.readFile(uri.path);
+    },
+    async writeFile(uri: Uri, content: Uint8Array): Promise<void> {
+      await nodeFs.promises.writeFile(uri.path, content);
+    },
+    async readDirectory(uri: Uri): Promise<[string, number][]> {
+      return (await nodeFs.promises.readdir(uri.path, { withFileTypes: true })).map((e) => [e.name, e.isDirectory() ? 2 : 1]);
+    },
   },
   registerTextDocumentContentProvider(scheme: string, provider: any): Disposable {
     if (stub.contentProviders.has(scheme)) {
