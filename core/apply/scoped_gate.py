@@ -156,7 +156,7 @@ def _run_builtin(workspace: Path, targets: list[AppInScope],
                                        "root; run it with kitsoki)"), []))
             continue
         result = builtin_gate(app.flows, settings.timeout_s, app=app.app,
-                              label=f"built-in flow runner on {app.app}")(workspace)
+                              label=app.app)(workspace)  # the gate is named "builtin" beside it
         run = result.runs[0] if result.runs else FlowRun(app=app.app, flows=app.flows, status="error",
                                                          summary=result.summary)
         runs.append((run.model_copy(update={"why": app.why, "duration_s": result.duration_s}), result.failures))
