@@ -464,6 +464,19 @@ def test_a_binding_or_world_value_the_project_profile_sets_is_never_raised(tmp_p
     assert "project profile" in outcome(report, binding.id).reason
 
 
+def test_a_world_value_the_project_profile_sets_otherwise_is_enriched_naming_the_profile(tmp_path):
+    ws = workspace(tmp_path)
+    (ws / ".kitsoki").mkdir()
+    (ws / ".kitsoki" / "project-profile.yaml").write_text("schema: project-profile/v1\ncommands: { test: make check }\n")
+    world = recipe("world", "tests run with pytest", iface="test_cmd", value="pytest")
+    assert outcome(run_proposer(ws, [world]), world.id).classification == "ENRICH"
+    from core.proposals.inbox import find
+
+    reason = find(ws, world.id).mapping.reason
+    assert "project-profile.yaml" in reason and "'make check'" in reason, reason
+    assert "root.overrides" not in reason  # the value is not an override: the person looks in the profile
+
+
 # -- a phrasing that held a secret --------------------------------------------------------------------------
 
 

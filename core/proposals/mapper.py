@@ -220,13 +220,13 @@ def _map_world(recipe: Recipe, inventory: Inventory) -> Mapping:
         return Mapping(classification="GAP", score=0.0, near=near,
                        reason=f"{key} is not a dev-story world key: a suggestion for dev-story")
     if row is not None:
-        where = "the project profile's" if row.source == "profile" else "root.overrides.world."
+        setting = (f"world.{key} (set by the project profile, .kitsoki/project-profile.yaml)" if row.source == "profile"
+                   else f"root.overrides.world.{key}")
         if str(row.value) == str(value):
             return Mapping(classification="ALREADY-MODELED", score=1.0, near=near, near_at=_where(row),
-                           reason=f"{where}{key} is already {value!r}" if row.source != "profile"
-                           else f"{key} is already {value!r} (set by the project profile)")
+                           reason=f"{setting} is already {value!r}")
         return Mapping(classification="ENRICH", score=0.5, near=near, near_at=_where(row),
-                       reason=f"root.overrides.world.{key} is {row.value!r}; the transcripts consistently use {value!r}")
+                       reason=f"{setting} is {row.value!r}; the transcripts consistently use {value!r}")
     if key in DEV_STORY_WORLD_DEFAULTS and str(DEV_STORY_WORLD_DEFAULTS[key]) == str(value):
         return Mapping(classification="ALREADY-MODELED", score=1.0, near=near,
                        reason=f"dev-story's default for {key} is already {value!r}")
