@@ -280,3 +280,22 @@ def test_episode_log_line_is_msgspecs_whole_line(claude_files):
         for start in (0, 1):
             whole = msgspec.json.encode({"f": str(path), "start": start, "e": eps[start:]}) + b"\n"
             assert _line(str(path), start, eps[start:]) == whole
+
+
+def test_episodes_cross_from_a_worker_unchanged(claude_files):
+    """Episodes are pickled as msgspec's JSON of them (Episode.__reduce__): every field comes back as
+    it was, a timestamp with an offset in seconds too."""
+    import pickle
+    from datetime import datetime, timedelta, timezone
+
+    eps = []
+    for path, sidechain in claude_files[::4]:
+        eps += _steps(path, sidechain)[1]
+    odd = copy.copy(eps[0])
+    odd.timestamp = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=timezone(timedelta(seconds=3630, microseconds=25)))
+    naive = copy.copy(eps[0])
+    naive.timestamp = datetime(2026, 1, 2)
+    eps += [odd, naive]
+    back = pickle.loads(pickle.dumps(eps, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == eps and [repr(e) for e in back] == [repr(e) for e in eps]
+    assert back[-2].timestamp.utcoffset() == timedelta(seconds=3630, microseconds=25)

@@ -18,6 +18,7 @@ from enum import Enum
 
 from dataclasses import dataclass, field
 
+import msgspec
 from pydantic import ConfigDict, with_config
 
 from core.mining.phrasing import phrasing_and_stems
@@ -105,6 +106,13 @@ class Episode:
     cluster: str = ""
     """The key of the episode whose prompt seeded this one's intent cluster (set by the miner)."""
 
+    def __reduce__(self):
+        # Pickled (a worker's episodes on their way to the pass) as msgspec's JSON of it: pickle's own
+        # way with a slotted dataclass runs Python code for every field of every action, and cost a seed
+        # pass more than cutting the episodes. The timestamp travels as itself (an offset in seconds
+        # does not survive JSON), so the copy is the episode, field for field.
+        return _episode_from, (_encode_episode(self), self.timestamp)
+
     @property
     def signature(self) -> tuple[str, ...]:
         """The distinct action signatures in first-seen order (the episode's 'how')."""
@@ -113,6 +121,16 @@ class Episode:
             if not action.by_human:
                 seen.setdefault(action.signature, None)
         return tuple(seen)
+
+
+_encode_episode = msgspec.json.Encoder().encode
+_decode_episode = msgspec.json.Decoder(Episode).decode
+
+
+def _episode_from(data: bytes, timestamp: datetime | None) -> Episode:
+    episode = _decode_episode(data)
+    episode.timestamp = timestamp
+    return episode
 
 
 def _argument(call: ToolCall) -> str:
