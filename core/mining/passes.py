@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -149,11 +150,14 @@ def _identity(file, path: Path, mark: FileMark | None) -> dict:
 
 
 def mine_file(
-    fmt: str, path: Path, size: int, mtime_ns: int, mark: FileMark | None
-) -> tuple[str, FileMark, int, int]:
+    fmt: str, path: Path, size: int, mtime_ns: int, mark: FileMark | None, screen: bool = False
+) -> tuple[str, FileMark, int, int] | None:
     """Episodes of one transcript file, resuming from `mark` when the file only grew.
 
-    Returns (path, new mark, bytes read, index of the first episode that changed)."""
+    Returns (path, new mark, bytes read, index of the first episode that changed); with `screen`,
+    None for an agent's session (the seed pass leaves those out)."""
+    if screen and _agent_file(_Candidate(fmt, path, size, mtime_ns)):
+        return None
     if fmt in ("pi", "codex"):  # read whole: no resume from an offset for these formats (yet)
         session = read_pi_session(path) if fmt == "pi" else read_codex_session(path)
         eps = list(episodes(session))
@@ -277,9 +281,16 @@ def _run_pass(
         known = {path: mark.format for path, mark in state.files.items()}
         units = discover(repo, dirs, home=home, env=env, known=known)
         seen = [c for u in units if u.trunk is not None and (c := _stat(u.format, u.trunk)) is not None]
+    screen = False
     if fresh_seed:
         newest_first = sorted(seen, key=lambda c: (-c.mtime_ns, str(c.path)))
-        todo = [c for c in newest_first if not _agent_file(c)][: max(0, first_pass_sample)]
+        sample = max(0, first_pass_sample)
+        if len(newest_first) <= sample:
+            # Every session but the agents' is read: each job tells its own file's (in the workers),
+            # rather than this process reading every file's head first.
+            todo, screen = newest_first, True
+        else:
+            todo = list(itertools.islice((c for c in newest_first if not _agent_file(c)), sample))
     else:
         todo = []
         for c in seen:
@@ -310,17 +321,22 @@ def _run_pass(
 
     bytes_read = 0
     changed: dict[str, int] = {}
-    jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path))) for c in todo]
+    jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path)), screen) for c in todo]
     sizes = [max(1, c.size - (state.files[str(c.path)].offset if str(c.path) in state.files else 0)) for c in todo]
-    for path, mark, read, changed_from in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
+    for mined in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
         if cancel is not None and cancel.is_set():
             raise PassCancelled()
+        if mined is None:
+            continue  # an agent's session, screened out
+        path, mark, read, changed_from = mined
         _share_strings(mark)
         state.files[path] = mark
         changed[path] = changed_from
         bytes_read += read
     if cancel is not None and cancel.is_set():
         raise PassCancelled()
+    if screen:
+        todo = [c for c in todo if str(c.path) in state.files]
 
     if todo:
         state.mined_through = max(state.mined_through, max(c.mtime_ns for c in todo) // 1_000_000_000)
