@@ -161,13 +161,36 @@ def result_text(content) -> str:
     return nz.blocks_text(content)
 
 
+_STRING_HEAD = 12 * max(len(m) for m in nz.REJECTION_MARKERS) + 16
+"""Bytes of a JSON string that hold at least as many characters as the longest marker: a character
+takes at most 12 (an escaped surrogate pair)."""
+_decode_str = msgspec.json.Decoder(str).decode
+
+
+def _string_head(view: memoryview) -> str:
+    """The text of a raw JSON string, or a prefix of it at least as long as every marker."""
+    if len(view) <= _STRING_HEAD:
+        return _decode_str(view)
+    head = bytes(view[:_STRING_HEAD])
+    for cut in range(len(head), len(head) - 16, -1):
+        # closed early; a cut inside an escape or a character does not decode: one byte less
+        try:
+            return _decode_str(head[:cut] + b'"')
+        except (msgspec.DecodeError, UnicodeDecodeError):  # msgspec raises the latter on a cut character
+            continue
+    return _decode_str(view)
+
+
 def refused_in(content) -> bool:
     """nz.is_rejection(result_text(content)), looking only at the head of a raw JSON string."""
     if type(content) is Raw:
-        head = bytes(memoryview(content)[:_MARKER_HEAD])
-        if head[:1] == b'"' and b"\\" not in head:
-            return head[1:].startswith(_MARKERS)  # ASCII markers: the bytes match iff the text does
-        if head[:1] not in (b'"', b"["):
+        view = memoryview(content)
+        head = bytes(view[:_MARKER_HEAD])
+        if head[:1] == b'"':
+            if b"\\" not in head:
+                return head[1:].startswith(_MARKERS)  # ASCII markers: the bytes match iff the text does
+            return _string_head(view).startswith(nz.REJECTION_MARKERS)
+        if head[:1] != b"[":
             return False  # a number, object, true/false/null: no text
     return nz.is_rejection(result_text(content))
 
