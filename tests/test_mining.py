@@ -226,6 +226,27 @@ def test_seed_drops_agent_sessions_and_samples_the_newest(tmp_path):
     assert report.files_read == 1 and report.trigger == "live"
 
 
+def test_seed_over_every_session_drops_the_agents_as_it_reads(tmp_path):
+    """A sample that takes every session: each file is told apart where it is read, with the same outcome."""
+    d = tmp_path / "t"
+    for i in range(4):
+        jsonl(d / f"s{i}.jsonl", session_file(d, f"s{i}", 1))
+    jsonl(d / "sdk.jsonl", [prompt(uid(), None, "run the linter and fix", session="sdk", entrypoint="sdk-cli")])
+    import os
+    for i, name in enumerate(["s0", "s1", "s2", "s3", "sdk"]):
+        os.utime(d / f"{name}.jsonl", (1_700_000_000 + i, 1_700_000_000 + i))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    report, _ = run_pass(ws, dirs=[d], first_pass_sample=5, **NO_HOME)
+    state = load_state(ws, kitsoki_slug(ws.resolve()))
+    assert sorted(Path(p).name for p in state.files) == ["s0.jsonl", "s1.jsonl", "s2.jsonl", "s3.jsonl"]
+    assert state.mined_through == 1_700_000_003  # the agent's newer file does not move the watermark
+    assert (report.sessions, report.files_read, report.files_seen) == (4, 4, 5)
+    os.utime(d / "sdk.jsonl", (1_700_000_010, 1_700_000_010))
+    report, _ = run_pass(ws, dirs=[d], **NO_HOME)
+    assert report.files_read == 1 and report.trigger == "live"
+
+
 def test_priority_threshold_marks_but_keeps_recipes(tmp_path):
     d = two_sessions(tmp_path)
     ws = tmp_path / "ws"

@@ -18,6 +18,7 @@ from enum import Enum
 
 from dataclasses import dataclass, field
 
+import msgspec
 from pydantic import ConfigDict, with_config
 
 from core.mining.phrasing import phrasing_and_stems
@@ -29,6 +30,8 @@ from core.mining.signatures import (
     action_signature,
 )
 from core.transcripts.model import Session, ToolCall, Turn, TurnKind
+from core.transcripts.normalize import parse_time
+from core.transcripts.steps import Step, StepCall
 
 def _model(cls):
     """A plain slotted dataclass (one per tool call on the mining hot path: building a pydantic
@@ -103,6 +106,13 @@ class Episode:
     cluster: str = ""
     """The key of the episode whose prompt seeded this one's intent cluster (set by the miner)."""
 
+    def __reduce__(self):
+        # Pickled (a worker's episodes on their way to the pass) as msgspec's JSON of it: pickle's own
+        # way with a slotted dataclass runs Python code for every field of every action, and cost a seed
+        # pass more than cutting the episodes. The timestamp travels as itself (an offset in seconds
+        # does not survive JSON), so the copy is the episode, field for field.
+        return _episode_from, (_encode_episode(self), self.timestamp)
+
     @property
     def signature(self) -> tuple[str, ...]:
         """The distinct action signatures in first-seen order (the episode's 'how')."""
@@ -113,8 +123,22 @@ class Episode:
         return tuple(seen)
 
 
+_encode_episode = msgspec.json.Encoder().encode
+_decode_episode = msgspec.json.Decoder(Episode).decode
+
+
+def _episode_from(data: bytes, timestamp: datetime | None) -> Episode:
+    episode = _decode_episode(data)
+    episode.timestamp = timestamp
+    return episode
+
+
 def _argument(call: ToolCall) -> str:
-    inp = call.input
+    return argument_of(call.input)
+
+
+def argument_of(inp: dict) -> str:
+    """The key argument of a tool input (whole command, path, pattern, ...); "" when it has none."""
     for key in ("command", "file_path", "path", "notebook_path", "pattern", "query", "url", "skill", "prompt"):
         value = inp.get(key)
         if isinstance(value, str) and value:
@@ -201,14 +225,18 @@ def continue_episode(episode: Episode, session: Session, turns: list[Turn]) -> E
     if not turns:
         return episode
     calls = [c for t in turns for c in t.tool_calls]
-    actions = episode.actions + [_action(c, session.project) for c in calls]
-    marked = episode.interrupted_turns + sum(1 for t in turns if t.kind is TurnKind.interrupt)
+    return _continued(episode, [_action(c, session.project) for c in calls],
+                      sum(1 for t in turns if t.kind is TurnKind.interrupt), _last_line(turns))
+
+
+def _continued(episode: Episode, more: list[Action], interrupts: int, last_line: int) -> Episode:
+    actions = episode.actions + more
     return Episode(
         session=episode.session, project=episode.project, index=episode.index, prompt=episode.prompt,
-        file=episode.file, line_start=episode.line_start, line_end=max(episode.line_end, _last_line(turns)),
+        file=episode.file, line_start=episode.line_start, line_end=max(episode.line_end, last_line),
         timestamp=episode.timestamp, actions=actions, agent_session=episode.agent_session,
         stems=episode.stems, phrasing=episode.phrasing, cluster=episode.cluster,
-        **_outcomes(actions, marked),
+        **_outcomes(actions, episode.interrupted_turns + interrupts),
     )
 
 
@@ -250,19 +278,101 @@ def attach_results(episode: Episode, results: dict) -> None:
 
 def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Episode:
     actions = [_action(c, session.project) for t in body for c in t.tool_calls]
-    said, bag = phrasing_and_stems(prompt.text)
+    return _made(session.id, session.project, session.agent_session, index, prompt.text, prompt.source.file,
+                 prompt.source.line, max(prompt.source.last_line or prompt.source.line, _last_line(body)),
+                 prompt.timestamp, actions, sum(1 for t in body if t.kind is TurnKind.interrupt))
+
+
+def _made(session: str, project: str | None, agent_session: bool, index: int, prompt: str, file: str,
+          line_start: int, line_end: int, timestamp: datetime | None, actions: list[Action],
+          interrupts: int) -> Episode:
+    said, bag = phrasing_and_stems(prompt)
     return Episode(
-        session=session.id,
-        project=session.project,
+        session=session,
+        project=project,
         index=index,
-        prompt=prompt.text,
-        file=prompt.source.file,
-        line_start=prompt.source.line,
-        line_end=max(prompt.source.last_line or prompt.source.line, _last_line(body)),
-        timestamp=prompt.timestamp,
+        prompt=prompt,
+        file=file,
+        line_start=line_start,
+        line_end=line_end,
+        timestamp=timestamp,
         actions=actions,
-        agent_session=session.agent_session,
+        agent_session=agent_session,
         stems=sorted(bag),
         phrasing=said,
-        **_outcomes(actions, sum(1 for t in body if t.kind is TurnKind.interrupt)),
+        **_outcomes(actions, interrupts),
     )
+
+
+# -- from steps (core/transcripts/steps.py: what mining reads of a Claude Code file) ----------------
+
+def step_episodes(steps: list[Step], *, session: str, project: str | None, agent_session: bool, file: str,
+                  carry: Episode | None = None) -> Iterator[Episode]:
+    """episodes() of the session whose turns these steps are (the same cut, the same episodes)."""
+    current: Step | None = None
+    body: list[Step] = []
+    lead: list[Step] = []
+    index = carry.index + 1 if carry is not None else 0
+    human = TurnKind.human
+    for step in steps:
+        if step.kind is human:
+            if current is not None:
+                yield _step_episode(session, project, agent_session, file, current, body, index)
+                index += 1
+            elif carry is not None:
+                yield continue_steps(carry, project, file, lead)
+                carry = None
+            current, body = step, []
+        elif current is not None:
+            body.append(step)
+        else:
+            lead.append(step)
+    if carry is not None:
+        yield continue_steps(carry, project, file, lead)
+    if current is not None:
+        yield _step_episode(session, project, agent_session, file, current, body, index)
+
+
+def continue_steps(episode: Episode, project: str | None, file: str, steps: list[Step]) -> Episode:
+    """continue_episode() for steps read later from the same file."""
+    if not steps:
+        return episode
+    return _continued(episode, [_step_action(c, project, file) for s in steps for c in s.calls],
+                      sum(1 for s in steps if s.kind is TurnKind.interrupt), _steps_last_line(steps))
+
+
+def _step_episode(session: str, project: str | None, agent_session: bool, file: str, prompt: Step,
+                  body: list[Step], index: int) -> Episode:
+    actions = [_step_action(c, project, file) for s in body for c in s.calls]
+    return _made(session, project, agent_session, index, prompt.prompt, file, prompt.line,
+                 max(prompt.last_line or prompt.line, _steps_last_line(body)), parse_time(prompt.timestamp),
+                 actions, sum(1 for s in body if s.kind is TurnKind.interrupt))
+
+
+def _step_action(call: StepCall, project: str | None, file: str) -> Action:
+    result = call.result
+    return Action(
+        signature=action_signature(call.name, call.input, project),
+        tool=call.name,
+        call_id=call.id,
+        argument=argument_of(call.input),
+        is_error=bool(result and result.is_error and not result.rejected),
+        interrupted=bool(result and result.interrupted),
+        rejected=bool(result and result.rejected),
+        by_human=call.by_human,
+        exit_code=result.exit_code if result else None,
+        line=call.line,
+        file=file,
+    )
+
+
+def _steps_last_line(steps: list[Step]) -> int:
+    last = 0
+    for step in steps:
+        line = step.last_line or step.line
+        if line > last:
+            last = line
+        for call in step.calls:
+            if call.result is not None and call.result.line > last:
+                last = call.result.line
+    return last

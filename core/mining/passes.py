@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -24,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from core import statefs
 
-from core.mining.episodes import attach_results, episodes
+from core.mining.episodes import attach_results, episodes, step_episodes
 from core.mining.recipes import Recipe, RecipeIndex, RecipesFile
 from core.mining.watermark import (
     FileMark,
@@ -35,13 +36,13 @@ from core.mining.watermark import (
     save_state,
     write_unsynced,
 )
-from core.transcripts.claude import is_agent_session, read_claude_file
+from core.transcripts.claude import is_agent_session
 from core.transcripts.codex import is_agent_source, read_codex_session
 from core.transcripts.discover import codex_meta, discover, first_fields
 from core.transcripts.ingest import parallel_map
 from core.transcripts.lines import paused_gc, sniff_format
-from core.transcripts.model import Session
 from core.transcripts.pi import read_pi_session
+from core.transcripts.steps import read_claude_steps
 
 Trigger = Literal["seed", "live"]
 
@@ -138,23 +139,25 @@ def _agent_file(c: _Candidate) -> bool:
     return is_agent_session(found["entrypoint"], found["promptSource"])
 
 
-def _session_of(file, path: Path, mark: FileMark | None) -> Session:
-    return Session(
-        id=file.session_id or (mark.session if mark else path.stem),
-        format="claude",
+def _identity(file, path: Path, mark: FileMark | None) -> dict:
+    """The session, project and agent flag of a Claude file's episodes (a resumed read: what the
+    mark says where the new part does not)."""
+    return dict(
+        session=file.session_id or (mark.session if mark else path.stem),
         project=file.cwd or (mark.project if mark else None),
-        files=[str(path)],
-        turns=file.turns,
         agent_session=is_agent_session(file.entrypoint, file.prompt_source) or bool(mark and mark.agent_session),
     )
 
 
 def mine_file(
-    fmt: str, path: Path, size: int, mtime_ns: int, mark: FileMark | None
-) -> tuple[str, FileMark, int, int]:
+    fmt: str, path: Path, size: int, mtime_ns: int, mark: FileMark | None, screen: bool = False
+) -> tuple[str, FileMark, int, int] | None:
     """Episodes of one transcript file, resuming from `mark` when the file only grew.
 
-    Returns (path, new mark, bytes read, index of the first episode that changed)."""
+    Returns (path, new mark, bytes read, index of the first episode that changed); with `screen`,
+    None for an agent's session (the seed pass leaves those out)."""
+    if screen and _agent_file(_Candidate(fmt, path, size, mtime_ns)):
+        return None
     if fmt in ("pi", "codex"):  # read whole: no resume from an offset for these formats (yet)
         session = read_pi_session(path) if fmt == "pi" else read_codex_session(path)
         eps = list(episodes(session))
@@ -162,37 +165,42 @@ def mine_file(
                        line=session.accounting.lines_read, session=session.id, project=session.project,
                        agent_session=session.agent_session, episodes=eps)
         return str(path), new, size, 0
+    # A Claude file is read as steps (core/transcripts/steps.py): what its episodes take, no turns.
     resume = mark is not None and mark.format == fmt and size >= mark.size and 0 < mark.offset <= size
     if resume:
-        file = read_claude_file(path, start=mark.offset, first_line=mark.line + 1, texts=False)
+        read = read_claude_steps(path, start=mark.offset, first_line=mark.line + 1)
         carry = mark.episodes[-1] if mark.episodes else None
-        if carry is not None and file.orphan_results:
-            attach_results(carry, file.orphan_results)
-        session = _session_of(file, path, mark)
-        fresh = list(episodes(session, carry=carry))
+        if carry is not None and read.orphan_results:
+            attach_results(carry, read.orphan_results)
+        who = _identity(read.file, path, mark)
+        fresh = list(step_episodes(read.steps, **who, file=str(path), carry=carry))
         kept = mark.episodes[:-1] if carry is not None else mark.episodes
         eps = kept + fresh
         start, changed_from = mark.offset, len(kept)
     else:
-        file = read_claude_file(path, texts=False)
-        session = _session_of(file, path, None)
-        eps = list(episodes(session))
+        read = read_claude_steps(path)
+        who = _identity(read.file, path, None)
+        eps = list(step_episodes(read.steps, **who, file=str(path)))
         start = changed_from = 0
+    file = read.file
     new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=file.end_offset, line=file.last_line,
-                   session=session.id, project=session.project, agent_session=session.agent_session, episodes=eps)
+                   **who, episodes=eps)
     return str(path), new, file.end_offset - start, changed_from
 
 
 def _share_strings(mark: FileMark) -> None:
-    """One copy of each stem, signature and tool name across all files: they come from a small
-    vocabulary, and each file's episodes arrive from a worker with copies of their own (a seed
-    pass keeps tens of thousands of episodes in memory)."""
+    """One copy of each stem, signature, tool name and argument across all files: they come from a
+    small vocabulary (a person runs the same commands on the same paths), and each file's episodes
+    arrive from a worker with copies of their own (a seed pass keeps tens of thousands of episodes
+    in memory)."""
     intern = sys.intern
     for ep in mark.episodes:
         ep.stems = [intern(s) for s in ep.stems]
         for action in ep.actions:
             action.signature = intern(action.signature)
             action.tool = intern(action.tool)
+            action.argument = intern(action.argument)
+            action.file = intern(action.file)
 
 
 def _recipes_stand(path: Path, state: MiningState) -> bool:
@@ -273,9 +281,16 @@ def _run_pass(
         known = {path: mark.format for path, mark in state.files.items()}
         units = discover(repo, dirs, home=home, env=env, known=known)
         seen = [c for u in units if u.trunk is not None and (c := _stat(u.format, u.trunk)) is not None]
+    screen = False
     if fresh_seed:
         newest_first = sorted(seen, key=lambda c: (-c.mtime_ns, str(c.path)))
-        todo = [c for c in newest_first if not _agent_file(c)][: max(0, first_pass_sample)]
+        sample = max(0, first_pass_sample)
+        if len(newest_first) <= sample:
+            # Every session but the agents' is read: each job tells its own file's (in the workers),
+            # rather than this process reading every file's head first.
+            todo, screen = newest_first, True
+        else:
+            todo = list(itertools.islice((c for c in newest_first if not _agent_file(c)), sample))
     else:
         todo = []
         for c in seen:
@@ -306,17 +321,22 @@ def _run_pass(
 
     bytes_read = 0
     changed: dict[str, int] = {}
-    jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path))) for c in todo]
+    jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path)), screen) for c in todo]
     sizes = [max(1, c.size - (state.files[str(c.path)].offset if str(c.path) in state.files else 0)) for c in todo]
-    for path, mark, read, changed_from in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
+    for mined in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
         if cancel is not None and cancel.is_set():
             raise PassCancelled()
+        if mined is None:
+            continue  # an agent's session, screened out
+        path, mark, read, changed_from = mined
         _share_strings(mark)
         state.files[path] = mark
         changed[path] = changed_from
         bytes_read += read
     if cancel is not None and cancel.is_set():
         raise PassCancelled()
+    if screen:
+        todo = [c for c in todo if str(c.path) in state.files]
 
     if todo:
         state.mined_through = max(state.mined_through, max(c.mtime_ns for c in todo) // 1_000_000_000)

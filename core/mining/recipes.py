@@ -182,10 +182,26 @@ def _head(action: Action) -> str | None:
 _PROVIDER_FIRST_WORDS = frozenset(prefix.split()[0] for prefix, _, _ in _PROVIDERS)
 
 
-def _action_buckets(action: Action) -> list[tuple[str, str, str]]:
-    """The binding/world evidence one action gives: (kind, key, value) per finding."""
+def _action_buckets(action: Action) -> tuple[tuple[str, str, str], ...]:
+    """The binding/world evidence one action gives: (kind, key, value) per finding. Made once per
+    (signature, argument, refused): a person runs the same commands again and again."""
+    if action.rejected:
+        return ()
+    key = (action.signature, action.argument)
+    found = _BUCKETS.get(key)
+    if found is None:
+        found = tuple(_shell_buckets(action))
+        if len(_BUCKETS) < 65536:
+            _BUCKETS[key] = found
+    return found
+
+
+_BUCKETS: dict[tuple[str, str], tuple] = {}
+
+
+def _shell_buckets(action: Action) -> list[tuple[str, str, str]]:
     head = _head(action)
-    if head is None or action.rejected:
+    if head is None:
         return []
     found = []
     first = head.split(" ", 1)[0]

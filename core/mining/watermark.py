@@ -174,7 +174,17 @@ _ENCODE = msgspec.json.Encoder().encode
 def _line(path: str, start: int, episodes: list[Episode]) -> bytes:
     """One episode-log line: what _LogLine(f=path, start=start, e=episodes) dumps (the same bytes),
     by msgspec (several times faster than pydantic on a seed pass's tens of MB)."""
-    return _ENCODE({"f": path, "start": start, "e": episodes}) + b"\n"
+    return b"".join(_line_parts(path, start, episodes))
+
+
+def _line_parts(path: str, start: int, episodes: list[Episode]):
+    """_line's bytes in pieces of one episode each: a 300 MB session's line is megabytes, and a seed
+    pass writing it whole held it twice. (Compact JSON: the pieces joined are the line msgspec
+    encodes whole.)"""
+    yield _ENCODE({"f": path, "start": start, "e": []})[:-2]  # without the closing "]}"
+    for i, episode in enumerate(episodes):
+        yield _ENCODE(episode) if i == 0 else b"," + _ENCODE(episode)
+    yield b"]}\n"
 
 
 def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | None = None,
@@ -210,7 +220,8 @@ def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | No
             size, inline = size + len(body), []
         name, compacted = current.name, state._compacted_bytes
     else:
-        name, size = _write_log(folder, state.slug, (_line(p, 0, m.episodes) for p, m in sorted(state.files.items())))
+        name, size = _write_log(folder, state.slug,
+                                (part for p, m in sorted(state.files.items()) for part in _line_parts(p, 0, m.episodes)))
         compacted, inline = size, []
     marks = _Marks(slug=state.slug, parser=state.parser, mined_through=state.mined_through, episodes_file=name,
                    episodes_bytes=size, compacted_bytes=compacted, files=state.files, inline=inline,
@@ -229,7 +240,7 @@ def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | No
 
 
 def _write_log(folder: Path, slug: str, lines) -> tuple[str, int]:
-    """A new episode log, named after its content's hash, written line by line (a seed pass's log
+    """A new episode log, named after its content's hash, written piece by piece (a seed pass's log
     is tens of MB: never held whole in memory) to a temp file, fsynced, renamed into place."""
     digest = hashlib.sha256()
     dir_fd, _ = statefs.dir_of(folder / "x", create=True)

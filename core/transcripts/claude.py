@@ -20,7 +20,6 @@ from core.transcripts.records import (
     BLOCK_TYPES,
     FULL,
     MESSAGE_TYPES,
-    MINING,
     PROGRESS_DATA_TYPES,
     TOOL_USE_RESULT_TYPES,
     Block,
@@ -140,15 +139,10 @@ class ClaudeFile:
 
 def read_claude_file(
     path: Path, *, sidechain: bool = False, redact: bool = True, start: int = 0, first_line: int = 1,
-    texts: bool = True,
 ) -> ClaudeFile:
     """Read one file, or only what follows byte `start` (a line boundary) of a growing file.
-
-    `texts=False` is the read mining makes (core/mining/passes.py): turns, tool calls and their
-    outcomes (error, interrupted, refused, exit code) as always, and a prompt's text, but no text of
-    assistant, injected and system turns, no output head or size of a tool result and no subagent
-    link from `agent_progress` lines: mining reads none of them."""
-    return _FileParser(path, sidechain, redact, start, first_line, texts).run()
+    (Mining reads a file's steps instead: core/transcripts/steps.py.)"""
+    return _FileParser(path, sidechain, redact, start, first_line).run()
 
 
 def is_tool_result_line(content) -> bool:
@@ -167,13 +161,36 @@ def result_text(content) -> str:
     return nz.blocks_text(content)
 
 
+_STRING_HEAD = 12 * max(len(m) for m in nz.REJECTION_MARKERS) + 16
+"""Bytes of a JSON string that hold at least as many characters as the longest marker: a character
+takes at most 12 (an escaped surrogate pair)."""
+_decode_str = msgspec.json.Decoder(str).decode
+
+
+def _string_head(view: memoryview) -> str:
+    """The text of a raw JSON string, or a prefix of it at least as long as every marker."""
+    if len(view) <= _STRING_HEAD:
+        return _decode_str(view)
+    head = bytes(view[:_STRING_HEAD])
+    for cut in range(len(head), len(head) - 16, -1):
+        # closed early; a cut inside an escape or a character does not decode: one byte less
+        try:
+            return _decode_str(head[:cut] + b'"')
+        except (msgspec.DecodeError, UnicodeDecodeError):  # msgspec raises the latter on a cut character
+            continue
+    return _decode_str(view)
+
+
 def refused_in(content) -> bool:
     """nz.is_rejection(result_text(content)), looking only at the head of a raw JSON string."""
     if type(content) is Raw:
-        head = bytes(memoryview(content)[:_MARKER_HEAD])
-        if head[:1] == b'"' and b"\\" not in head:
-            return head[1:].startswith(_MARKERS)  # ASCII markers: the bytes match iff the text does
-        if head[:1] not in (b'"', b"["):
+        view = memoryview(content)
+        head = bytes(view[:_MARKER_HEAD])
+        if head[:1] == b'"':
+            if b"\\" not in head:
+                return head[1:].startswith(_MARKERS)  # ASCII markers: the bytes match iff the text does
+            return _string_head(view).startswith(nz.REJECTION_MARKERS)
+        if head[:1] != b"[":
             return False  # a number, object, true/false/null: no text
     return nz.is_rejection(result_text(content))
 
@@ -292,39 +309,18 @@ class ClaudeWalk:
         out.last_line = self.reader.first_line - 1 + self.reader.accounting.lines_read
 
 
-class _FileParser(ClaudeWalk):
-    def __init__(self, path: Path, sidechain: bool, redact: bool, start: int = 0, first_line: int = 1,
-                 texts: bool = True) -> None:
-        self.out = ClaudeFile(path=path, sidechain=sidechain)
-        self.file = str(path)
-        self.redact = redact
-        self.sidechain = sidechain
-        self.texts = texts
-        if not texts:  # mining reads a trunk alone: no subagent to link through agent_progress lines
-            self.METADATA_HOOKED = ClaudeWalk.METADATA_HOOKED
-        # Only turn-bearing records enter the tree; every other uuid (progress, tool results,
-        # continuation lines) maps to the nearest turn above it, so the walk stays small.
-        self.parent_of: dict[object, object] = {}
-        self.anchor: dict[str, object] = {}
-        # Every uuid read is in `anchor` (a turn's maps to itself: resolving a parent through it
-        # changes nothing), so it is also the set of uuids seen, without a second copy of 200k keys.
-        self.seen = self.anchor
-        self.turn_at: dict[object, Turn] = {}
-        self.calls: dict[str, ToolCall] = {}
-        self.early_results: dict[str, tuple[ToolResult, str | None]] = {}
-        self.assistant_by_msg: dict[str, Turn] = {}
-        self.shell_pending: ToolCall | None = None
-        # Every string the reader hands on is redacted, ids and names too; fields with few distinct
-        # values go through a per-file memo, hex ids through clean_id's fast path.
-        self.names = nz.Cleaner(redact)
-        self.reader = LineReader(path, start=start, first_line=first_line, decoding=FULL if texts else MINING)
-        self.out.accounting = self.reader.accounting
+class ClaudeTree(ClaudeWalk):
+    """The conversation tree as every reader that orders turns keeps it (the full reader, and the
+    steps mining reads, core/transcripts/steps.py): only turn-bearing records enter the tree; every
+    other uuid (progress, tool results, continuation lines) maps to the nearest turn above it, so
+    the tree stays small. A subclass sets `anchor`, `parent_of` and `turn_at` (node -> its turn)
+    and makes turns in `_user`, `_assistant` and `_system`."""
 
-    def run(self) -> ClaudeFile:
-        self.walk()
-        return self._finish()
-
-    # -- the tree ----------------------------------------------------------------------------
+    anchor: dict
+    """Every uuid read -> the turn node it hangs under (a turn's maps to itself: resolving a parent
+    through it changes nothing), so it is also the set of uuids seen (`seen`)."""
+    parent_of: dict
+    turn_at: dict
 
     def _conversation(self, kind: str, rec, node, lineno: int) -> None:
         anchor, parent_of = self.anchor, self.parent_of
@@ -349,6 +345,50 @@ class _FileParser(ClaudeWalk):
         # name them as parent, so remember the turn they hang under.
         anchor, parent = self.anchor, rec.parentUuid
         anchor[node] = anchor.get(parent, parent) if type(parent) is str else None
+
+    def _resolve_later_parents(self) -> list:
+        """Turns whose parent was named before it was read (a record later in the file): their
+        parent followed now, through the anchors. Returns those nodes."""
+        parent_of, anchor = self.parent_of, self.anchor
+        changed = []
+        for node, parent in parent_of.items():
+            if parent is not None and parent not in parent_of and parent in anchor:
+                seen = set()
+                while parent in anchor and parent not in seen:
+                    seen.add(parent)
+                    parent = anchor[parent]
+                parent_of[node] = parent
+                changed.append(node)
+        return changed
+
+
+class _FileParser(ClaudeTree):
+    def __init__(self, path: Path, sidechain: bool, redact: bool, start: int = 0, first_line: int = 1) -> None:
+        self.out = ClaudeFile(path=path, sidechain=sidechain)
+        self.file = str(path)
+        self.redact = redact
+        self.sidechain = sidechain
+        # Only turn-bearing records enter the tree; every other uuid (progress, tool results,
+        # continuation lines) maps to the nearest turn above it, so the walk stays small.
+        self.parent_of: dict[object, object] = {}
+        self.anchor: dict[str, object] = {}
+        # Every uuid read is in `anchor` (a turn's maps to itself: resolving a parent through it
+        # changes nothing), so it is also the set of uuids seen, without a second copy of 200k keys.
+        self.seen = self.anchor
+        self.turn_at: dict[object, Turn] = {}
+        self.calls: dict[str, ToolCall] = {}
+        self.early_results: dict[str, tuple[ToolResult, str | None]] = {}
+        self.assistant_by_msg: dict[str, Turn] = {}
+        self.shell_pending: ToolCall | None = None
+        # Every string the reader hands on is redacted, ids and names too; fields with few distinct
+        # values go through a per-file memo, hex ids through clean_id's fast path.
+        self.names = nz.Cleaner(redact)
+        self.reader = LineReader(path, start=start, first_line=first_line, decoding=FULL)
+        self.out.accounting = self.reader.accounting
+
+    def run(self) -> ClaudeFile:
+        self.walk()
+        return self._finish()
 
     # -- records -----------------------------------------------------------------------------
 
@@ -380,7 +420,7 @@ class _FileParser(ClaudeWalk):
         if kind is TurnKind.human:
             kept = nz.clean_text(text, nz.PROMPT_CHARS, self.redact)
         else:
-            kept = nz.clean_text(text, nz.TEXT_CHARS, self.redact) if self.texts else ""
+            kept = nz.clean_text(text, nz.TEXT_CHARS, self.redact)
         turn = self._turn(node, kind, rec, lineno, text=kept, reason=reason)
         if reason == "human-shell":
             command = _between(text, "<bash-input>", "</bash-input>")
@@ -397,8 +437,8 @@ class _FileParser(ClaudeWalk):
             out = _between(text, "<bash-stdout>", "</bash-stdout>") + _between(text, "<bash-stderr>", "</bash-stderr>")
             self.shell_pending.result = ToolResult(
                 is_error="<bash-stderr></bash-stderr>" not in text and "<bash-stderr>" in text,
-                output_head=nz.clean_text(out, nz.OUTPUT_HEAD_CHARS, self.redact) if self.texts else "",
-                output_chars=len(out) if self.texts else 0,
+                output_head=nz.clean_text(out, nz.OUTPUT_HEAD_CHARS, self.redact),
+                output_chars=len(out),
                 source=self._ref(lineno),
             )
             self.shell_pending = None
@@ -411,29 +451,18 @@ class _FileParser(ClaudeWalk):
                 continue
             is_error = block.is_error is True
             agent = extra.agentId if described else None
-            if not self.texts:
-                # Mining: the outcome only. The text is decoded only for a failed call's exit code.
-                result = ToolResult(
-                    is_error=is_error,
-                    interrupted=described and extra.interrupted is True,
-                    rejected=refused_in(block.content) or extra == REJECTED_TOOL_USE,
-                    exit_code=nz.exit_code_of(result_text(block.content)) if is_error else None,
-                    source=self._ref(lineno),
-                )
-                agent = agent if type(agent) is str else None
-            else:
-                text = nz.blocks_text(block.content)
-                if type(agent) is not str:
-                    agent = nz.agent_id_in(text) if "agentId" in text else None
-                result = ToolResult(
-                    is_error=is_error,
-                    interrupted=described and extra.interrupted is True,
-                    rejected=nz.is_rejection(text) or extra == REJECTED_TOOL_USE,
-                    exit_code=nz.exit_code_of(text) if is_error else None,
-                    output_head=nz.clean_text(text, nz.OUTPUT_HEAD_CHARS, self.redact),
-                    output_chars=len(text),
-                    source=self._ref(lineno),
-                )
+            text = nz.blocks_text(block.content)
+            if type(agent) is not str:
+                agent = nz.agent_id_in(text) if "agentId" in text else None
+            result = ToolResult(
+                is_error=is_error,
+                interrupted=described and extra.interrupted is True,
+                rejected=nz.is_rejection(text) or extra == REJECTED_TOOL_USE,
+                exit_code=nz.exit_code_of(text) if is_error else None,
+                output_head=nz.clean_text(text, nz.OUTPUT_HEAD_CHARS, self.redact),
+                output_chars=len(text),
+                source=self._ref(lineno),
+            )
             if agent:
                 agent = nz.clean_id(agent, self.redact)
             tool_id = block.tool_use_id
@@ -469,14 +498,13 @@ class _FileParser(ClaudeWalk):
             content = [Block(type="text", text=content)]
         if type(content) is not list:
             return
-        texts = self.texts
         for block in content:
             if type(block) not in BLOCK_TYPES:
                 continue
             kind = block.type
             if kind == "text":
                 text = block.text
-                if texts and type(text) is str and text.strip() and len(turn.text) < nz.TEXT_CHARS:
+                if type(text) is str and text.strip() and len(turn.text) < nz.TEXT_CHARS:
                     # Each block is redacted once as it arrives; the joined text is only cut.
                     text = nz.clean_text(text, nz.TEXT_CHARS, self.redact)
                     turn.text = nz.cut(f"{turn.text}\n{text}" if turn.text else text, nz.TEXT_CHARS)
@@ -502,7 +530,7 @@ class _FileParser(ClaudeWalk):
         content = rec.content
         text = content if type(content) is str else ""
         kind = TurnKind.compaction if subtype == "compact_boundary" else TurnKind.system
-        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact) if self.texts else "",
+        self._turn(node, kind, rec, lineno, text=nz.clean_text(text, nz.TEXT_CHARS, self.redact),
                    reason=self.names[subtype] if subtype else None)
 
     METADATA_HOOKED = ClaudeWalk.METADATA_HOOKED | {"progress"}
@@ -521,16 +549,10 @@ class _FileParser(ClaudeWalk):
 
     def _finish(self) -> ClaudeFile:
         out = self.out
-        parent_of, anchor = self.parent_of, self.anchor
-        for node, parent in parent_of.items():
-            if parent is not None and parent not in parent_of and parent in anchor:
-                # Named a record that came later in the file: follow it now.
-                seen = set()
-                while parent in anchor and parent not in seen:
-                    seen.add(parent)
-                    parent = anchor[parent]
-                parent_of[node] = parent
-                self.turn_at[node].parent = nz.clean_id(parent, self.redact) if type(parent) is str else None
+        parent_of = self.parent_of
+        for node in self._resolve_later_parents():
+            parent = parent_of[node]
+            self.turn_at[node].parent = nz.clean_id(parent, self.redact) if type(parent) is str else None
         order, dangling, breaks = conversation_order(parent_of)
         out.turns = [self.turn_at[n] for n in order]
         reader = self.reader

@@ -150,10 +150,11 @@ def parallel_map(
     """fn(*job) for each job, across `workers` processes when the input is big enough to pay for
     them; results arrive as they finish. `sizes` (bytes per job) drive scheduling and progress.
 
-    The calling process is one of the workers: it starts `workers - 1` helper processes and takes
-    jobs itself between collecting their results. Jobs go largest first, so one huge file does not
-    start last; a helper is kept two jobs ahead, each at least as big as the one the caller takes,
-    so it is never idle while the caller works.
+    The calling process is one of the workers: it starts `workers - 1` helper processes, hands them
+    every job but the largest, which it takes itself, then takes from the other end (the smallest job no
+    helper has started) until none is left. The caller reads the biggest file because what it frees
+    is reused by the caller's own later work (the results it collects), where a helper would hold its
+    peak until the pool ends; helpers take jobs largest first, so none starts a big one last.
     """
     order = sorted(range(len(jobs)), key=lambda i: sizes[i], reverse=True)
     total = sum(sizes)
@@ -168,30 +169,49 @@ def parallel_map(
         return
     helpers = min(workers - 1, len(jobs) - 1)
     pool = ProcessPoolExecutor(max_workers=helpers, mp_context=_process_context())
-    pending = deque(order)
+    finished: deque = deque()
+    """Futures as they finish (appended by the pool's thread); cancelled ones are skipped."""
+    unstarted: deque = deque()
+    """(future, job), largest first: the caller takes from the small end what no helper has started."""
     running: dict = {}
+    """future -> job, until its result is handed on."""
     try:
-        while pending or running:
-            while pending and len(running) < 2 * helpers:
-                i = pending.popleft()
-                running[pool.submit(fn, *jobs[i])] = sizes[i]
-            finished = [f for f in running if f.done()]
-            if not finished and pending:
-                i = pending.popleft()
-                result = fn(*jobs[i])  # the caller's own share of the work
+        for i in order[1:]:
+            future = pool.submit(fn, *jobs[i])
+            future.add_done_callback(finished.append)
+            unstarted.append((future, i))
+            running[future] = i
+        own = order[0]
+        while own is not None or running:
+            if own is not None:
+                result = fn(*jobs[own])  # the caller's own share of the work
+                done += sizes[own]
+                if progress:
+                    progress(done, total)
+                yield result
+            while finished:
+                future = finished.popleft()
+                i = running.pop(future, None)
+                if i is None or future.cancelled():
+                    continue
+                result = future.result()
                 done += sizes[i]
                 if progress:
                     progress(done, total)
                 yield result
-                continue
-            if not finished:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                result = future.result()
-                done += running.pop(future)
-                if progress:
-                    progress(done, total)
-                yield result
+            own = None
+            while unstarted:
+                future, i = unstarted.pop()
+                if future.cancel():
+                    del running[future]
+                    own = i
+                    break
+                # Helpers start jobs in the order they were handed them: all the bigger ones are started.
+                unstarted.clear()
+            if own is None and running:
+                for future in wait(running, return_when=FIRST_COMPLETED)[0]:
+                    if future not in finished:
+                        finished.append(future)  # its callback may not have run yet
     finally:
         # A consumer that stops early (a cancelled pass) does not wait for the jobs not yet started.
         pool.shutdown(wait=True, cancel_futures=True)

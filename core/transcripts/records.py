@@ -7,11 +7,12 @@ whose `message` is a string decodes as well as one whose `message` is an object,
 checks types exactly as it did on dicts.
 
 Sets: `Count*` for the counts-only path (`sessions`: the text of a tool result is kept raw, only its
-first bytes are looked at), the full set for readers that build turns, and `Raw*`, the full set with
-tool results kept raw, for mining. A struct with `Raw` fields has a twin with them typed `Any`
-(`*Loose`, or the full set), for lines msgspec does not take but orjson does (nesting msgspec's
-recursion limit refuses; core/transcripts/lines.py): orjson's dict is converted to the twin, which
-has the same attributes, and readers take a raw value or a decoded one alike.
+first bytes are looked at), the full set for readers that build turns, and `Step*` for mining's steps
+(core/transcripts/steps.py: tool results raw, of a tool input only the keys mining reads). A struct
+with `Raw` fields has a twin with them typed `Any` (`*Loose`), for lines msgspec does not take but
+orjson does (nesting msgspec's recursion limit refuses; core/transcripts/lines.py): orjson's dict is
+converted to the twin, which has the same attributes, and readers take a raw value or a decoded one
+alike.
 """
 
 # no `from __future__ import annotations`: msgspec reads these annotations as objects (some are local)
@@ -82,7 +83,7 @@ def _count_types(raw):
 
 # -- full reader (turns, tool calls) --------------------------------------------------------------
 
-def _full_types(result_content):
+def _full_types(result_content):  # one family: the full reader decodes a tool result's text whole
     class Block(Struct, gc=False):
         type: Any = None
         text: Any = None
@@ -137,15 +138,65 @@ def _full_types(result_content):
     return Line, Message, Block, ToolUseResult, ProgressData
 
 
-# The full reader as mining runs it (texts=False in core/transcripts/claude.py) keeps a tool result's
-# content raw: only its head is looked at, and all of it only when the call failed.
-(Line, Message, Block, ToolUseResult, ProgressData), (RawLine, RawMessage, RawBlock, RawToolUseResult,
-                                                     RawProgressData) = _full_types(Any), _full_types(Raw)
+Line, Message, Block, ToolUseResult, ProgressData = _full_types(Any)
 
-MESSAGE_TYPES = (Message, RawMessage, CountMessage, CountMessageLoose)
-BLOCK_TYPES = (Block, RawBlock, CountBlock, CountBlockLoose)
-TOOL_USE_RESULT_TYPES = (ToolUseResult, RawToolUseResult)
-PROGRESS_DATA_TYPES = (ProgressData, RawProgressData)
+# -- steps (mining: core/transcripts/steps.py) ----------------------------------------------------
+
+TOOL_INPUT_KEYS = ("command", "cmd", "file_path", "path", "notebook_path", "pattern", "query", "url", "skill",
+                   "prompt", "name", "subagent_type")
+"""The keys of a tool call's input that mining reads (an action's signature and its argument,
+core/mining/signatures.py and episodes.py; tests/test_steps.py checks they read no other). The steps
+reader decodes only these: a Write's content or an Edit's strings are skipped, never built."""
+
+StepInput = msgspec.defstruct("StepInput", [(key, Any, None) for key in TOOL_INPUT_KEYS], gc=False)
+
+
+def _step_types(result_content):
+    class StepBlock(Struct, gc=False):
+        type: Any = None
+        text: Any = None
+        id: Any = None
+        name: Any = None
+        input: _either(StepInput) = None
+        tool_use_id: Any = None
+        content: result_content = None
+        is_error: Any = None
+
+    class StepMessage(Struct, gc=False):
+        id: Any = None
+        content: _list_of(StepBlock) = None
+
+    class StepToolResult(Struct, gc=False):
+        interrupted: Any = None
+
+    class StepLine(Struct, gc=False):
+        type: Any = None
+        uuid: Any = None
+        parentUuid: Any = None
+        logicalParentUuid: Any = None
+        timestamp: Any = None
+        sessionId: Any = None
+        version: Any = None
+        cwd: Any = None
+        gitBranch: Any = None
+        agentId: Any = None
+        entrypoint: Any = None
+        promptSource: Any = None
+        isMeta: Any = None
+        isCompactSummary: Any = None
+        message: _either(StepMessage) = None
+        toolUseResult: _either(StepToolResult) = None
+
+    return StepLine, StepMessage, StepBlock, StepToolResult
+
+
+(StepLine, StepMessage, StepBlock, StepToolResult), (StepLineLoose, StepMessageLoose, StepBlockLoose,
+                                                     StepToolResultLoose) = _pair(_step_types)
+
+MESSAGE_TYPES = (Message, CountMessage, CountMessageLoose, StepMessage, StepMessageLoose)
+BLOCK_TYPES = (Block, CountBlock, CountBlockLoose, StepBlock, StepBlockLoose)
+TOOL_USE_RESULT_TYPES = (ToolUseResult, StepToolResult, StepToolResultLoose)
+PROGRESS_DATA_TYPES = (ProgressData,)
 
 
 class Decoding:
@@ -164,4 +215,4 @@ class Decoding:
 
 COUNTS = Decoding(CountLine, CountLineLoose)
 FULL = Decoding(Line, Line)
-MINING = Decoding(RawLine, Line)
+STEPS = Decoding(StepLine, StepLineLoose)
