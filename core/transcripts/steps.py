@@ -24,6 +24,7 @@ from msgspec import Struct
 from msgspec.structs import astuple
 
 from core.transcripts import normalize as nz
+from core.transcripts.accounting import CLAUDE_CONVERSATION, CLAUDE_METADATA
 from core.transcripts.claude import (
     REJECTED_TOOL_USE,
     ClaudeFile,
@@ -126,6 +127,62 @@ class _StepReader(ClaudeTree):
         runs the same commands on the same paths again and again."""
         self.reader = LineReader(path, start=start, first_line=first_line, decoding=STEPS)
         self.out.accounting = self.reader.accounting
+
+    def walk(self) -> None:
+        """ClaudeWalk.walk with ClaudeTree's hooks written into the loop (`seen` is `anchor`, no
+        metadata record is hooked): the same books, parent links and turns, without two method calls
+        on each of the two lines in three that are progress (tests/test_steps.py compares the books and
+        the episodes with the full reader's)."""
+        out = self.out
+        by_type = out.accounting.by_type
+        duplicates = metadata = unknown = 0
+        anchor, parent_of, turn_at = self.anchor, self.parent_of, self.turn_at
+        envelope, user, assistant, system = self._envelope, self._user, self._assistant, self._system
+        for lineno, rec in self.reader:
+            kind = rec.type
+            if type(kind) is not str:
+                kind = "<none>"
+            by_type[kind] = by_type.get(kind, 0) + 1
+            uuid = rec.uuid
+            if type(uuid) is str and uuid:
+                if uuid in anchor:
+                    duplicates += 1
+                    continue
+                node = uuid
+            else:
+                node = ("line", lineno)
+            if kind in CLAUDE_CONVERSATION:
+                if node is uuid:
+                    anchor[uuid] = uuid
+                envelope(rec)
+                parent = rec.parentUuid
+                parent = anchor.get(parent, parent) if type(parent) is str else None
+                if parent is None and kind == "system":
+                    parent = rec.logicalParentUuid  # compaction boundary keeps its place
+                    parent = anchor.get(parent, parent) if type(parent) is str else None
+                parent_of[node] = parent
+                if kind == "user":
+                    user(rec, node, lineno)
+                elif kind == "assistant":
+                    assistant(rec, node, lineno)
+                else:
+                    system(rec, node, lineno)
+                if node not in turn_at:
+                    # A tool result or a continuation line of a response: no turn of its own.
+                    anchor[node] = parent_of.pop(node)
+            else:
+                if kind in CLAUDE_METADATA:
+                    metadata += 1
+                else:
+                    unknown += 1
+                if type(uuid) is str:
+                    # Progress and attachment lines sit inside the uuid chain: later records may
+                    # name them as parent, so remember the turn they hang under.
+                    parent = rec.parentUuid
+                    anchor[node] = anchor.get(parent, parent) if type(parent) is str else None
+        out.accounting.duplicates += duplicates
+        out.accounting.metadata += metadata
+        out.accounting.unknown += unknown
 
     def run(self) -> ClaudeSteps:
         self.walk()
