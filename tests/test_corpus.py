@@ -157,3 +157,27 @@ def test_redaction_leaves_real_transcripts_alone(corpus):
         for f in s.files:
             found += [m for _, text in file_pieces(s.id, s.format, Path(f)) for m in placeholder.findall(text)]
     assert found == []
+
+
+def _echo(*job):
+    return job
+
+
+def test_parallel_map_hands_every_job_back_once_in_batches_or_alone():
+    """Big jobs go alone, small ones in batches (core/transcripts/ingest.py BATCH_BYTES); with two
+    workers every job's result comes back exactly once, and progress reaches the total."""
+    import random
+
+    from core.transcripts.ingest import BATCH_BYTES, _batches, parallel_map
+
+    rng = random.Random(5)
+    sizes = [rng.choice([10, 2_000, 300_000, BATCH_BYTES - 1, BATCH_BYTES, 3 * BATCH_BYTES]) for _ in range(400)]
+    jobs = [(i, size) for i, size in enumerate(sizes)]
+    order = sorted(range(len(jobs)), key=lambda i: sizes[i], reverse=True)
+    units = _batches(order, sizes)
+    assert sorted(i for unit in units for i in unit) == list(range(len(jobs)))
+    assert all(len(unit) == 1 for unit in units if sum(sizes[i] for i in unit) >= 2 * BATCH_BYTES)
+    seen = []
+    results = list(parallel_map(_echo, jobs, sizes, workers=2, progress=lambda done, total: seen.append((done, total))))
+    assert sorted(results) == sorted(jobs)
+    assert seen[-1] == (sum(sizes), sum(sizes))

@@ -69,3 +69,57 @@ def test_subagent_files_join_their_trunk_and_orphans_stand_alone(tmp_path):
     assert sorted(p.name for p in by_trunk["s-1"].subagents) == [
         "agent-a1.jsonl", "agent-acompact-ff.jsonl", "agent-b2.jsonl"]
     assert [p.name for p in by_trunk[None].subagents] == ["agent-c3.jsonl"]
+
+
+def _first_fields_by_readline(path: Path, keys: tuple[str, ...]) -> dict:
+    """first_fields as it was written first (a readline per line): the specification of its fast path."""
+    import orjson
+
+    found = dict.fromkeys(keys)
+    wanted = {key: key.encode() for key in keys}
+    with open(path, "rb") as fh:
+        for _ in range(50):
+            if not wanted:
+                break
+            raw = fh.readline(4 * 1024 * 1024)
+            if not raw:
+                break
+            present = [key for key, needle in wanted.items() if needle in raw]
+            if not present:
+                continue
+            try:
+                rec = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if type(rec) is not dict:
+                continue
+            for key in present:
+                value = rec.get(key)
+                if type(value) is str:
+                    found[key] = value
+                    del wanted[key]
+    return found
+
+
+def test_first_fields_reads_the_first_fifty_lines_as_readline_does(tmp_path):
+    import random
+
+    from core.transcripts.discover import first_fields
+
+    keys = ("entrypoint", "promptSource")
+    rng = random.Random(17)
+    pieces = [b'{"type":"user"}', b'{"entrypoint":"cli"}', b'{"entrypoint":1}', b'{"promptSource":"sdk"}',
+              b'"entrypoint"', b'{"x":"entrypoint"}', b'not json entrypoint', b"", b"   ",
+              b'{"entrypoint":"sdk-ts","promptSource":"sdk"}', b'{"pad":"' + b"a" * 70_000 + b'"}',
+              b'{"pad":"' + b"b" * 5_000 + b'","promptSource":"typed"}']
+    for case in range(300):
+        lines = [rng.choice(pieces) for _ in range(rng.randint(0, 70))]
+        body = b"\n".join(lines) + rng.choice([b"", b"\n"])
+        path = tmp_path / f"{case}.jsonl"
+        path.write_bytes(body)
+        assert first_fields(path, keys) == _first_fields_by_readline(path, keys), (case, lines)
+    long_line = tmp_path / "long.jsonl"  # a line readline cuts at 4 MiB: its pieces count as lines
+    long_line.write_bytes(b'{"pad":"' + b"c" * (9 << 20) + b'"}\n{"entrypoint":"cli"}\n' * 3)
+    assert first_fields(long_line, keys) == _first_fields_by_readline(long_line, keys)
+    for path in Path(__file__).parent.joinpath("fixtures").rglob("*.jsonl"):
+        assert first_fields(path, keys) == _first_fields_by_readline(path, keys), path

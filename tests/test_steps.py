@@ -299,3 +299,14 @@ def test_episodes_cross_from_a_worker_unchanged(claude_files):
     back = pickle.loads(pickle.dumps(eps, protocol=pickle.HIGHEST_PROTOCOL))
     assert back == eps and [repr(e) for e in back] == [repr(e) for e in eps]
     assert back[-2].timestamp.utcoffset() == timedelta(seconds=3630, microseconds=25)
+
+
+def test_no_kept_input_key_names_a_secret():
+    """The steps reader redacts a kept input string as text (redact_text), which is what redact_value
+    does to a string under a key that names no secret and is not one itself."""
+    from core.transcripts.redact import _key_info, redact_text, redact_value
+
+    for key in TOOL_INPUT_KEYS:
+        assert _key_info(key) is None and redact_text(key) is key
+        value = "deploy --token ghp_" + "a1B2" * 10
+        assert redact_value({key: value}) == {key: redact_text(value)}

@@ -241,15 +241,52 @@ def _continued(episode: Episode, more: list[Action], interrupts: int, last_line:
 
 
 def _outcomes(actions: list[Action], interrupted_turns: int) -> dict:
-    """Measures, counts and class: everything about an episode that follows from its actions."""
+    """Measures, counts and class: everything about an episode that follows from its actions (what
+    measure() and _classify() say, and the counts, in one pass over the actions)."""
+    measures = Measures(tool_calls=len(actions))
+    seen: set[tuple[str, str]] = set()
+    edited = gated = False
+    errors = interrupted = rejections = questions = retries = cycles = 0
+    for action in actions:
+        tool = action.tool
+        key = (tool, action.argument)
+        if key in seen:
+            retries += 1
+        else:
+            seen.add(key)
+        if tool in EDIT_TOOLS:
+            edited = True
+        elif edited and tool in SHELL_TOOLS and _RERUN.search(action.argument):
+            cycles += 1
+            edited = False
+        if action.is_error:
+            errors += 1
+        if action.interrupted:
+            interrupted += 1
+            gated = True
+        if action.rejected:
+            rejections += 1
+            gated = True
+        if tool in QUESTION_TOOLS:
+            questions += 1
+            gated = True
+        elif tool in PLAN_TOOLS:
+            gated = True
+    measures.retries, measures.edit_rerun_cycles = retries, cycles
+    if interrupted_turns or gated:
+        determinism = Determinism.agent_gated
+    elif not actions:
+        determinism = Determinism.irreducible
+    else:
+        determinism = Determinism.deterministic
     return dict(
-        measures=measure(actions),
-        determinism=_classify(actions, interrupted_turns),
-        errors=sum(1 for a in actions if a.is_error),
+        measures=measures,
+        determinism=determinism,
+        errors=errors,
         interrupted_turns=interrupted_turns,
-        interrupts=interrupted_turns + sum(1 for a in actions if a.interrupted),
-        rejections=sum(1 for a in actions if a.rejected),
-        questions=sum(1 for a in actions if a.tool in QUESTION_TOOLS),
+        interrupts=interrupted_turns + interrupted,
+        rejections=rejections,
+        questions=questions,
     )
 
 
@@ -351,16 +388,21 @@ def _step_episode(session: str, project: str | None, agent_session: bool, file: 
 
 def _step_action(call: StepCall, project: str | None, file: str) -> Action:
     result = call.result
+    name, inp = call.name, call.input
+    if result is None:
+        return Action(signature=action_signature(name, inp, project), tool=name, call_id=call.id,
+                      argument=argument_of(inp), by_human=call.by_human, line=call.line, file=file)
+    rejected = result.rejected  # an Outcome's flags are bools already
     return Action(
-        signature=action_signature(call.name, call.input, project),
-        tool=call.name,
+        signature=action_signature(name, inp, project),
+        tool=name,
         call_id=call.id,
-        argument=argument_of(call.input),
-        is_error=bool(result and result.is_error and not result.rejected),
-        interrupted=bool(result and result.interrupted),
-        rejected=bool(result and result.rejected),
+        argument=argument_of(inp),
+        is_error=result.is_error and not rejected,
+        interrupted=result.interrupted,
+        rejected=rejected,
         by_human=call.by_human,
-        exit_code=result.exit_code if result else None,
+        exit_code=result.exit_code,
         line=call.line,
         file=file,
     )

@@ -448,6 +448,7 @@ class RecipeIndex:
         # was then: greedy clustering in time order depends only on what came before.
         if self.restoring and not (ep.cluster == key or ep.cluster in self.seed_of):
             self.restoring = False
+        prefix = None
         if self.restoring:
             best = None if ep.cluster == key else self.seed_of[ep.cluster]
         else:
@@ -455,7 +456,8 @@ class RecipeIndex:
             best, best_score = None, t
             mask, size = self._mask(bag), len(bag)
             seeds = self.seeds
-            for cid in self._candidates(bag):
+            prefix = self._prefix(bag)
+            for cid in self._candidates(bag, prefix):
                 seed_mask, seed_size, _ = seeds[cid]
                 score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
                 # Ties go to the oldest seed, whatever order the candidates come in.
@@ -468,7 +470,7 @@ class RecipeIndex:
             self.members.append([])
             me = 1 << best
             prefixed, holders = self.prefixed, self.holders
-            for s in self._prefix(bag):
+            for s in prefix if prefix is not None else self._prefix(bag):
                 prefixed[s] = prefixed.get(s, 0) | me
             for s in bag:
                 holders[s] = holders.get(s, 0) | me
@@ -479,30 +481,35 @@ class RecipeIndex:
         ep.cluster = self.members[best][0]
         self.dirty.add(("intent", best))
 
-    def _candidates(self, bag: list[str]) -> list[int]:
+    def _candidates(self, bag: list[str], prefix: list[str] | None = None) -> list[int]:
         """The seeds that share a prefix stem with `bag` and hold enough of its stems to be similar
         enough (see the class doc), oldest first. Enough, for a seed of b stems: t·(|bag|+b)/2, taken
         at the smallest b of the seed's size band (SIZE_BAND wide) and never above what Dice needs."""
         prefixed, holders = self.prefixed, self.holders
         near = 0
-        for s in self._prefix(bag):
+        for s in prefix if prefix is not None else self._prefix(bag):
             near |= prefixed.get(s, 0)
         if not near:
             return []
         t, a = PHRASING_SIMILARITY, len(bag)
         floor_need = max(1, math.floor(t * a / (2 - t)))
         slices: list[int] = []  # slices[i]: bit i of each seed's overlap with `bag`
+        held = holders.get
+        width = 0  # len(slices)
         for s in bag:
-            add = holders.get(s, 0) & near
+            add = held(s, 0) & near
             i = 0
             while add:
-                if i == len(slices):
+                if i == width:
                     slices.append(add)
+                    width += 1
                     break
-                carry = slices[i] & add
-                slices[i] ^= add
-                add = carry
+                bit = slices[i]
+                slices[i] = bit ^ add
+                add &= bit  # the carry
                 i += 1
+        # highest bit first, each with its complement
+        bits = [(i, slices[i], ~slices[i]) for i in range(width - 1, -1, -1)]
         found = 0
         for band, members in self.bands.items():
             members &= near
@@ -511,15 +518,17 @@ class RecipeIndex:
             # a necessary overlap for every seed of the band (1e-9: the float test below accepts
             # a score that is t only after rounding)
             need = max(floor_need, math.floor(t * (a + band * SIZE_BAND) / 2 - 1e-9))
-            if need >> len(slices):
+            if need >> width:
                 continue
             greater, equal = 0, members
-            for i in range(len(slices) - 1, -1, -1):  # overlap >= need, highest bit first
+            for i, bit, clear in bits:  # overlap >= need
                 if (need >> i) & 1:
-                    equal &= slices[i]
+                    equal &= bit
+                    if not equal:
+                        break
                 else:
-                    greater |= equal & slices[i]
-                    equal &= ~slices[i]
+                    greater |= equal & bit
+                    equal &= clear
             found |= greater | equal
         out = []
         while found:

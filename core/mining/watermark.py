@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import itertools
 import os
 import re
 import secrets
@@ -239,6 +240,9 @@ def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | No
     return path
 
 
+_WRITE_CHUNK = 1 << 20
+
+
 def _write_log(folder: Path, slug: str, lines) -> tuple[str, int]:
     """A new episode log, named after its content's hash, written piece by piece (a seed pass's log
     is tens of MB: never held whole in memory) to a temp file, fsynced, renamed into place."""
@@ -250,10 +254,21 @@ def _write_log(folder: Path, slug: str, lines) -> tuple[str, int]:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
         try:
             with os.fdopen(fd, "wb", closefd=False) as fh:
-                for line in lines:
-                    digest.update(line)
-                    fh.write(line)
-                    size += len(line)
+                # pieces gathered into chunks of about _WRITE_CHUNK: one hash update and one write
+                # each, instead of one per episode
+                pending: list[bytes] = []
+                held = 0
+                for line in itertools.chain(lines, (None,)):
+                    if line is not None:
+                        pending.append(line)
+                        held += len(line)
+                        if held < _WRITE_CHUNK:
+                            continue
+                    chunk = b"".join(pending)
+                    digest.update(chunk)
+                    fh.write(chunk)
+                    size += len(chunk)
+                    pending, held = [], 0
                 fh.flush()
                 os.fsync(fd)
         finally:

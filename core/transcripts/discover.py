@@ -165,34 +165,66 @@ def first_field(path: Path, key: str) -> str | None:
     return None
 
 
+_HEAD_LINES = 50
+_LINE_LIMIT = 4 * 1024 * 1024
+_HEAD_BYTES = 64 * 1024
+
+
+def _head_lines(fh) -> list[bytes]:
+    """The first _HEAD_LINES pieces `fh.readline(_LINE_LIMIT)` gives (fewer at the end of the file),
+    cut from one read of the file's head where it holds them (a readline call per line was most of
+    the time spent screening a seed pass's files)."""
+    head = fh.read(_HEAD_BYTES)
+    lines: list[bytes] = []
+    pos = 0
+    while len(lines) < _HEAD_LINES:
+        nl = head.find(b"\n", pos)
+        if nl < 0:
+            break
+        lines.append(head[pos:nl + 1])
+        pos = nl + 1
+    if len(lines) < _HEAD_LINES:
+        if len(head) < _HEAD_BYTES:  # the whole file: its unterminated last line, if any, is the last piece
+            if pos < len(head):
+                lines.append(head[pos:])
+        else:  # a line runs past the head: read on from its start as readline would
+            fh.seek(pos)
+            while len(lines) < _HEAD_LINES:
+                raw = fh.readline(_LINE_LIMIT)
+                if not raw:
+                    break
+                lines.append(raw)
+    return lines
+
+
 def first_fields(path: Path, keys: tuple[str, ...]) -> dict[str, str | None]:
     """first_field for several keys, reading the file's first lines once."""
     found: dict[str, str | None] = dict.fromkeys(keys)
     wanted = {key: key.encode() for key in keys}
     try:
         with open(path, "rb") as fh:
-            for _ in range(50):
-                if not wanted:
-                    break
-                raw = fh.readline(4 * 1024 * 1024)
-                if not raw:
-                    break
-                present = [key for key, needle in wanted.items() if needle in raw]
-                if not present:
-                    continue
-                try:
-                    rec = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                if type(rec) is not dict:
-                    continue
-                for key in present:
-                    value = rec.get(key)
-                    if type(value) is str:
-                        found[key] = value
-                        del wanted[key]
+            lines = _head_lines(fh)
     except OSError:
-        pass
+        return found
+    joined = b"".join(lines)
+    wanted = {key: needle for key, needle in wanted.items() if needle in joined}  # none, most often
+    for raw in lines:
+        if not wanted:
+            break
+        present = [key for key, needle in wanted.items() if needle in raw]
+        if not present:
+            continue
+        try:
+            rec = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if type(rec) is not dict:
+            continue
+        for key in present:
+            value = rec.get(key)
+            if type(value) is str:
+                found[key] = value
+                del wanted[key]
     return found
 
 

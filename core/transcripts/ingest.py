@@ -154,7 +154,8 @@ def parallel_map(
     every job but the largest, which it takes itself, then takes from the other end (the smallest job no
     helper has started) until none is left. The caller reads the biggest file because what it frees
     is reused by the caller's own later work (the results it collects), where a helper would hold its
-    peak until the pool ends; helpers take jobs largest first, so none starts a big one last.
+    peak until the pool ends; helpers take jobs largest first, so none starts a big one last. Jobs
+    smaller than BATCH_BYTES are handed out in batches of about that much (_batches).
     """
     order = sorted(range(len(jobs)), key=lambda i: sizes[i], reverse=True)
     total = sum(sizes)
@@ -167,44 +168,53 @@ def parallel_map(
             if progress:
                 progress(done, total)
         return
-    helpers = min(workers - 1, len(jobs) - 1)
+    units = _batches(order, sizes)
+    helpers = min(workers - 1, len(units) - 1)
+    if helpers < 1:
+        for i in order:
+            yield fn(*jobs[i])
+            done += sizes[i]
+            if progress:
+                progress(done, total)
+        return
     pool = ProcessPoolExecutor(max_workers=helpers, mp_context=_process_context())
     finished: deque = deque()
     """Futures as they finish (appended by the pool's thread); cancelled ones are skipped."""
     unstarted: deque = deque()
-    """(future, job), largest first: the caller takes from the small end what no helper has started."""
+    """(future, unit), largest first: the caller takes from the small end what no helper has started."""
     running: dict = {}
-    """future -> job, until its result is handed on."""
+    """future -> unit, until its results are handed on."""
     try:
-        for i in order[1:]:
-            future = pool.submit(fn, *jobs[i])
+        for u in range(1, len(units)):
+            future = pool.submit(_run_batch, fn, [jobs[i] for i in units[u]])
             future.add_done_callback(finished.append)
-            unstarted.append((future, i))
-            running[future] = i
-        own = order[0]
+            unstarted.append((future, u))
+            running[future] = u
+        own = 0
         while own is not None or running:
             if own is not None:
-                result = fn(*jobs[own])  # the caller's own share of the work
-                done += sizes[own]
-                if progress:
-                    progress(done, total)
-                yield result
+                for i in units[own]:  # the caller's own share of the work
+                    result = fn(*jobs[i])
+                    done += sizes[i]
+                    if progress:
+                        progress(done, total)
+                    yield result
             while finished:
                 future = finished.popleft()
-                i = running.pop(future, None)
-                if i is None or future.cancelled():
+                u = running.pop(future, None)
+                if u is None or future.cancelled():
                     continue
-                result = future.result()
-                done += sizes[i]
-                if progress:
-                    progress(done, total)
-                yield result
+                for i, result in zip(units[u], future.result()):
+                    done += sizes[i]
+                    if progress:
+                        progress(done, total)
+                    yield result
             own = None
             while unstarted:
-                future, i = unstarted.pop()
+                future, u = unstarted.pop()
                 if future.cancel():
                     del running[future]
-                    own = i
+                    own = u
                     break
                 # Helpers start jobs in the order they were handed them: all the bigger ones are started.
                 unstarted.clear()
@@ -215,6 +225,36 @@ def parallel_map(
     finally:
         # A consumer that stops early (a cancelled pass) does not wait for the jobs not yet started.
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+BATCH_BYTES = 8 * 1024 * 1024
+"""Jobs smaller than this travel to a helper in batches of about this much: each job handed over and
+each result sent back wakes the caller's pool threads, which then take the GIL from its own reading
+(a corpus holds a thousand small sessions)."""
+
+
+def _batches(order: list[int], sizes: list[int]) -> list[list[int]]:
+    """Job indices, largest first, in units: a job of BATCH_BYTES or more alone, smaller ones
+    gathered (in the same order) until a unit holds BATCH_BYTES."""
+    units: list[list[int]] = []
+    current: list[int] = []
+    held = 0
+    for i in order:
+        if sizes[i] >= BATCH_BYTES:
+            units.append([i])
+            continue
+        current.append(i)
+        held += sizes[i]
+        if held >= BATCH_BYTES:
+            units.append(current)
+            current, held = [], 0
+    if current:
+        units.append(current)
+    return units
+
+
+def _run_batch(fn, jobs: list[tuple]) -> list:
+    return [fn(*job) for job in jobs]
 
 
 def _process_context():

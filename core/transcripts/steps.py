@@ -20,16 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from msgspec import Struct
 from msgspec.structs import astuple
 
 from core.transcripts import normalize as nz
+from core.transcripts.accounting import CLAUDE_CONVERSATION, CLAUDE_METADATA
 from core.transcripts.claude import (
     REJECTED_TOOL_USE,
     ClaudeFile,
     ClaudeTree,
     _between,
     classify_user_text,
-    is_tool_result_line,
     refused_in,
     result_text,
 )
@@ -43,7 +44,7 @@ from core.transcripts.records import (
     TOOL_USE_RESULT_TYPES,
     StepInput,
 )
-from core.transcripts.redact import redact_value
+from core.transcripts.redact import redact_text
 from core.transcripts.tree import conversation_order
 
 
@@ -100,6 +101,9 @@ def read_claude_steps(path: Path, *, sidechain: bool = False, redact: bool = Tru
 
 
 _INPUT_MEMO = 4096
+_MESSAGES = frozenset(MESSAGE_TYPES)
+_BLOCKS = frozenset(BLOCK_TYPES)
+_HUMAN, _ASSISTANT = TurnKind.human, TurnKind.assistant
 
 
 class _StepReader(ClaudeTree):
@@ -124,6 +128,62 @@ class _StepReader(ClaudeTree):
         self.reader = LineReader(path, start=start, first_line=first_line, decoding=STEPS)
         self.out.accounting = self.reader.accounting
 
+    def walk(self) -> None:
+        """ClaudeWalk.walk with ClaudeTree's hooks written into the loop (`seen` is `anchor`, no
+        metadata record is hooked): the same books, parent links and turns, without two method calls
+        on each of the two lines in three that are progress (tests/test_steps.py compares the books and
+        the episodes with the full reader's)."""
+        out = self.out
+        by_type = out.accounting.by_type
+        duplicates = metadata = unknown = 0
+        anchor, parent_of, turn_at = self.anchor, self.parent_of, self.turn_at
+        envelope, user, assistant, system = self._envelope, self._user, self._assistant, self._system
+        for lineno, rec in self.reader:
+            kind = rec.type
+            if type(kind) is not str:
+                kind = "<none>"
+            by_type[kind] = by_type.get(kind, 0) + 1
+            uuid = rec.uuid
+            if type(uuid) is str and uuid:
+                if uuid in anchor:
+                    duplicates += 1
+                    continue
+                node = uuid
+            else:
+                node = ("line", lineno)
+            if kind in CLAUDE_CONVERSATION:
+                if node is uuid:
+                    anchor[uuid] = uuid
+                envelope(rec)
+                parent = rec.parentUuid
+                parent = anchor.get(parent, parent) if type(parent) is str else None
+                if parent is None and kind == "system":
+                    parent = rec.logicalParentUuid  # compaction boundary keeps its place
+                    parent = anchor.get(parent, parent) if type(parent) is str else None
+                parent_of[node] = parent
+                if kind == "user":
+                    user(rec, node, lineno)
+                elif kind == "assistant":
+                    assistant(rec, node, lineno)
+                else:
+                    system(rec, node, lineno)
+                if node not in turn_at:
+                    # A tool result or a continuation line of a response: no turn of its own.
+                    anchor[node] = parent_of.pop(node)
+            else:
+                if kind in CLAUDE_METADATA:
+                    metadata += 1
+                else:
+                    unknown += 1
+                if type(uuid) is str:
+                    # Progress and attachment lines sit inside the uuid chain: later records may
+                    # name them as parent, so remember the turn they hang under.
+                    parent = rec.parentUuid
+                    anchor[node] = anchor.get(parent, parent) if type(parent) is str else None
+        out.accounting.duplicates += duplicates
+        out.accounting.metadata += metadata
+        out.accounting.unknown += unknown
+
     def run(self) -> ClaudeSteps:
         self.walk()
         self._resolve_later_parents()
@@ -143,22 +203,21 @@ class _StepReader(ClaudeTree):
         if type(value) is not StepInput:
             return {}
         out = {}
+        string = self._string
         for key, v in zip(TOOL_INPUT_KEYS, astuple(value)):
-            if v is None:
-                continue
-            if type(v) is str:
-                v = self._string(key, v)
-            out[key] = v
+            if v is not None:
+                out[key] = string(key, v) if type(v) is str else v
         return out
 
     def _string(self, key: str, value: str) -> str:
         memo = self.values
         done = memo.get((key, value))
         if done is None:
-            # what trim_input and redact_value make of a string directly under `key`
+            # what trim_input and redact_value make of a string directly under `key`: no key of
+            # TOOL_INPUT_KEYS names a secret, so that is redact_text's (tests/test_steps.py checks)
             done = nz.cut(value, nz.INPUT_VALUE_CHARS)
             if self.redact:
-                done = redact_value({key: done})[key]
+                done = redact_text(done)
             if len(memo) < _INPUT_MEMO:
                 memo[(key, value)] = done
         return done
@@ -171,14 +230,16 @@ class _StepReader(ClaudeTree):
 
     def _user(self, rec, node, lineno: int) -> None:
         msg = rec.message
-        content = msg.content if type(msg) in MESSAGE_TYPES else None
-        if is_tool_result_line(content):
-            self._tool_results(rec, content, lineno)
-            return
+        content = msg.content if type(msg) in _MESSAGES else None
+        if type(content) is list:
+            for block in content:  # is_tool_result_line(content), without a generator
+                if isinstance(block, Struct) and block.type == "tool_result":
+                    self._tool_results(rec, content, lineno)
+                    return
         text = nz.blocks_text(content)
         kind, reason = classify_user_text(text, rec, self.sidechain)
-        step = self._step(node, kind, lineno)
-        if kind is TurnKind.human:
+        step = self.turn_at[node] = Step(kind, lineno)
+        if kind is _HUMAN:
             step.prompt = nz.clean_text(text, nz.PROMPT_CHARS, self.redact)
             step.timestamp = rec.timestamp
         elif reason == "human-shell":
@@ -194,35 +255,38 @@ class _StepReader(ClaudeTree):
 
     def _tool_results(self, rec, content: list, lineno: int) -> None:
         extra = rec.toolUseResult
-        described = type(extra) in TOOL_USE_RESULT_TYPES
+        interrupted = type(extra) in TOOL_USE_RESULT_TYPES and extra.interrupted is True
+        by_person = type(extra) is str and extra == REJECTED_TOOL_USE
+        calls, early = self.calls, self.early
         for block in content:
-            if type(block) not in BLOCK_TYPES or block.type != "tool_result":
+            if type(block) not in _BLOCKS or block.type != "tool_result":
                 continue
             is_error = block.is_error is True
+            body = block.content
             result = Outcome(
                 is_error,
-                described and extra.interrupted is True,
-                refused_in(block.content) or extra == REJECTED_TOOL_USE,
-                nz.exit_code_of(result_text(block.content)) if is_error else None,
+                interrupted,
+                refused_in(body) or by_person,
+                nz.exit_code_of(result_text(body)) if is_error else None,
                 lineno,
             )
             tool_id = block.tool_use_id
             if type(tool_id) is not str:
                 continue
-            call = self.calls.get(tool_id)
+            call = calls.get(tool_id)
             if call is not None:
                 call.result = result
             else:
-                self.early[tool_id] = result
+                early[tool_id] = result
 
     def _assistant(self, rec, node, lineno: int) -> None:
         msg = rec.message
-        if type(msg) not in MESSAGE_TYPES:
+        if type(msg) not in _MESSAGES:
             return
         msg_id = msg.id
         step = self.by_message.get(msg_id) if type(msg_id) is str else None
         if step is None:
-            step = self._step(node, TurnKind.assistant, lineno)
+            step = self.turn_at[node] = Step(_ASSISTANT, lineno)
             if type(msg_id) is str:
                 self.by_message[msg_id] = step
         else:
@@ -231,7 +295,7 @@ class _StepReader(ClaudeTree):
         if type(content) is not list:
             return  # a string is one text block: no call in it
         for block in content:
-            if type(block) not in BLOCK_TYPES or block.type != "tool_use":
+            if type(block) not in _BLOCKS or block.type != "tool_use":
                 continue
             call_id = block.id
             call_id = call_id if type(call_id) is str else f"line:{lineno}"
