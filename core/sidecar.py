@@ -114,11 +114,19 @@ class WorkspaceSidecar:
         self._cards_lock = threading.Lock()
         self._propose_lock = threading.Lock()
         self._stop = threading.Event()
+        self._life = threading.Lock()
         self._watcher: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
+        # Start and stop exclude each other: the server lists a sidecar before it has started, so a
+        # shutdown can arrive mid-start (it then waits, and stops what the start made).
+        with self._life:
+            if not self._stop.is_set():
+                self._start()
+
+    def _start(self) -> None:
         try:
             recovered = recover(self.workspace, Trace(trace_path(self.workspace)))
             for record in recovered:
@@ -145,10 +153,11 @@ class WorkspaceSidecar:
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
-        if self.miner is not None:
-            self.miner.stop(timeout)
-        if self._watcher is not None:
-            self._watcher.join(timeout)
+        with self._life:
+            if self.miner is not None:
+                self.miner.stop(timeout)
+            if self._watcher is not None:
+                self._watcher.join(timeout)
 
     def _load_config(self) -> None:
         try:

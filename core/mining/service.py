@@ -103,8 +103,9 @@ class MinerService:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self, *, watch: bool = True, run_first_pass: bool = True) -> None:
-        self._runner = threading.Thread(target=self._run_loop, name=f"miner-{self.slug}", daemon=True)
-        self._runner.start()
+        runner = threading.Thread(target=self._run_loop, name=f"miner-{self.slug}", daemon=True)
+        runner.start()
+        self._runner = runner  # published once started: stop() may run on another thread meanwhile
         if watch:
             self._start_watcher()
         if run_first_pass and self.enabled:
@@ -254,9 +255,10 @@ class MinerService:
 
     def _start_watcher(self) -> None:
         self._watch_stop = threading.Event()
-        self._watcher = threading.Thread(target=self._watch_guarded, args=(self._watch_stop,),
-                                         name=f"miner-watch-{self.slug}", daemon=True)
-        self._watcher.start()
+        watcher = threading.Thread(target=self._watch_guarded, args=(self._watch_stop,),
+                                   name=f"miner-watch-{self.slug}", daemon=True)
+        watcher.start()
+        self._watcher = watcher
 
     def _restart_watcher(self) -> None:
         self._watch_stop.set()
