@@ -105,6 +105,11 @@ def test_recipe_ids_and_bytes_are_stable_across_runs(tmp_path):
     assert [r.id for r in first] == [r.id for r in second]
     # The recipes file holds no wall-clock time and nothing of the workspace: same input, same bytes.
     assert passes.recipes_path(one).read_bytes() == passes.recipes_path(two).read_bytes()
+    # The fingerprints list files by path, not in the order two workers happened to finish them.
+    for ws in (one, two):
+        (state,) = (ws / ".artifacts" / "mining" / "state").glob("*.json")
+        files = list(orjson.loads(state.read_bytes())["files"])
+        assert files == sorted(files) and len(files) > 1
 
 
 def session_file(folder: Path, sid: str, n_prompts: int, start: int = 0) -> list[dict]:

@@ -225,10 +225,11 @@ def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | No
                                 (part for p, m in sorted(state.files.items()) for part in _line_parts(p, 0, m.episodes)))
         compacted, inline = size, []
     marks = _Marks(slug=state.slug, parser=state.parser, mined_through=state.mined_through, episodes_file=name,
-                   episodes_bytes=size, compacted_bytes=compacted, files=state.files, inline=inline,
+                   episodes_bytes=size, compacted_bytes=compacted, files=dict(sorted(state.files.items())), inline=inline,
                    recipes_sha256=recipes_sha256)
     path = state_path(workspace, state.slug)
-    # The episodes live in the log; the fingerprints file leaves them out (no copies made).
+    # The episodes live in the log; the fingerprints file leaves them out (no copies made). Files are
+    # listed by path, not in the order a pass's workers finished them: the same history, the same bytes.
     write_atomic(path, marks.model_dump_json(exclude={"files": {"__all__": {"episodes"}}}).encode())
     if name != state._episodes_file:
         for old in folder.glob(f"{state.slug}.episodes.*"):
