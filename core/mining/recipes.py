@@ -191,7 +191,9 @@ def _action_buckets(action: Action) -> tuple[tuple[str, str, str], ...]:
     found = _BUCKETS.get(key)
     if found is None:
         found = tuple(_shell_buckets(action))
-        if len(_BUCKETS) < 65536:
+        # Bounded in entries and in what each holds: the server lives long, and a heredoc argument can
+        # be many kilobytes that outlive the episodes that held them.
+        if len(_BUCKETS) < 16384 and len(action.argument) <= 1024:
             _BUCKETS[key] = found
     return found
 
