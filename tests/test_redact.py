@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core.transcripts import redact as R
+from core.transcripts.redact import tokens as T
 from core.transcripts.redact import KINDS, redact_text, redact_value
 
 PLACEHOLDER = re.compile(r"\[REDACTED:([a-z\-]+)\]")
@@ -392,7 +393,7 @@ PLANTS = {
 }
 
 PLANTS["aws-secret-key-bare"] = (
-    st.sampled_from([k for k in BARE_AWS_KEYS[:500] if R._aws_bare(R._AWS_BARE.match(k)) != k]),
+    st.sampled_from([k for k in BARE_AWS_KEYS[:500] if T._aws_bare(T._AWS_BARE.match(k)) != k]),
     ["{s}", "the new secret is {s}", "{s},eu-west-1", '"{s}"', "echo {s} | pbcopy"],
 )
 PLANTS["client-password"] = (

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import orjson
 
-from core.transcripts import redact as R
+from core.transcripts.redact import tokens as redact_tokens
 
 CWD = "/home/dev/release-desk"
 PROMPT = "take the build live"
@@ -329,7 +329,7 @@ def _bare_aws(rnd) -> str:
     # a key regular enough to pass for an identifier is kept by design (test_redact measures how often)
     while True:
         key = _r(rnd, B64, 40)
-        if R._aws_bare(R._AWS_BARE.match(key)) != key:
+        if redact_tokens._aws_bare(redact_tokens._AWS_BARE.match(key)) != key:
             return key
 
 
