@@ -52,6 +52,7 @@ from core.transcripts.redact.tokens import (
 
 __all__ = ["KINDS", "redact_text", "redact_value"]
 
+# --------------------------------------------------------------------------------------------
 # Gates: one literal anchor each, then cheap look-arounds
 # --------------------------------------------------------------------------------------------
 
