@@ -1,5 +1,6 @@
 """The recipe miner on real transcripts and on small ones built here: episodes, recipes, passes."""
 
+import os
 import threading
 from pathlib import Path
 
@@ -211,16 +212,21 @@ def test_a_cancelled_pass_changes_nothing(tmp_path):
     assert report.files_read == 1
 
 
-def test_seed_drops_agent_sessions_and_samples_the_newest(tmp_path):
+def four_sessions_and_an_agents(tmp_path) -> tuple[Path, Path]:
+    """Four people's sessions s0..s3 and an SDK agent's, newest last (the agent's), and an empty workspace."""
     d = tmp_path / "t"
     for i in range(4):
         jsonl(d / f"s{i}.jsonl", session_file(d, f"s{i}", 1))
     jsonl(d / "sdk.jsonl", [prompt(uid(), None, "run the linter and fix", session="sdk", entrypoint="sdk-cli")])
-    import os
     for i, name in enumerate(["s0", "s1", "s2", "s3", "sdk"]):
         os.utime(d / f"{name}.jsonl", (1_700_000_000 + i, 1_700_000_000 + i))
     ws = tmp_path / "ws"
     ws.mkdir()
+    return d, ws
+
+
+def test_seed_drops_agent_sessions_and_samples_the_newest(tmp_path):
+    d, ws = four_sessions_and_an_agents(tmp_path)
     report, _ = run_pass(ws, dirs=[d], first_pass_sample=2, **NO_HOME)
     state = load_state(ws, kitsoki_slug(ws.resolve()))
     assert sorted(Path(p).name for p in state.files) == ["s2.jsonl", "s3.jsonl"]
@@ -233,15 +239,7 @@ def test_seed_drops_agent_sessions_and_samples_the_newest(tmp_path):
 
 def test_seed_over_every_session_drops_the_agents_as_it_reads(tmp_path):
     """A sample that takes every session: each file is told apart where it is read, with the same outcome."""
-    d = tmp_path / "t"
-    for i in range(4):
-        jsonl(d / f"s{i}.jsonl", session_file(d, f"s{i}", 1))
-    jsonl(d / "sdk.jsonl", [prompt(uid(), None, "run the linter and fix", session="sdk", entrypoint="sdk-cli")])
-    import os
-    for i, name in enumerate(["s0", "s1", "s2", "s3", "sdk"]):
-        os.utime(d / f"{name}.jsonl", (1_700_000_000 + i, 1_700_000_000 + i))
-    ws = tmp_path / "ws"
-    ws.mkdir()
+    d, ws = four_sessions_and_an_agents(tmp_path)
     report, _ = run_pass(ws, dirs=[d], first_pass_sample=5, **NO_HOME)
     state = load_state(ws, kitsoki_slug(ws.resolve()))
     assert sorted(Path(p).name for p in state.files) == ["s0.jsonl", "s1.jsonl", "s2.jsonl", "s3.jsonl"]
@@ -403,10 +401,6 @@ def test_a_remembered_pass_told_which_file_changed_reads_only_that_file(tmp_path
 def test_a_live_pass_keeps_its_tail_in_the_fingerprints_and_fsyncs_one_file(tmp_path, monkeypatch):
     """Between compactions a live pass's new episodes ride in the fingerprints file (the commit point):
     one file fsynced (plus its folder); the log is untouched; a crash before it leaves the state whole."""
-    import os
-
-    from core.mining import watermark
-
     d = two_sessions(tmp_path)
     ws = tmp_path / "ws"
     ws.mkdir()
