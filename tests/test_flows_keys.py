@@ -197,13 +197,11 @@ def test_bind_path_lookup():
     assert bind_path(None, "a") == (None, False)
 
 
-def test_a_positive_delay_on_a_foreground_call_is_not_supported(desk):
-    result = one(desk, TRACKER_OK.replace("host.run: { data: { ok: true } }",
-                                          'host.run: { data: { ok: true }, delay: "30s" }'))
-    assert failures(result) == {f'{UNSUPPORTED}: host_handlers.host.run.delay "30s" on a foreground call '
-                                "(kitsoki's fake clock blocks it until advanced)"}
+def test_a_delay_on_a_foreground_call_is_a_real_sleep_and_the_call_answers(desk):
+    # Only a background job's context carries kitsoki's fake clock; a foreground stub sleeps in
+    # real time (a 3 s delay: the binary passes after 3 s; stories/relay/flows/foreground_delay.yaml).
     assert one(desk, TRACKER_OK.replace("host.run: { data: { ok: true } }",
-                                        'host.run: { data: { ok: true }, delay: "0s" }')).Passed
+                                        'host.run: { data: { ok: true }, delay: "30s" }')).Passed
 
 
 # --- post-bind emits, rejections, world_override, expect_world_final ---------------------------

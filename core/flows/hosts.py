@@ -65,19 +65,22 @@ class HostStub:
     by_op: dict[str, Envelope] = field(default_factory=dict)
     by_call: dict[str, Envelope] = field(default_factory=dict)
 
+    def real_sleep_ns(self) -> int:
+        """A foreground call's delay: kitsoki's stub sleeps on the clock of the call's context,
+        which only a background job's carries (the scheduler's fake clock); a foreground call
+        sleeps in real time and then answers. Raises InfraError when the delay does not parse."""
+        if not self.delay:
+            return 0
+        from core.flows.clock import parse_duration_ns
+
+        try:
+            return max(0, parse_duration_ns(self.delay))
+        except DurationError as exc:
+            raise InfraError(f"stub {self.name}: parse delay: {exc}") from None
+
     def answer(self, args: dict[str, Any], background: bool = False) -> tuple[dict[str, Any] | None, str]:
         """(data, domain error) of one call; raises InfraError for an infrastructure error. A
-        background call's delay is the job's (core.flows.jobs)."""
-        if self.delay and not background:
-            from core.flows.clock import parse_duration
-
-            try:
-                delay = parse_duration(self.delay)
-            except DurationError as exc:
-                raise InfraError(f"stub {self.name}: parse delay: {exc}") from None
-            if delay > 0:
-                raise Unsupported(f"host_handlers.{self.name}.delay {go_quote(self.delay)} on a foreground call "
-                                  "(kitsoki's fake clock blocks it until advanced)")
+        background call's delay is the job's (core.flows.jobs), a foreground one's the registry's."""
         if self.request_clarification:
             return None, NO_JOB_CONTEXT
         envelope = None
@@ -136,6 +139,8 @@ class Registry:
         self.stubs: dict[str, Any] = dict(stubs)
         self.bindings = bindings
         """`host_bindings:` set: kitsoki registers its real builtin handlers beside the stubs."""
+        self.real_sleep_ns = 0
+        """Real time kitsoki would have slept in foreground stub delays so far."""
 
     def lookup(self, name: str) -> tuple[Any, str]:
         """(stub, the registered name it matched) by exact name, then longest dotted prefix."""
@@ -162,6 +167,8 @@ class Registry:
                 args["op"] = suffix
         if background and isinstance(stub, HostStub):
             return stub.answer(args, background=True)
+        if isinstance(stub, HostStub):
+            self.real_sleep_ns += stub.real_sleep_ns()
         return stub.answer(args)
 
 
