@@ -692,7 +692,7 @@ def test_expect_jobs_reads_the_jobs_that_ended_in_the_turn(desk):
             expect_jobs: [{ namespace: host.run, status: failed }]
     """)
     assert wrong.Turns[1].Failures == [
-        'expect_jobs[0]: namespace="host.run" got status="done", want "failed" (job_id=job-1, error="")']
+        'expect_jobs[0]: namespace="host.run" got status="done", want "failed" (job_id=01000000000000000000000001, error="")']
 
 
 # --- recording: input turns on the machine-only path -----------------------------------------------

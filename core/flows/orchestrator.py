@@ -25,6 +25,7 @@ from typing import Any, Callable
 from core.flows.app import AppModel
 from core.flows.clock import MAX_ROUNDS, FakeClock, parse_duration_ns
 from core.flows.expressions import ExprError, ExprUnsupported, eval_bool, render_value
+from core.flows.ids import SESSION_ID
 from core.flows.jobs import Jobs, Notification
 from core.flows.jobs import run as run_job
 from core.flows.jobs import submit as submit_job
@@ -38,7 +39,6 @@ from core.kitsoki.duration import DurationError
 POST_BIND_MAX_DEPTH = 4
 """kitsoki's OrchestratorPostBindMaxDepth."""
 REDIRECT_MAX_DEPTH = 4
-SESSION_ID = "flow-session"
 """kitsoki's session id is a fresh ULID per flow; nothing can assert on its value."""
 
 
