@@ -28,6 +28,14 @@ EXPECTED: dict[str, dict[str, tuple[bool, list[list[str]]]]] = {
         "wrong_expectation.yaml": (False, [['expect_state: got "green", want "red"',
                                             'expect_world["rounds"]: got 0 (uint64), want 1 (uint64)']]),
     },
+    # Emit chains resting at decision gates: `mode: staged`, `decider: human`, hidden routes.
+    "gatehouse": {
+        "one_shot_approves.yaml": (True, [[]]),
+        "one_shot_pinned_human.yaml": (True, [[]]),
+        "staged_no_gate_without_emit.yaml": (True, [[]]),
+        "staged_rests_at_review.yaml": (True, [[], []]),
+        "staged_wrong_expectation.yaml": (False, [['expect_state: got "review", want "approved"']]),
+    },
     # A story with an import: expect_view_matches reads the child's folded views (world projected in).
     "atrium": {
         "annex_view_mismatch.yaml": (False, [[], ['expect_view_matches: view does not match "Green"\n'

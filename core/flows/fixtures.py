@@ -140,6 +140,8 @@ class FlowFixture(BaseModel):
     host_cassette: str = ""
     recording: str = ""
     strict_cassette_coverage: bool = False
+    mode: str = ""
+    """`staged` stops the post-bind emit chain at decision gates (orchestrator path only)."""
     expect_no_host_calls: list[str] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     skipped: bool = False
@@ -269,9 +271,10 @@ def _read_fixture(path: Path, index: int, line: int, data: Any) -> FlowFixture:
         if key in KITSOKI_FIXTURE_KEYS and key not in FIXTURE_KEYS and data[key] not in (None, "", [], {}):
             problems.append(unsupported(key))
     mode = data.get("mode")
-    if mode not in (None, "", "one-shot"):
-        problems.append(unsupported(f"mode: {mode}") if mode == "staged" else
-                        f'mode must be "staged" or "one-shot", got {_kind(mode) if not isinstance(mode, str) else mode}')
+    if mode not in (None, "", "one-shot", "staged"):
+        problems.append(f'mode must be "staged" or "one-shot", got {_kind(mode) if not isinstance(mode, str) else mode}')
+    elif mode == "staged":
+        fixture.mode = mode
 
     fixture.name = str(data.get("name") or "")
     fixture.app = _string(data, "app", problems)

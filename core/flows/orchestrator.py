@@ -70,8 +70,10 @@ under kitsoki's 5 s deadline; more is declined rather than raced."""
 
 class Session:
     def __init__(self, app: AppModel, machine: Machine, registry: Registry, state: str,
-                 world: dict[str, Any], initial_keys: set[str] | frozenset = frozenset()) -> None:
+                 world: dict[str, Any], initial_keys: set[str] | frozenset = frozenset(), staged: bool = False) -> None:
         self.app = app
+        self.staged = staged
+        """`mode: staged`: the post-bind emit chain rests at decision gates (core.flows.decisions)."""
         self.machine = machine
         self.registry = registry
         self.state = state
@@ -382,7 +384,7 @@ class Session:
             return state, world, message, view
         result = TurnResult(state, world)
         try:
-            landed, new_world, dispatched = self.machine.post_bind_emits(state, world, result)
+            landed, new_world, dispatched = self.machine.post_bind_emits(state, world, result, self.staged)
         except (ExprError, Abort) as exc:
             message = str(exc)
             events.append(Event("harness.error", {"phase": "dispatch_post_bind_emits", "error": message}))

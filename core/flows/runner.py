@@ -115,7 +115,8 @@ class _Run:
         if self.orchestrated:
             stubs: dict[str, Any] = dict(read_stubs(fixture.host_handlers, self.setup_problems))
             registry = Registry(stubs, bool(fixture.host_bindings))
-            self.session = Session(app, self.machine, registry, state, world, set(fixture.initial_world))
+            self.session = Session(app, self.machine, registry, state, world, set(fixture.initial_world),
+                                   staged=fixture.mode == "staged")
             if fixture.host_cassette:
                 self._load_cassette(registry)
 
