@@ -305,7 +305,6 @@ def test_guard_failed_when_no_arm_holds(shop):
 
 
 @pytest.mark.parametrize("key, block", [
-    ("mode: staged", "mode: staged"),
     ("expect_events_count_atleast", "expect_events_count_atleast: 1"),
     ("expect_files", "expect_files: [{ path: out.txt }]"),
     ("starlark_inspect_cassette", "starlark_inspect_cassette: inspect.yaml"),
