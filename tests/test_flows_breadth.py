@@ -36,6 +36,14 @@ EXPECTED: dict[str, dict[str, tuple[bool, list[list[str]]]]] = {
         "staged_rests_at_review.yaml": (True, [[], []]),
         "staged_wrong_expectation.yaml": (False, [['expect_state: got "review", want "approved"']]),
     },
+    # host_bindings reaching kitsoki's builtin host.artifacts_dir (the message ids count the chunks
+    # of the file, across the flows of one run) and host.local_files.ticket on a missing ticket.
+    "archive": {
+        "empty_note.yaml": (False, [['expect_world["note_id"]: got  (string), want journal#1 (string)']]),
+        "missing_ticket.yaml": (True, [[]]),
+        "notes_count_up.yaml": (True, [[], [], [], [], []]),
+        "notes_then_more.yaml": (True, [[]]),
+    },
     # A story with an import: expect_view_matches reads the child's folded views (world projected in).
     "atrium": {
         "annex_view_mismatch.yaml": (False, [[], ['expect_view_matches: view does not match "Green"\n'
@@ -51,6 +59,10 @@ EXPECTED: dict[str, dict[str, tuple[bool, list[list[str]]]]] = {
 }
 
 
+ENVIRONMENT: dict[str, dict[str, str]] = {"archive": {"KITSOKI_ARTIFACTS_ROOT": "artifacts", "KITSOKI_TICKETS_ROOT": "tickets"}}
+"""Folders (under the test's temp dir) a story's builtins read and kitsoki's would write."""
+
+
 def _story(name: str, tmp_path: Path) -> Path:
     workspace = tmp_path / name
     shutil.copytree(FIXTURES / name, workspace)
@@ -58,7 +70,10 @@ def _story(name: str, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("story", sorted(EXPECTED))
-def test_verdicts_are_kitsokis(story, tmp_path):
+def test_verdicts_are_kitsokis(story, tmp_path, monkeypatch):
+    for variable, folder in ENVIRONMENT.get(story, {}).items():
+        (tmp_path / folder).mkdir()
+        monkeypatch.setenv(variable, str(tmp_path / folder))
     report = run_app_flows(_story(story, tmp_path))
     got, seen = {}, set()
     for r in report.Results:
@@ -109,3 +124,29 @@ def test_pongo_field_access_follows_pongo2():
     for template in ("{{ s.name }}", "{{ n.name }}", "{{ l.name }}", "{{ m.0 }}"):
         with pytest.raises(PongoError):
             render(template, {"s": "text", "n": 3, "l": [1], "m": {"x": 1}})
+
+
+def test_builtins_are_never_written_and_an_existing_ticket_is_declined(tmp_path, monkeypatch):
+    app = _story("archive", tmp_path)
+    tickets = tmp_path / "tickets"
+    (tickets / "issues" / "bugs").mkdir(parents=True)
+    (tickets / "issues" / "bugs" / "TKT-404.md").write_text("---\nstatus: open\n---\nA bug.\n")
+    monkeypatch.setenv("KITSOKI_TICKETS_ROOT", str(tickets))
+    monkeypatch.setenv("KITSOKI_ARTIFACTS_ROOT", str(tmp_path / "artifacts"))
+    results = {Path(r.File).name: r for r in run_app_flows(app).Results}
+    assert results["notes_count_up.yaml"].Passed
+    assert not (tmp_path / "artifacts").exists()  # what kitsoki writes is kept in memory
+    assert results["missing_ticket.yaml"].failures()[0] == (
+        f"{UNSUPPORTED}: host_bindings: host.local_files.ticket comment on "
+        f"{tickets}/issues/bugs/TKT-404.md (kitsoki would rewrite the ticket)")
+
+
+def test_a_longer_builtin_name_wins_over_a_stub_prefix():
+    from core.flows.hosts import HostStub, Registry
+
+    registry = Registry({"host.agent": HostStub(name="host.agent")}, bindings=True)
+    with pytest.raises(Exception, match="kitsoki would run its real builtin handler for host.agent.task"):
+        registry.invoke("host.agent.task", {})
+    assert registry.invoke("host.agent.other", {}) == (None, "")  # the stub answers (op "other")
+    plain = Registry({"host.agent": HostStub(name="host.agent")})
+    assert plain.invoke("host.agent.task", {}) == (None, "")  # no builtins without host_bindings

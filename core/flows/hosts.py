@@ -6,7 +6,9 @@ clock, ask `request_clarification`, then the `by_call[args.call]` envelope, the 
 envelope, `infra_error`, and finally `{data, error}`. A name is looked up exactly, then by its
 longest registered dotted prefix, the dropped suffix becoming `args.op` unless the caller set one
 (internal/host/host.go). Without `host_bindings:` only the stubs and
-`host.jobs.answer_clarification` are registered, so any other name is an infrastructure error.
+`host.jobs.answer_clarification` are registered, so any other name is an infrastructure error;
+with it, kitsoki's builtins are registered too (core.flows.builtins answers the ones whose answer
+follows from their arguments and files, and declines the rest).
 
 `dispatch` is the orchestrator's dispatchHostCalls (internal/orchestrator/host_dispatch.go):
 per call a `harness.dispatched` event with the args after re-rendering `with:` against the
@@ -33,6 +35,8 @@ from typing import Any
 
 import yaml
 
+from core.flows.builtins import BUILTINS, Files
+from core.flows.builtins import answer as answer_builtin
 from core.flows.expressions import ExprError, ExprUnsupported, render_value
 from core.flows.machine import Event, HostCall, Unsupported
 from core.flows.values import go_quote, go_value
@@ -135,10 +139,12 @@ class Registry:
     """The handlers a flow's orchestrator can reach: the fixture's stubs, then a cassette's handlers
     (which replace stubs of the same name, as kitsoki registers them after)."""
 
-    def __init__(self, stubs: dict[str, Any], bindings: bool = False) -> None:
+    def __init__(self, stubs: dict[str, Any], bindings: bool = False, files: Files | None = None) -> None:
         self.stubs: dict[str, Any] = dict(stubs)
         self.bindings = bindings
         """`host_bindings:` set: kitsoki registers its real builtin handlers beside the stubs."""
+        self.files = files if files is not None else Files()
+        """What the builtins kitsoki would run have written (core.flows.builtins)."""
         self.real_sleep_ns = 0
         """Real time kitsoki would have slept in foreground stub delays so far."""
 
@@ -153,18 +159,32 @@ class Registry:
                 return self.stubs[current], current
         return None, ""
 
+    def builtin(self, name: str) -> str:
+        """The builtin `name` resolves to (exact, then longest dotted prefix), "" for none; only
+        `host.jobs.answer_clarification` without `host_bindings`."""
+        current = name
+        while True:
+            if current in BUILTINS and (self.bindings or current == ANSWER_CLARIFICATION):
+                return current
+            if "." not in current:
+                return ""
+            current = current.rsplit(".", 1)[0]
+
     def invoke(self, name: str, args: dict[str, Any], background: bool = False) -> tuple[dict[str, Any] | None, str]:
         stub, registered = self.lookup(name)
-        if stub is None:
-            if name == ANSWER_CLARIFICATION:
-                raise Unsupported(f"invoke {ANSWER_CLARIFICATION} (background jobs)")
-            if self.bindings:
-                raise Unsupported(f"host_bindings: kitsoki would run its real builtin handler for {name}")
-            raise InfraError(f"host: no handler registered for {go_quote(name)}")
+        builtin = self.builtin(name)
+        if builtin and (stub is None or len(builtin) > len(registered)):
+            stub, registered = None, builtin  # a stub replaces a builtin of its own name only
         if registered != name and not (isinstance(args.get("op"), str) and args.get("op")):
-            suffix = name[len(registered):].lstrip(".")
+            suffix = name[len(registered):].lstrip(".") if registered else ""
             if suffix:
                 args["op"] = suffix
+        if stub is None:
+            if registered == ANSWER_CLARIFICATION:
+                raise Unsupported(f"invoke {ANSWER_CLARIFICATION} (background jobs)")
+            if registered:
+                return answer_builtin(registered, args, self.files)
+            raise InfraError(f"host: no handler registered for {go_quote(name)}")
         if background and isinstance(stub, HostStub):
             return stub.answer(args, background=True)
         if isinstance(stub, HostStub):

@@ -36,6 +36,7 @@ from core.flows.app import AppModel, app_model
 from core.flows.clock import parse_duration_ns
 from core.flows.expressions import ExprError, ExprUnsupported, render
 from core.flows.fixtures import FlowFixture, FlowTurn
+from core.flows.builtins import Files
 from core.flows.hosts import CassetteError, CassetteHandler, Cassette, Registry, load_cassette, read_stubs
 from core.flows.machine import Abort, Event, Machine, Unsupported
 from core.flows.orchestrator import Session
@@ -114,7 +115,9 @@ class _Run:
                 self.setup_problems.append(f"{exc} (kitsoki stops the run here)")
         if self.orchestrated:
             stubs: dict[str, Any] = dict(read_stubs(fixture.host_handlers, self.setup_problems))
-            registry = Registry(stubs, bool(fixture.host_bindings))
+            # kitsoki's builtins write files that later flows of the same run read back
+            files = router_cache.setdefault("builtin_files", Files())
+            registry = Registry(stubs, bool(fixture.host_bindings), files)
             self.session = Session(app, self.machine, registry, state, world, set(fixture.initial_world),
                                    staged=fixture.mode == "staged")
             if fixture.host_cassette:
