@@ -322,7 +322,7 @@ def test_host_bindings_with_an_unstubbed_builtin_is_not_supported(desk):
           - intent: { name: ping }
     """)
     assert failures(result) == {f"{UNSUPPORTED}: host_bindings: kitsoki would run its real builtin handler for "
-                                "host.run.ping"}
+                                "host.run (op ping)"}
 
 
 def test_expect_events_subsequence(desk):
