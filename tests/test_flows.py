@@ -307,8 +307,6 @@ def test_guard_failed_when_no_arm_holds(shop):
 @pytest.mark.parametrize("key, block", [
     ("expect_events_count_atleast", "expect_events_count_atleast: 1"),
     ("expect_files", "expect_files: [{ path: out.txt }]"),
-    ("starlark_inspect_cassette", "starlark_inspect_cassette: inspect.yaml"),
-    ("starlark_http_cassette", "starlark_http_cassette: http.yaml"),
 ])
 def test_unsupported_fixture_key_fails_closed(shop, key, block):
     flow(shop, "unsupported.yaml", HEADER + block + "\nturns: [{intent: {name: browse}}]\n")

@@ -44,6 +44,7 @@ from core.kitsoki.duration import DurationError
 from core.safeio import read_regular
 
 ANSWER_CLARIFICATION = "host.jobs.answer_clarification"
+STARLARK_RUN = "host.starlark.run"
 NO_JOB_CONTEXT = "host.RequestClarification: not running as a background job (no JobContext in ctx)"
 
 
@@ -139,12 +140,16 @@ class Registry:
     """The handlers a flow's orchestrator can reach: the fixture's stubs, then a cassette's handlers
     (which replace stubs of the same name, as kitsoki registers them after)."""
 
-    def __init__(self, stubs: dict[str, Any], bindings: bool = False, files: Files | None = None) -> None:
+    def __init__(self, stubs: dict[str, Any], bindings: bool = False, files: Files | None = None,
+                 starlark: Any = None) -> None:
         self.stubs: dict[str, Any] = dict(stubs)
         self.bindings = bindings
         """`host_bindings:` set: kitsoki registers its real builtin handlers beside the stubs."""
         self.files = files if files is not None else Files()
         """What the builtins kitsoki would run have written (core.flows.builtins)."""
+        self.starlark = starlark
+        """The real host.starlark.run (core.flows.starlark.host.Handler): registered by a fixture's
+        starlark_*_cassette, or among the builtins with host_bindings."""
         self.real_sleep_ns = 0
         """Real time kitsoki would have slept in foreground stub delays so far."""
 
@@ -166,11 +171,14 @@ class Registry:
         while True:
             if current in BUILTINS and (self.bindings or current == ANSWER_CLARIFICATION):
                 return current
+            if current == STARLARK_RUN and self.starlark is not None and self.starlark.registered:
+                return current
             if "." not in current:
                 return ""
             current = current.rsplit(".", 1)[0]
 
-    def invoke(self, name: str, args: dict[str, Any], background: bool = False) -> tuple[dict[str, Any] | None, str]:
+    def invoke(self, name: str, args: dict[str, Any], background: bool = False,
+               world: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, str]:
         stub, registered = self.lookup(name)
         builtin = self.builtin(name)
         if builtin and (stub is None or len(builtin) > len(registered)):
@@ -182,6 +190,10 @@ class Registry:
         if stub is None:
             if registered == ANSWER_CLARIFICATION:
                 raise Unsupported(f"invoke {ANSWER_CLARIFICATION} (background jobs)")
+            if registered == STARLARK_RUN and self.starlark is not None:
+                if background or world is None:
+                    raise Unsupported(f"invoke {STARLARK_RUN} as a background job")
+                return self.starlark(args, world)
             if registered:
                 return answer_builtin(registered, args, self.files)
             raise InfraError(f"host: no handler registered for {go_quote(name)}")
@@ -276,7 +288,7 @@ def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any], s
         out.events.append(Event("harness.dispatched", {"namespace": call.namespace, "args": copy.deepcopy(args),
                                                         "background": False}))
         try:
-            data, error = registry.invoke(call.namespace, args)
+            data, error = registry.invoke(call.namespace, args, world=w)
         except InfraError as exc:
             message = str(exc)
             w["last_error"] = message

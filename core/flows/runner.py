@@ -42,6 +42,8 @@ from core.flows.machine import Abort, Event, Machine, Unsupported
 from core.flows.orchestrator import Session
 from core.flows.recording import Recording, RecordingError, load_recording
 from core.flows.report import SESSION_TURN, FlowResult, TurnResult
+from core.flows.starlark.host import Handler as StarlarkHandler
+from core.flows.starlark.host import StarlarkDeclined
 from core.flows.values import deep_equal, go_quote, go_type, go_value
 from core.flows.views import ViewError, render_state, view_matches
 from core.kitsoki.duration import DurationError
@@ -117,11 +119,26 @@ class _Run:
             stubs: dict[str, Any] = dict(read_stubs(fixture.host_handlers, self.setup_problems))
             # kitsoki's builtins write files that later flows of the same run read back
             files = router_cache.setdefault("builtin_files", Files())
-            registry = Registry(stubs, bool(fixture.host_bindings), files)
+            registry = Registry(stubs, bool(fixture.host_bindings), files, self._starlark(fixture, app))
             self.session = Session(app, self.machine, registry, state, world, set(fixture.initial_world),
                                    staged=fixture.mode == "staged")
             if fixture.host_cassette:
                 self._load_cassette(registry)
+
+    def _starlark(self, fixture: FlowFixture, app: AppModel) -> StarlarkHandler | None:
+        """The real host.starlark.run with the fixture's replay cassettes (paths relative to the
+        fixture file, as kitsoki reads them)."""
+        def beside(name: str) -> Path | None:
+            if not name:
+                return None
+            path = Path(name)
+            return path if path.is_absolute() else fixture.file.parent / path
+        try:
+            return StarlarkHandler(app.dir, beside(fixture.starlark_http_cassette),
+                                   beside(fixture.starlark_inspect_cassette), bool(fixture.host_bindings))
+        except StarlarkDeclined as exc:
+            self.setup_problems.append(str(Unsupported(f"host.starlark.run: {exc}")))
+            return None
 
     def _load_cassette(self, registry: Registry) -> None:
         path = Path(self.fixture.host_cassette)
