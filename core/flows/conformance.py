@@ -7,8 +7,10 @@ the commit the workspace was taken from. Run the same flows here and sort each i
 * passed;
 * not supported: every failure is `not supported by the built-in runner: <what>` (the runner
   declined to judge; `<what>` is counted);
-* failed: anything else. kitsoki passes these flows, so each is a bug of ours, or a flow the
-  workspace cannot run (a script left out of it: see its SOURCE.txt).
+* without its script: failed in an app whose Starlark scripts the copy leaves out (a `*.star.yaml`
+  sidecar without its `.star`: see its SOURCE.txt); kitsoki fails these here too, its
+  host.starlark.run finding no script;
+* failed: anything else. kitsoki passes these flows, so each is a bug of ours.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class Conformance:
     passed: int = 0
     unsupported: Counter = field(default_factory=Counter)
     failed: list[FlowResult] = field(default_factory=list)
+    without_script: dict[str, list[str]] = field(default_factory=dict)
+    """Flow file -> the scripts its app's copy leaves out (it failed, as kitsoki's run does here)."""
     seconds: float = 0.0
     apps: int = 0
 
@@ -60,6 +64,7 @@ class Conformance:
         return {"flows": self.total, "passed": self.passed, "pass_rate": round(self.rate, 4),
                 "not_supported": dict(self.unsupported.most_common()), "needs_loader": self.needs_loader(),
                 "failed": [{"file": r.File, "failures": r.failures()} for r in self.failed],
+                "failed_without_script": self.without_script,
                 "apps": self.apps, "seconds": round(self.seconds, 3)}
 
 
@@ -76,9 +81,18 @@ def conformance(workspace: Path) -> Conformance:
                 out.passed += 1
                 continue
             reason = unsupported_reason(result)
-            if reason is None:
+            if reason is None and missing_scripts(app):
+                out.without_script[result.File] = missing_scripts(app)
+            elif reason is None:
                 out.failed.append(result)
             else:
                 out.unsupported[reason] += 1
     out.seconds = time.perf_counter() - started
     return out
+
+
+def missing_scripts(app: Path) -> list[str]:
+    """The app's Starlark scripts the copy leaves out: sidecars `<x>.star.yaml` without `<x>.star`."""
+    folder = Path(app).parent
+    return sorted(str(sidecar.relative_to(folder))[: -len(".yaml")] for sidecar in folder.rglob("*.star.yaml")
+                  if not sidecar.with_suffix("").exists())
