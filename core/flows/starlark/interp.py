@@ -124,6 +124,8 @@ class _Checker:
             raise Unsure("chained assignment")
         elif isinstance(node, ast.Compare) and len(node.ops) != 1:
             raise Unsure("a chained comparison")
+        elif isinstance(node, ast.Compare) and type(node.ops[0]) not in _CMPOPS:
+            raise Unsure(f"the comparison {type(node.ops[0]).__name__}")
         elif isinstance(node, ast.Constant) and not (node.value is None or isinstance(node.value, (bool, int, float, str))):
             raise Unsure(f"the literal {node.value!r}")
         elif isinstance(node, ast.Starred):

@@ -3,7 +3,7 @@
 Python carries the scalars (None, bool, int, float, str) and tuples; lists and dicts are wrapped
 (`List`, `Dict`) for what Starlark adds: freezing, the iteration guard, `True != 1`. Strings are
 Python `str`, but Starlark's are UTF-8 bytes: lengths, indexes and slices count bytes
-(`byte_len`, `byte_slice`), and an operation whose byte result Python cannot say exactly
+(`byte_len`, byte offsets), and an operation whose byte result Python cannot say exactly
 declines. Two kinds of error: `Fail` (a message kitsoki's interpreter words exactly: `fail()`,
 host errors) and `EvalError` (any other runtime error, whose Go wording the runner does not
 claim: the flow is declined rather than judged on it).
@@ -216,12 +216,6 @@ def byte_index(text: str, index: int) -> str:
     if text.isascii():
         return text[index]
     return from_bytes(text.encode("utf-8")[index:index + 1])
-
-
-def byte_slice(text: str, start: int, stop: int, step: int) -> str:
-    if text.isascii():
-        return text[start:stop:step]
-    return from_bytes(text.encode("utf-8")[start:stop:step])
 
 
 def byte_offset(text: str, char_offset: int) -> int:
