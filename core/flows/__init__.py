@@ -11,9 +11,12 @@ implement — each is a failed flow with a message a person can act on. Zero fix
 report with no results, which `FlowReport.green` (and every gate) treats as red.
 
 The boxes: fixtures (reading flow files), app (the story as the runner sees it), expressions
-(kitsoki's expr-lang), machine (one turn), hosts (stubs, cassettes, dispatch), orchestrator (the
-host-dispatching session), clock (fake time, timeouts), views and pongo (what a turn shows),
-runner (one fixture, both paths, every assertion), report, conformance (kitsoki's own CI flows).
+(kitsoki's expr-lang), machine (one turn), decisions (where an emit chain rests for a human),
+hosts (stubs, cassettes, dispatch), builtins (kitsoki's builtin handlers a `host_bindings` flow
+reaches), starlark (host.starlark.run and its interpreter), orchestrator (the host-dispatching
+session), jobs and clock (background jobs, fake time, timeouts), views and pongo (what a turn
+shows), ids (the ids kitsoki draws), runner (one fixture, both paths, every assertion), report,
+conformance (kitsoki's own CI flows).
 """
 
 from __future__ import annotations
