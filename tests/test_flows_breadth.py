@@ -162,3 +162,22 @@ def test_a_longer_builtin_name_wins_over_a_stub_prefix():
     assert registry.invoke("host.agent.other", {}) == (None, "")  # the stub answers (op "other")
     plain = Registry({"host.agent": HostStub(name="host.agent")})
     assert plain.invoke("host.agent.task", {}) == (None, "")  # no builtins without host_bindings
+
+
+def test_a_script_reaching_the_network_or_the_tree_without_a_cassette_is_declined(tmp_path):
+    # With host_bindings and no cassette kitsoki's handler would make a real HTTP request (and read the
+    # working tree through ctx.fs): never a verdict here.
+    app = _story("almanac", tmp_path)
+    flow = app.parent / "flows" / "oslo_metric.yaml"
+    text = flow.read_text().replace("starlark_http_cassette: ../cassettes/oslo.http.yaml\n", "")
+    flow.write_text(text.replace("starlark_inspect_cassette: ../cassettes/units.inspect.yaml\n",
+                                 "starlark_inspect_cassette: ../cassettes/units.inspect.yaml\n"
+                                 "host_bindings: { ticket: host.local_files.ticket }\nhost_handlers: { host.run: {} }\n"))
+    (result,) = [r for r in run_app_flows(app).Results if r.File.endswith("oslo_metric.yaml")]
+    assert result.Turns[0].Failures == [f"{UNSUPPORTED}: host.starlark.run: ctx.http.get without a "
+                                        "starlark_http_cassette (kitsoki would reach the network)"]
+    flow.write_text(flow.read_text().replace("starlark_inspect_cassette: ../cassettes/units.inspect.yaml\n", "")
+                    .replace("initial_state: lobby\n", "initial_state: lobby\nstarlark_http_cassette: ../cassettes/oslo.http.yaml\n"))
+    (result,) = [r for r in run_app_flows(app).Results if r.File.endswith("oslo_metric.yaml")]
+    assert result.Turns[0].Failures == [f"{UNSUPPORTED}: host.starlark.run: ctx.fs.read without a "
+                                        "starlark_inspect_cassette (kitsoki would read the working tree)"]
