@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -36,11 +35,11 @@ from core.mining.watermark import (
     save_state,
     write_unsynced,
 )
-from core.transcripts.claude import is_agent_session
-from core.transcripts.codex import is_agent_source, read_codex_session
-from core.transcripts.discover import codex_meta, discover, first_fields
+from core.transcripts.codex import read_codex_session
+from core.transcripts.discover import discover
+from core.transcripts.launch import PersonSigns, claude_launch
 from core.transcripts.ingest import parallel_map
-from core.transcripts.lines import paused_gc, sniff_format
+from core.transcripts.lines import NOT_A_TRANSCRIPT, paused_gc, sniff_format
 from core.transcripts.pi import read_pi_session
 from core.transcripts.steps import read_claude_steps
 
@@ -129,23 +128,22 @@ def _stat(fmt: str, path: Path) -> _Candidate | None:
     return _Candidate(fmt, path, st.st_size, st.st_mtime_ns)
 
 
-def _agent_file(c: _Candidate) -> bool:
-    if c.format == "codex":
-        meta = codex_meta(c.path)
-        return is_agent_source(meta.get("source"), meta.get("originator"))
-    if c.format != "claude":
-        return False
-    found = first_fields(c.path, ("entrypoint", "promptSource"))
-    return is_agent_session(found["entrypoint"], found["promptSource"])
+_SIGNS = ("interrupted", "refused", "answered")
 
 
 def _identity(file, path: Path, mark: FileMark | None) -> dict:
-    """The session, project and agent flag of a Claude file's episodes (a resumed read: what the
-    mark says where the new part does not)."""
+    """The session, project and launch of a Claude file's episodes (a resumed read: what the mark
+    says where the new part does not, and who started it from the evidence of both parts)."""
+    signs = PersonSigns(*(getattr(file.signs, s) or bool(mark and s in mark.person_signs) for s in _SIGNS))
+    entrypoint = (mark.entrypoint if mark else None) or file.entrypoint
+    origin = (mark.origin if mark else None) or file.origin
+    kitsoki = file.kitsoki or bool(mark and mark.kitsoki)
+    launch = claude_launch(entrypoint, origin=origin, kitsoki=kitsoki, signs=signs)
     return dict(
         session=file.session_id or (mark.session if mark else path.stem),
         project=file.cwd or (mark.project if mark else None),
-        agent_session=is_agent_session(file.entrypoint, file.prompt_source) or bool(mark and mark.agent_session),
+        agent_session=launch.agent, entrypoint=entrypoint, origin=origin, kitsoki=kitsoki,
+        person_signs=[s for s in _SIGNS if getattr(signs, s)],
     )
 
 
@@ -155,11 +153,12 @@ def mine_file(
     """Episodes of one transcript file, resuming from `mark` when the file only grew.
 
     Returns (path, new mark, bytes read, index of the first episode that changed); with `screen`,
-    None for an agent's session (the seed pass leaves those out)."""
-    if screen and _agent_file(_Candidate(fmt, path, size, mtime_ns)):
-        return None
+    None for a session a program started (the seed pass leaves those out: who started a session is
+    decided with the whole file's evidence, core/transcripts/launch.py)."""
     if fmt in ("pi", "codex"):  # read whole: no resume from an offset for these formats (yet)
         session = read_pi_session(path) if fmt == "pi" else read_codex_session(path)
+        if screen and session.agent_session:
+            return None
         eps = list(episodes(session))
         new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=size,
                        line=session.accounting.lines_read, session=session.id, project=session.project,
@@ -173,19 +172,25 @@ def mine_file(
         if carry is not None and read.orphan_results:
             attach_results(carry, read.orphan_results)
         who = _identity(read.file, path, mark)
-        fresh = list(step_episodes(read.steps, **who, file=str(path), carry=carry))
+        fresh = list(step_episodes(read.steps, **_episode_identity(who), file=str(path), carry=carry))
         kept = mark.episodes[:-1] if carry is not None else mark.episodes
         eps = kept + fresh
         start, changed_from = mark.offset, len(kept)
     else:
         read = read_claude_steps(path)
         who = _identity(read.file, path, None)
-        eps = list(step_episodes(read.steps, **who, file=str(path)))
+        if screen and who["agent_session"]:
+            return None
+        eps = list(step_episodes(read.steps, **_episode_identity(who), file=str(path)))
         start = changed_from = 0
     file = read.file
     new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=file.end_offset, line=file.last_line,
                    **who, episodes=eps)
     return str(path), new, file.end_offset - start, changed_from
+
+
+def _episode_identity(who: dict) -> dict:
+    return {k: who[k] for k in ("session", "project", "agent_session")}
 
 
 def _share_strings(mark: FileMark) -> None:
@@ -222,6 +227,8 @@ def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[_Candidat
             continue
         mark = state.files.get(str(path))
         fmt = mark.format if mark is not None else (sniff_format(path) or "claude")
+        if fmt == NOT_A_TRANSCRIPT:
+            continue
         if (c := _stat(fmt, path)) is not None:
             out.append(c)
     return out
@@ -281,16 +288,12 @@ def _run_pass(
         known = {path: mark.format for path, mark in state.files.items()}
         units = discover(repo, dirs, home=home, env=env, known=known)
         seen = [c for u in units if u.trunk is not None and (c := _stat(u.format, u.trunk)) is not None]
-    screen = False
+    sample = max(0, first_pass_sample)
     if fresh_seed:
-        newest_first = sorted(seen, key=lambda c: (-c.mtime_ns, str(c.path)))
-        sample = max(0, first_pass_sample)
-        if len(newest_first) <= sample:
-            # Every session but the agents' is read: each job tells its own file's (in the workers),
-            # rather than this process reading every file's head first.
-            todo, screen = newest_first, True
-        else:
-            todo = list(itertools.islice((c for c in newest_first if not _agent_file(c)), sample))
+        # The most recent sessions first; each is read whole, since who started it is decided with the
+        # whole file's evidence (a person's interrupt in an SDK session, kitsoki's tools), and the ones
+        # programs started are dropped until `sample` people's sessions are read.
+        todo = sorted(seen, key=lambda c: (-c.mtime_ns, str(c.path)))
     else:
         todo = []
         for c in seen:
@@ -321,24 +324,36 @@ def _run_pass(
 
     bytes_read = 0
     changed: dict[str, int] = {}
-    jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path)), screen) for c in todo]
-    sizes = [max(1, c.size - (state.files[str(c.path)].offset if str(c.path) in state.files else 0)) for c in todo]
-    for mined in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
-        if cancel is not None and cancel.is_set():
-            raise PassCancelled()
-        if mined is None:
-            continue  # an agent's session, screened out
-        path, mark, read, changed_from = mined
-        _share_strings(mark)
-        state.files[path] = mark
-        changed[path] = changed_from
-        bytes_read += read
+    examined: list[_Candidate] = []
+    pending = todo if not fresh_seed or sample > 0 else []
+    while pending:
+        batch = pending[:sample] if fresh_seed else pending
+        pending = pending[len(batch):]
+        examined += batch
+        jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path)), fresh_seed) for c in batch]
+        sizes = [max(1, c.size - (state.files[str(c.path)].offset if str(c.path) in state.files else 0))
+                 for c in batch]
+        for mined in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
+            if cancel is not None and cancel.is_set():
+                raise PassCancelled()
+            if mined is None:
+                continue  # a program's session, left out of the seed
+            path, mark, read, changed_from = mined
+            _share_strings(mark)
+            state.files[path] = mark
+            changed[path] = changed_from
+            bytes_read += read
+        if fresh_seed:
+            sample -= sum(1 for c in batch if str(c.path) in state.files)
+            if sample <= 0:
+                break
     if cancel is not None and cancel.is_set():
         raise PassCancelled()
-    if screen:
-        todo = [c for c in todo if str(c.path) in state.files]
+    todo = [c for c in examined if str(c.path) in state.files] if fresh_seed else examined
 
     if todo:
+        # kitsoki's watermark: the newest session the pass mined (a seed's sample, people's sessions);
+        # a later live pass keeps programs' sessions newer than it.
         state.mined_through = max(state.mined_through, max(c.mtime_ns for c in todo) // 1_000_000_000)
     episodes_now = state.all_episodes()
     index = memory.index if memory is not None and memory.index is not None else None

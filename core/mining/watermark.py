@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from core import statefs
 from core.mining.episodes import Episode
 
-PARSER_VERSION = "4"
+PARSER_VERSION = "5"
 """Bump when readers or episode extraction change what they produce: every file is re-read."""
 
 
@@ -46,6 +46,13 @@ class FileMark(BaseModel):
     session: str
     project: str | None = None
     agent_session: bool = False
+    entrypoint: str | None = None
+    """What the file says of who started it (core/transcripts/launch.py), kept so that a read from
+    where the last one stopped decides with the whole file's evidence."""
+    origin: str | None = None
+    kitsoki: bool = False
+    person_signs: list[str] = Field(default_factory=list)
+    """"interrupted", "refused", "answered": what a person did in it so far."""
     episodes: list[Episode] = Field(default_factory=list)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from core.transcripts.lines import sniff_format
+from core.transcripts.lines import NOT_A_TRANSCRIPT, sniff_format
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -247,6 +247,8 @@ def group_sessions(
             kind = "claude"  # only Claude Code writes subagent files; no need to open them
         else:
             kind = (known and known.get(str(path))) or sniff_format(path) or "claude"
+        if kind == NOT_A_TRANSCRIPT:
+            continue  # an index or a prompt history kept beside the transcripts
         if kind in ("pi", "codex"):
             pi.append(SessionFiles(kind, path))
         elif path.parent.name == "tool-results":

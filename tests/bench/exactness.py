@@ -238,8 +238,9 @@ def final_branch_summary(facts: dict):
         branch.append(node)
         node = facts["parent"].get(node)
     position = {uuid: i for i, uuid in enumerate(branch)}
-    on = [(position[leaf], text) for leaf, text in facts["summaries"] if leaf in position]
-    return min(on)[1] if on else None
+    # nearest the end; two summaries of one leaf: the later record (Claude Code keeps the last one)
+    on = [(position[leaf], -i, text) for i, (leaf, text) in enumerate(facts["summaries"]) if leaf in position]
+    return min(on)[2] if on else None
 
 
 def claude_sessions(paths: list[str]) -> list[dict]:
