@@ -179,6 +179,8 @@ class _CodexParser:
                         self._model(model)
                     if self.cwd is None and type(payload.get("cwd")) is str:
                         self.cwd = payload["cwd"]
+                elif kind == "event_msg":
+                    self._meta_event(payload)
             elif category == CONVERSATION:
                 if rec.get("type") == "response_item":
                     self._response_item(payload, lineno, ts)
@@ -331,7 +333,11 @@ class _CodexParser:
                 self._add(TurnKind.interrupt, lineno, ts, reason="interrupted")
             else:  # replaced by a new turn, review ended: not the person stopping the agent
                 self._add(TurnKind.system, lineno, ts, reason=self.names[f"turn_aborted:{reason}"])
-        elif kind == "collab_agent_spawn_end":
+
+    def _meta_event(self, event: dict) -> None:
+        """Events about the thread rather than the conversation: a spawned agent, a new name."""
+        kind = event.get("type")
+        if kind == "collab_agent_spawn_end":
             thread = event.get("new_thread_id")
             if type(thread) is str and thread and thread not in self.spawned:
                 role = event.get("new_agent_role")
