@@ -157,7 +157,7 @@ def test_mine_draws_one_recipe_from_claude_pi_and_codex(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / ".kitsoki.yaml").write_text("name: app\n")
-    _, recipes = run_pass(ws, repo=ws, dirs=[history], trigger="seed", workers=1)
+    _, recipes = run_pass(ws, repo=ws, dirs=[history], trigger="seed", workers=1, project_paths=["/home/dev/app"])
     [recipe] = [r for r in recipes if "make release" in " ".join(r.action_signature)]
     formats = {Path(i.path).parts[-2] if "codex" not in i.path else "codex" for i in recipe.instances}
     assert {"claude", "pi", "codex"} <= formats and recipe.sessions == 4

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from core.apply import recover
+from core.kitsoki.config import load_config
 from core.mining.passes import run_pass
 from core.mining.recipes import Recipe
 from core.mining.service import record_pass, trace_path
@@ -70,6 +71,13 @@ def _tree_text(folder: Path) -> dict[str, list[str]]:
             for p in sorted(folder.rglob("*")) if p.is_file() and ".artifacts" not in p.parts}
 
 
+def seed_pass(workspace: Path, transcripts: Path):
+    """The demo's first mining pass: its transcripts, read as this workspace's sessions (its config's
+    mining.project_paths names the folder they were recorded in)."""
+    return run_pass(workspace, repo=workspace, dirs=[transcripts], trigger="seed", workers=1,
+                    project_paths=load_config(workspace).mining.project_paths)
+
+
 def run_demo(into: Path | None = None, say: Callable[[str], None] = print) -> DemoResult:
     root, workspace, transcripts = lay_out(into)
     before = _tree_text(workspace)
@@ -77,7 +85,7 @@ def run_demo(into: Path | None = None, say: Callable[[str], None] = print) -> De
     say(f"Demo workspace: {workspace}\nTranscripts:    {transcripts} (3 Claude Code sessions, 1 Pi session)")
     recover(workspace, Trace(trace_path(workspace)))
 
-    report, recipes = run_pass(workspace, repo=workspace, dirs=[transcripts], trigger="seed", workers=1)
+    report, recipes = seed_pass(workspace, transcripts)
     record_pass(Trace(trace_path(workspace)), report)
     result.recipes = recipes
     say(f"\n1. Mined {report.sessions} sessions into {len(recipes)} recipes:")

@@ -36,11 +36,12 @@ from core.mining.watermark import (
     write_unsynced,
 )
 from core.transcripts.codex import read_codex_session
-from core.transcripts.discover import discover
+from core.transcripts.discover import SessionFiles, discover
 from core.transcripts.launch import PersonSigns, claude_launch
 from core.transcripts.ingest import parallel_map
 from core.transcripts.lines import NOT_A_TRANSCRIPT, paused_gc, sniff_format
 from core.transcripts.pi import read_pi_session
+from core.transcripts.scope import Scope, split_by_scope, workspace_scope
 from core.transcripts.steps import read_claude_steps
 
 Trigger = Literal["seed", "live"]
@@ -62,6 +63,11 @@ class PassReport(BaseModel):
     bytes_read: int = 0
     mined_through: int = 0
     recipes_path: str = ""
+    other_projects: int = 0
+    """Sessions under the folders looked in that belong to other projects (another `cwd`): left out,
+    or, with `reads_other_projects`, read for suggestions only."""
+    reads_other_projects: bool = False
+    """mining.other_projects / --other-projects was on for this pass."""
 
 
 class MineResult(BaseModel):
@@ -219,19 +225,44 @@ def _recipes_stand(path: Path, state: MiningState) -> bool:
     return hashlib.sha256(body).hexdigest() == state._recipes_sha256
 
 
-def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[_Candidate]:
+def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[SessionFiles]:
     """The transcript trunks among watcher-reported paths (subagent files are not mined)."""
     out = []
-    for path in {Path(p) for p in paths}:
+    for path in sorted({Path(p) for p in paths}):
         if path.suffix != ".jsonl" or path.name.startswith("agent-") or path.parent.name == "subagents":
             continue
         mark = state.files.get(str(path))
         fmt = mark.format if mark is not None else (sniff_format(path) or "claude")
         if fmt == NOT_A_TRANSCRIPT:
             continue
-        if (c := _stat(fmt, path)) is not None:
-            out.append(c)
+        out.append(SessionFiles(fmt, path))
     return out
+
+
+def _sort_by_scope(units: list[SessionFiles], scope: Scope, state: MiningState) -> tuple[list[SessionFiles], int,
+                                                                                          set[str], set[str]]:
+    """(the sessions this pass may read, how many belong to other projects, the files the state had
+    mined that now do (their episodes leave), the files it had set aside that now belong (they are
+    read whatever the watermark: they never had their turn)). The state remembers every session's
+    project, so only new files have their first lines read."""
+    known = {path: mark.project for path, mark in state.files.items()}
+    known.update(state.others)
+    split = split_by_scope(units, scope, known)
+    dropped, returned = set(), set()
+    for unit in split.other:
+        key = str(unit.trunk or unit.subagents[0])
+        if key in state.files:
+            del state.files[key]
+            dropped.add(key)
+        state.others[key] = split.projects[key]
+    for unit in split.kept:
+        key = str(unit.trunk or unit.subagents[0])
+        if key in state.others:
+            del state.others[key]
+            returned.add(key)
+    others = len(split.other) + sum(1 for unit in split.kept if not scope.owns(split.projects.get(
+        str(unit.trunk or unit.subagents[0])), unit.trunk))
+    return split.kept, others, dropped, returned
 
 
 @dataclass
@@ -240,6 +271,8 @@ class PassMemory:
 
     state: MiningState | None = None
     index: RecipeIndex | None = None
+    scope: str = ""
+    """The scope (Scope.key) the index was built for: another one rebuilds it."""
 
 
 def _run_pass(
@@ -259,10 +292,14 @@ def _run_pass(
     on_complete: Callable[[PassReport, list[Recipe]], None] | None = None,
     memory: PassMemory | None = None,
     changed_paths: Iterable[Path] | None = None,
+    other_projects: bool = False,
+    project_paths: Iterable[str] = (),
 ) -> tuple[PassReport, list[Recipe]]:
     """One pass for the workspace's slug; returns its report and the ranked recipes.
 
-    `changed_paths` (from a file watcher) lets a live pass with a remembered state look only at
+    Only the workspace's own sessions are read (core/transcripts/scope.py), whichever folders the
+    transcripts come from; the others are counted. `other_projects` reads them too, for suggestions
+    only; `project_paths` are other folders this project was worked in. `changed_paths` (from a file watcher) lets a live pass with a remembered state look only at
     those files instead of walking every transcript folder.
     """
     repo = (repo or workspace).resolve()
@@ -282,12 +319,15 @@ def _run_pass(
     else:
         fresh_seed = False
 
-    if changed_paths is not None and remembered is state and not fresh_seed:
-        seen = _changed_trunks(changed_paths, state)
+    scope = workspace_scope(repo, other_projects=other_projects, project_paths=project_paths)
+    same_scope = memory is not None and memory.scope == scope.key
+    if changed_paths is not None and remembered is state and not fresh_seed and same_scope:
+        units = _changed_trunks(changed_paths, state)
     else:
         known = {path: mark.format for path, mark in state.files.items()}
-        units = discover(repo, dirs, home=home, env=env, known=known)
-        seen = [c for u in units if u.trunk is not None and (c := _stat(u.format, u.trunk)) is not None]
+        units = discover(repo, dirs, home=home, env=env, known=known, scope=scope)
+    kept, others, dropped, returned = _sort_by_scope([u for u in units if u.trunk is not None], scope, state)
+    seen = [c for u in kept if (c := _stat(u.format, u.trunk)) is not None]
     sample = max(0, first_pass_sample)
     if fresh_seed:
         # The most recent sessions first; each is read whole, since who started it is decided with the
@@ -299,13 +339,13 @@ def _run_pass(
         for c in seen:
             mark = state.files.get(str(c.path))
             if mark is None:
-                if c.mtime_ns > state.mined_through * 1_000_000_000:
+                if c.mtime_ns > state.mined_through * 1_000_000_000 or str(c.path) in returned:
                     todo.append(c)
             elif (mark.size, mark.mtime_ns) != (c.size, c.mtime_ns):
                 todo.append(c)
 
     out = recipes_path(workspace)
-    if not todo and not fresh_seed and out.exists() and _recipes_stand(out, state):
+    if not todo and not dropped and not fresh_seed and out.exists() and _recipes_stand(out, state):
         # Nothing new: the stored recipes stand. Only fingerprints were read and files stat()ed.
         recipes = read_recipes(workspace)
         for recipe in recipes:
@@ -313,7 +353,8 @@ def _run_pass(
         body = recipes_json(recipes)
         report = PassReport(trigger=trigger, slug=slug, sessions=0, recipes=len(recipes),
                             job_id=f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}", files_seen=len(seen),
-                            mined_through=state.mined_through, recipes_path=str(out))
+                            mined_through=state.mined_through, recipes_path=str(out), other_projects=others,
+                            reads_other_projects=other_projects)
         if memory is not None:
             memory.state = state
         if on_complete is not None:
@@ -355,13 +396,22 @@ def _run_pass(
         # kitsoki's watermark: the newest session the pass mined (a seed's sample, people's sessions);
         # a later live pass keeps programs' sessions newer than it.
         state.mined_through = max(state.mined_through, max(c.mtime_ns for c in todo) // 1_000_000_000)
-    episodes_now = state.all_episodes()
-    index = memory.index if memory is not None and memory.index is not None else None
+    # Recipes come from this project's sessions. With other projects opted in, what recurs only when
+    # theirs are counted too is kept, marked: its evidence is not this project's (a suggestion at most).
+    own = {p: m for p, m in state.files.items() if not other_projects or scope.owns(m.project, Path(p))}
+    episodes_now = [ep for m in own.values() for ep in m.episodes]
+    index = memory.index if memory is not None and memory.scope == scope.key else None
     if index is not None:
-        index.sync_files({p: state.files[p].episodes for p in changed}, episodes_now)
+        index.sync_files({p: own[p].episodes if p in own else [] for p in (*changed, *dropped)}, episodes_now)
     else:
         index = RecipeIndex(episodes_now)
     recipes = index.recipes(priority_threshold)
+    if other_projects and len(own) < len(state.files):
+        mine = {r.id for r in recipes}
+        beyond = [r for r in RecipeIndex(state.all_episodes()).recipes(priority_threshold) if r.id not in mine]
+        for recipe in beyond:
+            recipe.__dict__["other_projects"] = True  # before its JSON is first made
+        recipes = sorted(recipes + beyond, key=lambda r: (-r.priority, r.id))
     body = recipes_json(recipes)
     digest = hashlib.sha256(body).hexdigest()
     job_id = f"{trigger}-{digest[:12]}"
@@ -371,11 +421,12 @@ def _run_pass(
     write_unsynced(out, body, what="recipes.json")
     save_state(workspace, state, None if fresh_seed else changed, recipes_sha256=digest)
     if memory is not None:
-        memory.state, memory.index = state, index
+        memory.state, memory.index, memory.scope = state, index, scope.key
     report = PassReport(
         trigger=trigger, slug=slug, sessions=len(todo), recipes=len(recipes), job_id=job_id,
         files_seen=len(seen), files_read=len(todo), bytes_read=bytes_read,
-        mined_through=state.mined_through, recipes_path=str(out),
+        mined_through=state.mined_through, recipes_path=str(out), other_projects=others,
+        reads_other_projects=other_projects,
     )
     if on_complete is not None:
         on_complete(report, recipes)

@@ -70,6 +70,10 @@ class MiningState(BaseModel):
     mined_through: int = 0
     """Newest transcript mtime (unix seconds) mined: kitsoki's watermark."""
     files: dict[str, FileMark] = Field(default_factory=dict)
+    others: dict[str, str | None] = Field(default_factory=dict)
+    """Sessions seen and left out as other projects' (path -> the folder they recorded): not read
+    again to tell, and read when the scope comes to hold them (a worktree added, other projects opted
+    in) whatever the watermark says."""
 
     def all_episodes(self) -> list[Episode]:
         return [ep for mark in self.files.values() for ep in mark.episodes]
@@ -83,6 +87,7 @@ class _Marks(BaseModel):
     parser: str = PARSER_VERSION
     mined_through: int = 0
     files: dict[str, FileMark] = Field(default_factory=dict)
+    others: dict[str, str | None] = Field(default_factory=dict)
     episodes_file: str = ""
     episodes_bytes: int = 0
     """Bytes of the episode log that belong to this state; anything after is a crashed pass's."""
@@ -139,7 +144,7 @@ def load_state(workspace: Path, slug: str, *, with_episodes: bool = True) -> Min
         if marks.parser != PARSER_VERSION or marks.slug != slug or not _episodes_name(slug, marks.episodes_file):
             return None
         state = MiningState(slug=marks.slug, parser=marks.parser, mined_through=marks.mined_through,
-                            files=marks.files)
+                            files=marks.files, others=marks.others)
         state._episodes_file = marks.episodes_file
         state._episodes_bytes = marks.episodes_bytes
         state._compacted_bytes = marks.compacted_bytes
@@ -232,7 +237,8 @@ def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | No
                                 (part for p, m in sorted(state.files.items()) for part in _line_parts(p, 0, m.episodes)))
         compacted, inline = size, []
     marks = _Marks(slug=state.slug, parser=state.parser, mined_through=state.mined_through, episodes_file=name,
-                   episodes_bytes=size, compacted_bytes=compacted, files=dict(sorted(state.files.items())), inline=inline,
+                   episodes_bytes=size, compacted_bytes=compacted, files=dict(sorted(state.files.items())),
+                   others=dict(sorted(state.others.items())), inline=inline,
                    recipes_sha256=recipes_sha256)
     path = state_path(workspace, state.slug)
     # The episodes live in the log; the fingerprints file leaves them out (no copies made). Files are
