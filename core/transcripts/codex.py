@@ -401,7 +401,7 @@ class _CodexParser:
             ended_at=nz.parse_time(self.last_ts),
             entrypoint=nz.clean_id(originator, self.redact),
             agent_session=launch.agent,
-            launch=launch.why,
+            launch=nz.clean_text(launch.why, nz.TEXT_CHARS, self.redact),  # it names the originator
             title=nz.clean_text(title, nz.TEXT_CHARS, self.redact) if title else None,
             tool_version=nz.clean_id(_str(meta.get("cli_version")) or None, self.redact),
             git_branch=nz.clean_id(_str(git.get("branch")) or None, self.redact),

@@ -436,6 +436,10 @@ def prepare_workspace(root: Path) -> Path:
 
     ws = root / "release-desk"
     shutil.copytree(WORKSPACE, ws)
+    # A secret planted in a session's `cwd` changes the folder it recorded: every folder is named this
+    # workspace's, so each planted world is mined whole (which sessions belong is tests/test_scope.py's).
+    config = ws / ".kitsoki.yaml"
+    config.write_text(config.read_text().replace("  project_paths:\n", "  project_paths:\n    - /\n", 1))
     return ws
 
 
