@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import difflib
 import math
-import re
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType

@@ -80,6 +80,7 @@ class MinerService:
         self.other_projects = other_projects
         """mining.other_projects: read other projects' sessions too (suggestions only)."""
         self.project_paths = list(project_paths)
+        self._own_dirs: list[Path] | None = None
         self.mined_through = dict(mined_through or {})
         self.home, self.env = home, env
         self.on_pass = on_pass
@@ -143,6 +144,7 @@ class MinerService:
     def set_scope(self, dirs: list[Path]) -> None:
         with self._lock:
             self.dirs = [Path(d) for d in dirs]
+            self._own_dirs = None
             self._changed = None
         if self._watcher is not None:
             self._restart_watcher()
@@ -198,7 +200,13 @@ class MinerService:
 
     def watched_dirs(self) -> list[Path]:
         """The folders Claude Code and Pi name after the workspace, the places inside it and its other
-        checkouts (those that exist; the workspace's own even before it does), then the extra ones."""
+        checkouts (those that exist; the workspace's own even before it does), then the extra ones.
+        Listed once (the status asks often; the watcher starts with them), again after a re-scope."""
+        if self._own_dirs is None:
+            self._own_dirs = self._own_folders()
+        return self._own_dirs + list(self.dirs)
+
+    def _own_folders(self) -> list[Path]:
         env = self.env if self.env is not None else os.environ
         home = self.home or Path(env.get("HOME", "~")).expanduser()
         scope = workspace_scope(self.repo, project_paths=self.project_paths)
@@ -209,7 +217,7 @@ class MinerService:
         for root, names, prefixes in [*((r, scope.claude_folders, claude_prefixes) for r in claude_roots(home, env)),
                                       (pi_root(home, env), scope.pi_folders, pi_prefixes)]:
             dirs += [d for d in named_folders(root, names, prefixes) if d not in dirs]
-        return dirs + list(self.dirs)
+        return dirs
 
     def _record(self, report: PassReport | None = None, **paused) -> None:
         try:
