@@ -20,7 +20,7 @@ from core.transcripts.discover import discover
 from core.transcripts.ingest import scan
 from core.transcripts.launch import PERSON_ENTRYPOINTS, PROGRAM_ENTRYPOINTS, PersonSigns, claude_launch, codex_launch
 
-NO_HOME = {"home": Path("/nonexistent"), "env": {}}
+NO_HOME = {"home": Path("/nonexistent"), "env": {}, "project_paths": ["/work/proj"]}  # where the builders' sessions ran
 
 
 def _claude(path: Path, records: list[dict]) -> Path:

@@ -10,6 +10,7 @@ restored) and one that stays green (kept). Every step is reported through `say`.
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -32,6 +33,8 @@ _HERE = Path(__file__).resolve().parent
 WORKSPACE = _HERE / "workspace"
 TRANSCRIPTS = _HERE / "workspace_transcripts"
 PROJECT = "release-desk"
+RECORDED_IN = "/home/dev/release-desk"
+"""Where the demo's sessions ran (core/demo/make_transcripts.py writes it as their cwd)."""
 
 
 class DemoError(RuntimeError):
@@ -63,7 +66,16 @@ def lay_out(into: Path | None = None) -> tuple[Path, Path, Path]:
     transcripts = root / "transcripts"
     shutil.copytree(WORKSPACE, workspace, ignore=shutil.ignore_patterns("__pycache__", ".artifacts"))
     shutil.copytree(TRANSCRIPTS, transcripts)
+    _recorded_here(transcripts, workspace)
     return root, workspace, transcripts
+
+
+def _recorded_here(transcripts: Path, workspace: Path) -> None:
+    """The demo's sessions were recorded in its author's checkout (RECORDED_IN); laid out, they name
+    this copy of the workspace instead, so that they are its sessions (a pass reads only those)."""
+    here = json.dumps(str(workspace), ensure_ascii=False)[1:-1].encode()
+    for path in sorted(transcripts.rglob("*.jsonl")):
+        path.write_bytes(path.read_bytes().replace(RECORDED_IN.encode(), here))
 
 
 def _tree_text(folder: Path) -> dict[str, list[str]]:
@@ -72,8 +84,8 @@ def _tree_text(folder: Path) -> dict[str, list[str]]:
 
 
 def seed_pass(workspace: Path, transcripts: Path):
-    """The demo's first mining pass: its transcripts, read as this workspace's sessions (its config's
-    mining.project_paths names the folder they were recorded in)."""
+    """The demo's first mining pass over its laid-out transcripts (the workspace's mining.project_paths
+    honoured, as the CLI does)."""
     return run_pass(workspace, repo=workspace, dirs=[transcripts], trigger="seed", workers=1,
                     project_paths=load_config(workspace).mining.project_paths)
 

@@ -349,8 +349,9 @@ class ClaudeWalk:
                 out.ai_title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
         elif kind == "summary":
             summary, leaf = rec.summary, rec.leafUuid
-            if type(summary) is str and type(leaf) is str and len(out.summaries) < MAX_SUMMARIES:
-                out.summaries.append((leaf, nz.clean_text(summary, nz.TEXT_CHARS, self.redact)))
+            if type(summary) is str and len(out.summaries) < MAX_SUMMARIES:
+                out.summaries.append((leaf if type(leaf) is str else "",
+                                      nz.clean_text(summary, nz.TEXT_CHARS, self.redact)))
 
     def _finish_envelope(self) -> None:
         """The file's identity as it leaves the reader: named after its session, titled, redacted."""
@@ -381,8 +382,9 @@ MAX_SUMMARIES = 4096
 
 def final_branch_summary(path: Path, summaries: list[tuple[str, str]]) -> str | None:
     """The summary whose leafUuid is on the file's final branch (the parent chain of its last
-    conversation record), the one nearest that record; None when no summary's leaf is on it (a
-    summary copied from the session this one continues names a leaf of that session's).
+    conversation record), the one nearest that record; else the last summary that names no leaf;
+    None when neither is (a summary copied from the session this one continues names a leaf of that
+    session's).
 
     A second, light read of the file (four fields a line), made only for a file that has summaries
     and no title record: the walk that counts keeps no parent links."""
@@ -409,7 +411,9 @@ def final_branch_summary(path: Path, summaries: list[tuple[str, str]]) -> str | 
             key = (distance[leaf], -position)  # nearest the end; of two for one leaf, the later record
             if best is None or key < best[0]:
                 best = (key, text)
-    return best[1] if best else None
+    if best is not None:
+        return best[1]
+    return next((text for leaf, text in reversed(summaries) if not leaf), None)
 
 
 class ClaudeTree(ClaudeWalk):

@@ -240,7 +240,7 @@ class _CodexParser:
             else:  # developer / system instructions
                 self._add(TurnKind.injected, lineno, ts, reason=self.names[_str(role) or "?"],
                           text=nz.clean_text(text, nz.TEXT_CHARS, self.redact))
-        elif kind in _CALLS:
+        elif type(kind) is str and kind in _CALLS:
             self._call(item, kind, lineno, ts)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self._output(item, lineno)

@@ -439,7 +439,7 @@ def prepare_workspace(root: Path) -> Path:
     # A secret planted in a session's `cwd` changes the folder it recorded: every folder is named this
     # workspace's, so each planted world is mined whole (which sessions belong is tests/test_scope.py's).
     config = ws / ".kitsoki.yaml"
-    config.write_text(config.read_text().replace("  project_paths:\n", "  project_paths:\n    - /\n", 1))
+    config.write_text(config.read_text().replace("mining:\n", "mining:\n  project_paths: [/]\n", 1))
     return ws
 
 

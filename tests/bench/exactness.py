@@ -156,7 +156,8 @@ def claude_file(path: str, trunk: bool, trunk_calls: frozenset = frozenset()) ->
         elif kind == "ai-title" and isinstance(rec.get("aiTitle"), str):
             out["ai"] = rec["aiTitle"]
         elif kind == "summary" and isinstance(rec.get("summary"), str):
-            out["summaries"].append((rec.get("leafUuid"), rec["summary"]))
+            leaf = rec.get("leafUuid")
+            out["summaries"].append((leaf if isinstance(leaf, str) else "", rec["summary"]))
         if isinstance(uuid, str) and uuid:
             parent = rec.get("parentUuid")
             if parent is None and rec.get("type") == "system":
@@ -240,7 +241,10 @@ def final_branch_summary(facts: dict):
     position = {uuid: i for i, uuid in enumerate(branch)}
     # nearest the end; two summaries of one leaf: the later record (Claude Code keeps the last one)
     on = [(position[leaf], -i, text) for i, (leaf, text) in enumerate(facts["summaries"]) if leaf in position]
-    return min(on)[2] if on else None
+    if on:
+        return min(on)[2]
+    # a summary that names no leaf cannot be another session's: the last one
+    return next((text for leaf, text in reversed(facts["summaries"]) if not leaf), None)
 
 
 def claude_sessions(paths: list[str]) -> list[dict]:
