@@ -145,7 +145,8 @@ class WorkspaceSidecar:
                 self.workspace, enabled=enabled, cadence_seconds=mining.cadence_seconds,
                 first_pass_sample=mining.first_pass_sample, priority_threshold=mining.priority_threshold,
                 transcript_dirs=dirs, mined_through=mining.mined_through, home=self.home, env=self.env,
-                on_pass=self._after_pass, on_progress=self._progress, on_start=self._started, workers=self.workers)
+                on_pass=self._after_pass, on_progress=self._progress, on_start=self._started, workers=self.workers,
+                other_projects=mining.other_projects, project_paths=mining.project_paths)
             self.miner.start(watch=self.watch and enabled, run_first_pass=enabled)
         if self.watch:
             self._watcher = threading.Thread(target=self._watch_kitsoki, name="kitsoki-watch", daemon=True)
@@ -362,8 +363,14 @@ def mining_note(miner: MinerStatus) -> str | None:
     if last is None or last.sessions > 0 or (last.trigger == "live" and last.files_seen > 0):
         return None
     where = ", ".join(miner.transcript_dirs) or "no folder"
+    if last.other_projects and not last.reads_other_projects:
+        # The transcripts are there; none was recorded in this workspace (or its worktrees).
+        return (f"the last pass read 0 sessions: the {last.other_projects} it found in {where} belong to other "
+                f"projects. If this project was worked in at another path, list it in mining.project_paths "
+                f"(.kitsoki.yaml); mining.other_projects: true reads them all, for suggestions only")
     return (f"the last pass read 0 sessions; it looked in {where}. Point mining.transcript_dirs "
-            f"(.kitsoki.yaml) or the editor's transcriptDirs at your transcripts")
+            f"(.kitsoki.yaml) or the editor's transcriptDirs at your transcripts (~/.claude/projects is fine: "
+            f"only sessions recorded in this workspace are read)")
 
 
 def planned_gate(workspace: Path, recipe_id: str | None = None) -> GatePreview:

@@ -170,6 +170,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                       help="start over: mine the most recent sessions as on first launch")
     kind.add_argument("--live", action="store_const", const="live", dest="trigger",
                       help="mine only what is new since the last pass")
+    mine.add_argument("--other-projects", action="store_true", default=None,
+                      help="read the sessions of other projects found in the transcript folders too (as "
+                           "mining.other_projects: true); their evidence only makes dev-story-enrich suggestions")
     mine.add_argument("--json", action="store_true", help="print JSON instead of a table")
     mine.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
     add_commands(sub, _folder)
@@ -312,7 +315,8 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     dirs = [Path(d).expanduser().resolve() for d in [*config.transcript_dirs, *args.dirs]]
     kwargs = dict(repo=workspace, dirs=dirs, trigger=args.trigger, first_pass_sample=config.first_pass_sample,
                   priority_threshold=config.priority_threshold, mined_through=config.mined_through,
-                  workers=args.workers)
+                  workers=args.workers, other_projects=bool(args.other_projects or config.other_projects),
+                  project_paths=config.project_paths)
     try:
         if err.isatty():
             from rich.console import Console
@@ -351,6 +355,12 @@ def _print_recipes(report, recipes, console: Console) -> None:
 
     console.print(f"{report.trigger} pass: {report.sessions} sessions read ({report.bytes_read} bytes), "
                   f"{report.recipes} recipes -> {report.recipes_path}")
+    if report.other_projects and report.reads_other_projects:
+        console.print(f"other projects: {report.other_projects} sessions, read for suggestions only "
+                      "(mining.other_projects)")
+    elif report.other_projects:
+        console.print(f"other projects: {report.other_projects} sessions left out (recorded outside this workspace "
+                      "and its worktrees; mining.project_paths names other places this project was worked in)")
     if not recipes:
         console.print("No recipe recurs across sessions yet.")
         return

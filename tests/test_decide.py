@@ -16,8 +16,7 @@ import pytest
 
 from core.apply import GateResult
 from core.demo.make_transcripts import files as demo_transcript_files
-from core.demo.walkthrough import TRANSCRIPTS, WORKSPACE, lay_out
-from core.mining.passes import run_pass
+from core.demo.walkthrough import TRANSCRIPTS, WORKSPACE, lay_out, seed_pass
 from core.mining.service import trace_path
 from core.proposals.decide import DecisionRefused, accept, decide, refine, reject
 from core.proposals.inbox import inbox
@@ -43,7 +42,7 @@ def hashes(root: Path) -> dict[str, str]:
 def demo(tmp_path):
     """The demo workspace, mined and proposed: three pending proposals."""
     _, ws, transcripts = lay_out(tmp_path / "demo")
-    _, recipes = run_pass(ws, repo=ws, dirs=[transcripts], trigger="seed", workers=1)
+    _, recipes = seed_pass(ws, transcripts)
     run_proposer(ws, recipes)
     cards = {p.kind: p for p in inbox(ws)}
     assert set(cards) == {"intent", "world", "binding"}

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from core.demo.walkthrough import lay_out
-from core.mining.passes import run_pass
+from core.demo.walkthrough import lay_out, seed_pass
 from core.mining.service import record_pass, trace_path
 from core.proposals.inbox import inbox
 from core.proposals.model import Proposal
@@ -76,7 +75,7 @@ def lay_out_pending(into: Path | None = None, command: list[str] | None = None, 
     settings.write_text(json.dumps({"kitsoki.serverCommand": command}, indent=2) + "\n")
 
     if staged:
-        report, recipes = run_pass(workspace, repo=workspace, dirs=[transcripts], trigger="seed", workers=1)
+        report, recipes = seed_pass(workspace, transcripts)
         record_pass(Trace(trace_path(workspace)), report)
         run_proposer(workspace, recipes)
     demo = PendingDemo(root=root, workspace=workspace, transcripts=transcripts, server_command=command,

@@ -132,6 +132,12 @@ def draft(recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inv
     raise DraftError(f"the built-in drafter does not draft {recipe.kind} recipes")
 
 
+def other_projects_suggestion(recipe: Recipe, mapping: Mapping) -> Draft:
+    """A recipe that recurs only across other projects' sessions: a dev-story-enrich suggestion, never a
+    rung-1 or rung-2 change to this project (core/mining/passes.py marks it)."""
+    return _suggestion(recipe, mapping, f"Seen in other projects' sessions, not this one's: {recipe.title}")
+
+
 def _suggestion(recipe: Recipe, mapping: Mapping, headline: str) -> Draft:
     return Draft(kind="dev-story-enrich", target="dev-story", rung=2, title=headline, suggestion_only=True,
                  summary_markdown=_summary(headline, recipe, mapping, []))

@@ -89,7 +89,12 @@ def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, m
                    ) -> tuple[Proposal, dict[str, bytes], AuthorArtifact | None]:
     """Draft and validate one mapped recipe; raises DraftError or DraftInvalid."""
     read = reader_for(workspace.path)
-    draft = draft_fn(recipe, mapping, workspace, inventory, read)
+    if recipe.other_projects:
+        # It recurs only with other projects' sessions counted (mining.other_projects): its evidence is
+        # not this project's, so it is a suggestion, whichever drafter, never a change to this project.
+        draft = builtin.other_projects_suggestion(recipe, mapping)
+    else:
+        draft = draft_fn(recipe, mapping, workspace, inventory, read)
     artifact = None  # kitsoki's author artifact needs files_changed: a suggestion has none
     if draft.suggestion_only:
         if draft.files:

@@ -66,6 +66,10 @@ export interface PassReport {
   bytes_read?: number;
   mined_through?: number;
   recipes_path?: string;
+  /** Sessions under the folders looked in that belong to other projects (left out unless read on purpose). */
+  other_projects?: number;
+  /** `mining.other_projects` was on: those sessions were read, for suggestions only. */
+  reads_other_projects?: boolean;
 }
 
 export interface MineStatus {
