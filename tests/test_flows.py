@@ -401,6 +401,8 @@ def lab(tmp_path: Path) -> Path:
           tag:    { slots: { label: { type: string } } }
           nest:   {}
           inner:  {}
+        agents:
+          helper: { system_prompt: "You help.", tools: [Read] }
         root: start
         states:
           start:
@@ -417,7 +419,7 @@ def lab(tmp_path: Path) -> Path:
           agent:
             on_enter:
               - invoke: host.agent.task
-                with: { agent: helper }
+                with: { agent: helper, acceptance: { schema: schemas/helped.json } }
           guarded:
             on_enter:
               - when: "world.flag"
@@ -540,7 +542,7 @@ def test_zero_fixtures_is_an_empty_red_report(shop):
     assert run_flows(shop, glob="nothing/*.yaml").Results == []
 
 
-def test_workspace_that_does_not_load_is_one_failed_result(shop):
+def test_a_story_that_does_not_load_fails_its_flows_with_kitsokis_reasons(shop):
     write(shop / "stories/shop/rooms/bad.yaml", """
         states:
           bad:
@@ -548,8 +550,8 @@ def test_workspace_that_does_not_load_is_one_failed_result(shop):
               teleport: [{ target: nowhere }]
         """)
     flow(shop, "ok.yaml", HEADER + "turns: [{intent: {name: browse}}]\n")
-    result = only(run_flows(shop))
-    assert result.File == ".kitsoki.yaml"
+    result = only(run_flows(shop))  # the story is refused alone; its flow says why
+    assert result.File == "stories/shop/flows/ok.yaml"
     assert not result.Passed
     text = "\n".join(failures(result))
     assert "stories/shop/rooms/bad.yaml:4:" in text

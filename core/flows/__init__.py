@@ -61,7 +61,8 @@ def run_flows(workspace: Path, glob: str | None = None) -> FlowReport:
         return FlowReport.of([_failed(CONFIG_FILE, [_issue_text(workspace, issue) for issue in exc.issues])])
     stories = _Stories(workspace, loaded.stories)
     results: list[FlowResult] = []
-    for path in discover_fixtures(workspace, loaded.stories, glob):
+    # A story refused at load still has its flows: each fails with why it does not load.
+    for path in discover_fixtures(workspace, loaded.stories, glob, [r.app.parent for r in loaded.refused]):
         results.extend(_run_file(path, workspace, stories))
     return FlowReport.of(results)
 
@@ -92,17 +93,19 @@ def run_fixture_file(path: Path, workspace: Path | None = None) -> list[FlowResu
     return _run_file(path, root, _Stories(root, []))
 
 
-def discover_fixtures(workspace: Path, stories: list[Story], glob: str | None = None) -> list[Path]:
+def discover_fixtures(workspace: Path, stories: list[Story], glob: str | None = None,
+                      refused_dirs: list[Path] = ()) -> list[Path]:
     """Fixture files in run order: the glob's matches (sorted), or each story's flows/*.yaml
-    then the workspace's flows/*.yaml, each file once."""
+    (those of `refused_dirs`, stories that do not load, too) then the workspace's flows/*.yaml,
+    each file once."""
     workspace = Path(workspace)
     if glob is not None:
         pattern = glob if os.path.isabs(glob) else str(workspace / glob)
         candidates = [Path(match) for match in sorted(globlib.glob(pattern, recursive=True))]
     else:
         candidates = []
-        for story in stories:
-            candidates.extend(Path(match) for match in sorted(globlib.glob(str(story.dir / FLOWS_DIR / "*.yaml"))))
+        for folder in [story.dir for story in stories] + list(refused_dirs):
+            candidates.extend(Path(match) for match in sorted(globlib.glob(str(folder / FLOWS_DIR / "*.yaml"))))
         candidates.extend(Path(match) for match in sorted(globlib.glob(str(workspace / FLOWS_DIR / "*.yaml"))))
     seen: set[Path] = set()
     found = []

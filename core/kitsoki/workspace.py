@@ -29,7 +29,7 @@ from core.kitsoki.config import DEV_STORY, KitsokiConfig, load_config
 from core.kitsoki.imports import KITSOKI_PREFIX, Sources, SourceError, resolve_source
 from core.kitsoki.library import describe as describe_library
 from core.kitsoki.loader import LoadSession
-from core.kitsoki.model import APP_FILE, MATERIALIZED_DIR, Story, Workspace, WorkspaceError
+from core.kitsoki.model import APP_FILE, MATERIALIZED_DIR, RefusedStory, Story, Workspace, WorkspaceError
 from core.kitsoki.parse import LMap, LSeq, Signature, signature
 from core.kitsoki.yamlread import ConfigError, ConfigIssue
 
@@ -230,7 +230,7 @@ def load_root_instance(workspace: Path, config: KitsokiConfig, session: LoadSess
         cached = _ROOTS.get(key)
     if cached is not None and _valid(cached, session.overlay, seen):
         return cached
-    loaded = session.load(path, definition)
+    loaded = session.load(path, definition, base_dir=Path(os.path.abspath(workspace)))
     if loaded.issues or loaded.definition is None:
         entry = _StoryEntry(None, loaded.issues, dict(loaded.signatures))
     else:
@@ -269,8 +269,10 @@ def gc_paused():
 
 def load_workspace(path: Path, *, overlay: dict[str, bytes] | None = None, env: dict[str, str] | None = None,
                    home: Path | None = None) -> Workspace:
-    """Load `.kitsoki.yaml`, every story and the root instance; raise WorkspaceError listing every
-    problem. `overlay` (absolute path -> bytes) stands in for files on disk (a staged draft)."""
+    """Load `.kitsoki.yaml`, every story and the root instance. A story that does not load is
+    refused alone (`Workspace.refused`, and a warning), as kitsoki's discovery skips it; a config or
+    root-instance problem raises WorkspaceError listing every problem. `overlay` (absolute path ->
+    bytes) stands in for files on disk (a staged draft)."""
     with gc_paused():
         return _load_workspace(Path(path), overlay, env, home)
 
@@ -287,11 +289,17 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
     issues: list[ConfigIssue] = []
     warnings: list[ConfigIssue] = list(config.warnings)
     stories = []
+    refused: list[RefusedStory] = []
     for app, materialized in story_app_files(workspace, config, session.overlay):
         entry = load_story_at(session, app, materialized, seen)
-        issues.extend(entry.issues)
         if entry.story is not None:
             stories.append(entry.story)
+        elif entry.issues:  # kitsoki's discovery skips a story that does not load; so do we, saying why
+            refused.append(RefusedStory(app=app, issues=entry.issues, files=[Path(f) for f in entry.signatures]))
+            first = entry.issues[0]
+            warnings.append(ConfigIssue(file=str(app), line=1, column=1, key="",
+                                        message=f"this story does not load, so it is left out (kitsoki skips it "
+                                                f"too): {first.message} ({Path(first.file).name}:{first.line})"))
     source = dev_story_source(workspace, sources)
     root = None
     if source.kind != "missing":
@@ -300,7 +308,7 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
         issues.extend(entry.issues)
     if issues:
         raise WorkspaceError(issues)
-    model = Workspace(path=workspace, config=config, stories=stories, warnings=warnings)
+    model = Workspace(path=workspace, config=config, stories=stories, warnings=warnings, refused=refused)
     model.root_instance = root
     model.dev_story = source
     return model

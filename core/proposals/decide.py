@@ -146,6 +146,21 @@ def _live_bytes(workspace: Path, paths: Iterable[str]) -> dict[str, bytes | None
     return out
 
 
+def reload_refusing(before: Any, changed: list[Path]) -> Callable[[Path], object]:
+    """The applier's reload after an edit: the workspace loads, and no story that loaded before the
+    edit (nor one reading a changed file) is now refused; else WorkspaceError naming why (red)."""
+    from core.kitsoki.model import WorkspaceError
+
+    def reload(workspace: Path) -> object:
+        model = load_workspace(workspace)
+        broken = model.newly_refused(before, changed)
+        if broken:
+            raise WorkspaceError([issue for refusal in broken for issue in refusal.issues])
+        return model
+
+    return reload
+
+
 def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate: Gate | None = None,
            gate_kind: str | None = None, lock_timeout: float = 0.0,
            hook: Callable[[str], None] | None = None) -> Decision:
@@ -216,7 +231,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         write_artifact(workspace, proposal, artifact)
 
     try:
-        apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate, reload=load_workspace,
+        apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate,
+                    reload=reload_refusing(model, [workspace / rel for rel in files]),
                     unsaved=unsaved, lock_timeout=lock_timeout, hook=hook, on_outcome=record)
     except ApplyRefused as exc:
         raise DecisionRefused(exc.reason, exc.message) from None

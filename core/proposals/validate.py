@@ -90,12 +90,21 @@ def staged_load(workspace: Workspace, files: Mapping[str, bytes]) -> Workspace:
     root = workspace.path
     overlay = {str(Path(os.path.abspath(root / rel))): data for rel, data in files.items()}
     try:
-        return load_workspace(root, overlay=overlay)
+        staged = load_workspace(root, overlay=overlay)
     except ConfigError as exc:
-        problems = "; ".join(
-            f"{relative(root, issue.file)}:{issue.line}:{issue.column}: "
-            f"{issue.key + ': ' if issue.key else ''}{issue.message}" for issue in exc.issues[:5])
-        raise DraftInvalid(f"the staged tree does not load: {problems}") from None
+        raise DraftInvalid(f"the staged tree does not load: {_problems(root, exc.issues)}") from None
+    # A story that did not load before stays refused alone (kitsoki skips it too); one the draft
+    # breaks, or a story the draft writes that does not load, refuses the draft.
+    broken = staged.newly_refused(workspace, [root / rel for rel in files])
+    if broken:
+        issues = [issue for refusal in broken for issue in refusal.issues]
+        raise DraftInvalid(f"the staged tree does not load: {_problems(root, issues)}")
+    return staged
+
+
+def _problems(root: Path, issues: list) -> str:
+    return "; ".join(f"{relative(root, issue.file)}:{issue.line}:{issue.column}: "
+                     f"{issue.key + ': ' if issue.key else ''}{issue.message}" for issue in issues[:5])
 
 
 def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapping,
