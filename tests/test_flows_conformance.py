@@ -20,9 +20,11 @@ from core.kitsoki.story import Story
 
 LOADER_COMPOSES = hasattr(Story, "definition")
 """The loader hands the runner kitsoki's composed definition (imports folded, phases expanded)."""
-RECORDED_PASSED = 310 if LOADER_COMPOSES else 111
+RECORDED_PASSED = 309 if LOADER_COMPOSES else 111
 """Flows passed when issue 16's runner work was closed: 310 of 345 with the loader of issue 14
-(0 fail, the rest declined with a reason), 111 with the loader before it (223 need imports/`*`)."""
+(0 fail, the rest declined with a reason), 111 with the loader before it (223 need imports/`*`).
+309 since the loader refuses, as kitsoki does in this copy, the two apps whose Starlark scripts the
+copy leaves out (dogfood-marathon's happy_two_cases passed on stubs where kitsoki exits 2)."""
 RECORDED_TOTAL = 345
 
 
@@ -35,6 +37,8 @@ def report():
 
 def test_no_ci_flow_fails(report):
     assert [(r.File, r.failures()[:3]) for r in report.failed] == []
+    # kitsoki refuses these two here too: the copy leaves out their Starlark scripts
+    assert sorted(report.refused) == ["dogfood-marathon", "starlark-enrich"]
 
 
 def test_pass_rate_does_not_drop(report):
@@ -44,5 +48,6 @@ def test_pass_rate_does_not_drop(report):
 
 
 def test_every_flow_not_passed_says_what_is_not_supported(report):
-    assert report.passed + sum(report.unsupported.values()) + len(report.failed) == report.total
+    assert report.passed + sum(report.unsupported.values()) + len(report.failed) + sum(report.refused.values()) \
+        == report.total
     assert all(reason.strip() for reason in report.unsupported)

@@ -7,8 +7,9 @@ the commit the workspace was taken from. Run the same flows here and sort each i
 * passed;
 * not supported: every failure is `not supported by the built-in runner: <what>` (the runner
   declined to judge; `<what>` is counted);
-* failed: anything else. kitsoki passes these flows, so each is a bug of ours, or a flow the
-  workspace cannot run (a script left out of it: see its SOURCE.txt).
+* refused: the app does not load in this copy, as kitsoki refuses it here too (a Starlark script
+  left out of the copy: see its SOURCE.txt); `kitsoki test flows` exits 2 on such an app;
+* failed: anything else. kitsoki passes these flows, so each is a bug of ours.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class Conformance:
     passed: int = 0
     unsupported: Counter = field(default_factory=Counter)
     failed: list[FlowResult] = field(default_factory=list)
+    refused: Counter = field(default_factory=Counter)
+    """app -> flows not run because the app does not load here."""
     seconds: float = 0.0
     apps: int = 0
 
@@ -60,6 +63,7 @@ class Conformance:
         return {"flows": self.total, "passed": self.passed, "pass_rate": round(self.rate, 4),
                 "not_supported": dict(self.unsupported.most_common()), "needs_loader": self.needs_loader(),
                 "failed": [{"file": r.File, "failures": r.failures()} for r in self.failed],
+                "refused_apps": dict(self.refused),
                 "apps": self.apps, "seconds": round(self.seconds, 3)}
 
 
@@ -72,6 +76,10 @@ def conformance(workspace: Path) -> Conformance:
         out.apps += 1
         for result in run_app_flows(app, workspace).Results:
             out.total += 1
+            failures = result.failures()
+            if not result.Passed and failures and failures[0].startswith("app: ") and "does not load" in failures[0]:
+                out.refused[app.parent.name] += 1
+                continue
             if result.Passed:
                 out.passed += 1
                 continue

@@ -179,7 +179,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         raise DecisionRefused("staged", f"the staged proposal {proposal.recipe_id} changes no file")
     for change in proposal.files:  # the stored paths, held to a fresh draft's rules again
         try:
-            check_target(model, change.path)
+            check_target(model, change.path, recipe_id=proposal.recipe_id)
         except DraftInvalid as exc:
             raise DecisionRefused("invalid", f"the staged proposal {proposal.recipe_id} names a file it may not "
                                              f"change, so nothing is applied: {exc}") from None
@@ -191,7 +191,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
     if refined or proposal.status == "refining":
         artifact = read_artifact(workspace, proposal)
         try:
-            check_draft(model, files, artifact, [])
+            check_draft(model, files, artifact, [], recipe_id=proposal.recipe_id)
         except DraftInvalid as exc:
             raise DecisionRefused("invalid", f"the refined draft of {proposal.recipe_id} does not validate: {exc}") \
                 from None

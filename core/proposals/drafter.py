@@ -11,6 +11,7 @@ drafted as a suggestion to enrich dev-story, with no file change: it is shown, n
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -244,12 +245,67 @@ def _home_story(workspace: Workspace) -> Story | None:
     return (next((s for s in own if not s.materialized), None) or (own[0] if own else None))
 
 
-def _room_spec(recipe: Recipe, description: str) -> dict[str, Any]:
+AGENT_TOOLS = ["Read", "Grep", "Glob", "Edit", "Write", "Bash"]
+"""What the room's agent may use: host.agent.task is kitsoki's verb for agentic work (a read-only verb
+would refuse Edit and Write at load)."""
+
+
+@dataclass
+class Room:
+    """What a new intent's room needs besides its state: kitsoki's `host.agent.task` names a declared
+    agent and an acceptance schema (a story-relative JSON file), or the story does not load."""
+
+    agent: str
+    agent_spec: dict[str, Any]
+    schema: str
+    """Story-relative, as the effect names it."""
+    schema_bytes: bytes
+
+
+def _ask(recipe: Recipe) -> tuple[str, str]:
     usable = usable_phrasings(recipe)
     ask = clean_phrase(usable[0].text) if usable else without_redactions(recipe.title)
     steps = "; ".join(without_redactions(step) for step in recipe.action_signature[:6])  # no placeholder in YAML
+    return ask, steps
+
+
+def _room(recipe: Recipe, name: str, taken_agents: set[str]) -> Room:
+    ask, steps = _ask(recipe)
+    agent, n = f"{name}_agent", 2
+    while agent in taken_agents:
+        agent, n = f"{name}_agent_{n}", n + 1
+    prompt = (f"You carry out one request people made again and again in this project: {ask}."
+              + (f" The steps they usually took: {steps}." if steps else "")
+              + " Work in the project's tree, then submit what you changed and why.")
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": f"{name}_result",
+        "description": f"What the {name} room's agent submits when it is done (drafted by kitsoki-miner).",
+        "type": "object",
+        "required": ["summary_markdown", "files_changed"],
+        "properties": {
+            "summary_markdown": {"type": "string", "minLength": 1,
+                                 "description": "What was done, for the person reviewing it."},
+            "files_changed": {"type": "array", "items": {"type": "string"},
+                              "description": "Every file changed, workspace-relative."},
+        },
+    }
+    return Room(agent=agent, agent_spec={"system_prompt": prompt, "tools": list(AGENT_TOOLS)},
+                schema=f"schemas/{name}.json", schema_bytes=(json.dumps(schema, indent=2) + "\n").encode())
+
+
+def _room_spec(recipe: Recipe, description: str, room: Room) -> dict[str, Any]:
+    ask, steps = _ask(recipe)
     prompt = f"{ask}. The usual steps: {steps}." if steps else f"{ask}."
-    return {"description": description, "on_enter": [{"invoke": AGENT_TASK, "with": {"prompt": prompt}}]}
+    return {"description": description,
+            "on_enter": [{"invoke": AGENT_TASK, "with": {"agent": room.agent, "acceptance": {"schema": room.schema},
+                                                        "context": {"prompt": prompt}}}]}
+
+
+def _story_agents(story: Story) -> set[str]:
+    definition = story.definition
+    agents = definition.get("agents") if isinstance(definition, dict) else None
+    return set(agents or ())
 
 
 def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read: Reader) -> Draft:
@@ -271,8 +327,15 @@ def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read
         return files[rel] if rel in files else _text(read, rel)
 
     app_rel = relative(workspace.path, story.path)
-    files[app_rel] = _add_intent(text_of(app_rel), name, intent_spec)
-    spec = _room_spec(recipe, description[:160])
+    room_parts = _room(recipe, name, _story_agents(story))
+    text = _add_top_entry(_add_intent(text_of(app_rel), name, intent_spec), "agents", room_parts.agent,
+                          room_parts.agent_spec)
+    if story.hosts and AGENT_TASK not in story.hosts:  # an allow-list must name the verb the room invokes
+        if "hosts" not in _top_keys(text):
+            raise DraftError(f"{story.slug}'s hosts: allow-list is declared outside {app_rel} and lacks {AGENT_TASK}")
+        text = yamledit.append_items(text, ["hosts"], [AGENT_TASK])
+    files[app_rel] = text
+    spec = _room_spec(recipe, description[:160], room_parts)
     # kitsoki refuses an on: intent that is neither global in this story nor the room's own.
     back = next((i for i in ("go_back", "back", "done", "go_main") if i in story.intents), None)
     if back:
@@ -281,9 +344,14 @@ def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read
     root_rel = relative(workspace.path, story.states[story.root].at.file)
     files[root_rel] = _add_state(text_of(root_rel), story, room, spec, name)
     headline = f"New intent {name} with a room that hands the work to host.agent.task"
+    out = {path: body.encode() for path, body in files.items()}
+    schema_rel = f"{relative(workspace.path, story.dir)}/{room_parts.schema}"
+    if read(schema_rel) is not None:
+        raise DraftError(f"{schema_rel} exists; the room's acceptance schema would overwrite it")
+    out[schema_rel] = room_parts.schema_bytes
     return Draft(kind="intent", target="root-instance", rung=2, title=headline,
-                 files={path: body.encode() for path, body in files.items()},
-                 summary_markdown=_summary(headline, recipe, mapping, sorted(files)),
+                 files=out,
+                 summary_markdown=_summary(headline, recipe, mapping, sorted(out)),
                  expect_routes=[(story.slug, p, name) for p in phrases[:1]])
 
 
@@ -292,9 +360,13 @@ def _top_keys(text: str) -> set[str]:
 
 
 def _add_intent(text: str, name: str, spec: dict[str, Any]) -> str:
-    if "intents" in _top_keys(text):
-        return yamledit.add_entry(text, ["intents"], name, spec)
-    return yamledit.set_value(text, ["intents"], {name: spec})
+    return _add_top_entry(text, "intents", name, spec)
+
+
+def _add_top_entry(text: str, block: str, name: str, spec: dict[str, Any]) -> str:
+    if block in _top_keys(text):
+        return yamledit.add_entry(text, [block], name, spec)
+    return yamledit.set_value(text, [block], {name: spec})
 
 
 def _add_state(text: str, story: Story, state: str, spec: dict[str, Any], enter_intent: str) -> str:
@@ -313,9 +385,11 @@ def _materialize(recipe: Recipe, mapping: Mapping, workspace: Workspace, name: s
     rel = f"{MATERIALIZED_DIR}/{slug}/app.yaml"
     if read(rel) is not None:
         raise DraftError(f"{rel} exists but did not load as a story of this workspace")
-    spec = _room_spec(recipe, str(intent_spec["description"]))
+    room_parts = _room(recipe, name, set())
+    spec = _room_spec(recipe, str(intent_spec["description"]), room_parts)
     body = {
         "app": {"id": slug, "version": "0.1.0", "title": f"{slug} (materialized by kitsoki-miner)"},
+        "agents": {room_parts.agent: room_parts.agent_spec},
         "intents": {name: intent_spec},
         "root": "landing",
         "states": {"landing": {"description": "Where the project's own requests start.",
@@ -325,11 +399,13 @@ def _materialize(recipe: Recipe, mapping: Mapping, workspace: Workspace, name: s
     header = (f"# Materialized by kitsoki-miner from mined transcripts (recipe {recipe.id}).\n"
               f"# Accepting this proposal creates the project's own story; edit it freely.\n")
     text = header + yamledit.set_value("", ["app"], body["app"])
-    for key in ("intents", "root", "states"):
+    for key in ("agents", "intents", "root", "states"):
         text = yamledit.set_value(text, [key], body[key])
     headline = f"Materialize {rel} with a new intent {name}"
-    return Draft(kind="intent", target="root-instance", rung=2, title=headline, files={rel: text.encode()},
-                 summary_markdown=_summary(headline, recipe, mapping, [rel]),
+    schema_rel = f"{MATERIALIZED_DIR}/{slug}/{room_parts.schema}"
+    return Draft(kind="intent", target="root-instance", rung=2, title=headline,
+                 files={rel: text.encode(), schema_rel: room_parts.schema_bytes},
+                 summary_markdown=_summary(headline, recipe, mapping, [rel, schema_rel]),
                  expect_routes=[(slug, p, name) for p in intent_spec["examples"][:1]])
 
 

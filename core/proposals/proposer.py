@@ -104,7 +104,7 @@ def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, m
                                    "that held a secret is never drafted")
         artifact = AuthorArtifact(files_changed=sorted(draft.files), flows_green=False,
                                   summary_markdown=draft.summary_markdown)
-        check_draft(workspace, draft.files, artifact.model_dump(mode="json"), draft.expect_routes)
+        check_draft(workspace, draft.files, artifact.model_dump(mode="json"), draft.expect_routes, recipe_id=recipe.id)
     changes = [file_change(rel, read(rel), data) for rel, data in sorted(draft.files.items())]
     proposal = Proposal(
         recipe_id=recipe.id, kind=draft.kind, target=draft.target, rung=draft.rung, priority=recipe.priority,

@@ -108,19 +108,15 @@ def _problems(root: Path, issues: list) -> str:
 
 
 def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapping,
-                expect_routes: list[tuple[str, str, str]]) -> None:
+                expect_routes: list[tuple[str, str, str]], recipe_id: str | None = None) -> None:
     """Every check above, in order; raises DraftInvalid on the first failure."""
     if not files:
         raise DraftInvalid("the draft changes no file")
     for rel, data in files.items():
-        _check_target(workspace, rel, data)  # core.proposals.targets: the rule an accept re-checks
+        _check_target(workspace, rel, data, recipe_id)  # core.proposals.targets: the rule an accept re-checks
         check_path(workspace.path, rel)
         if len(data) > MAX_DRAFT_FILE_BYTES:
             raise DraftInvalid(f"{rel}: {len(data)} bytes; a draft file over 1 MiB is refused")
-        if not rel.endswith((".yaml", ".yml")):
-            raise DraftInvalid(f"{rel}: drafts only change YAML files")
-        if rel != CONFIG_FILE and not _in_a_story_dir(workspace, rel):
-            raise DraftInvalid(f"{rel}: is neither {CONFIG_FILE} nor a file of a story folder")
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
@@ -137,10 +133,10 @@ def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapp
                 raise DraftInvalid(f'after the draft, "{phrase}" would route to {got}, not {intent}')
 
 
-def _check_target(workspace: Workspace, rel: str, data: bytes) -> None:
+def _check_target(workspace: Workspace, rel: str, data: bytes, recipe_id: str | None) -> None:
     from core.proposals.targets import check_target  # targets builds on this module's rules
 
-    check_target(workspace, rel, data)
+    check_target(workspace, rel, data, recipe_id=recipe_id)
 
 
 def _in_a_story_dir(workspace: Workspace, rel: str) -> bool:
