@@ -46,6 +46,7 @@ __all__ = [
     "format_text",
     "run_app_flows",
     "run_fixture_file",
+    "run_story_flows",
     "run_flows",
 ]
 
@@ -80,6 +81,19 @@ def run_app_flows(app_yaml: Path, workspace: Path | None = None, glob: str | Non
     for path in (Path(match) for match in sorted(globlib.glob(pattern, recursive=True))):
         if path.is_file():
             results.extend(_run_file(path, root, stories, story=story, story_problems=problems))
+    return FlowReport.of(results)
+
+
+def run_story_flows(story: Story, glob: str, workspace: Path) -> FlowReport:
+    """The fixtures `glob` (relative to the workspace) matches, every document run against `story`:
+    the project's root flows against the synthesized root instance, as the kitsoki gate runs them
+    against the root written out as `kitsoki materialize` emits it."""
+    stories = _Stories(Path(workspace), [])
+    pattern = glob if os.path.isabs(glob) else str(Path(workspace) / glob)
+    results: list[FlowResult] = []
+    for path in (Path(match) for match in sorted(globlib.glob(pattern, recursive=True))):
+        if path.is_file():
+            results.extend(_run_file(path, Path(workspace), stories, story=story))
     return FlowReport.of(results)
 
 

@@ -21,11 +21,13 @@ from typing import Any, Literal
 from core.kitsoki import yamledit
 from core.kitsoki.config import CONFIG_FILE, DEV_STORY_WORLD_KEYS
 from core.kitsoki.inventory import ROOT_INSTANCE, Inventory
-from core.kitsoki.routing import content_stems
-from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, relative
+from core.kitsoki.routing import Router, content_stems
+from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, initial_leaf, relative
 from core.mining.recipes import Recipe
 from core.proposals.mapper import PROVIDER_HANDLERS, usable_phrasings, without_redactions
 from core.proposals.model import Mapping
+from core.proposals import proofs
+from core.proposals.proofs import Proof
 from core.proposals.wording import actions_text, cite_text, classification_text, plural
 from core.trace import ProposalKind
 
@@ -51,6 +53,12 @@ class Draft:
     suggestion_only: bool = False
     expect_routes: list[tuple[str, str, str]] = field(default_factory=list)
     """(story, phrase, intent) the staged tree must route, or the draft does not do what it says."""
+    keep_routes: list[tuple[str, str, str]] = field(default_factory=list)
+    """(story, phrase, intent) of a neighbour intent that must still route there after the draft."""
+    proof: Proof | None = None
+    """The proposal's own proof (core.proposals.proofs): a new fixture, or why no flow can show it."""
+    proof_later: Callable[[Workspace, Workspace], Proof] | None = None
+    """Builds the proof from the live and the staged tree, when it needs the staged tree."""
 
 
 Reader = Callable[[str], bytes | None]
@@ -145,8 +153,14 @@ def _draft_binding(recipe: Recipe, mapping: Mapping, read: Reader) -> Draft:
         return _suggestion(recipe, mapping, f"dev-story could offer a {provider} provider for {iface}")
     text = yamledit.set_value(_text(read, CONFIG_FILE), ["root", "overrides", "bindings", iface], handler)
     headline = f"Bind {iface} to {handler}"
+
+    def proof(live: Workspace, staged: Workspace) -> Proof:
+        return proofs.binding_proof(live.path, recipe.id, headline, live.root_instance, staged.root_instance,
+                                    iface, handler)
+
     return Draft(kind="binding", target="root-instance", rung=1, title=headline,
-                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]))
+                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]),
+                 proof_later=proof)
 
 
 def _typed(key: str, value: str | None) -> Any:
@@ -172,8 +186,13 @@ def _draft_world(recipe: Recipe, mapping: Mapping, read: Reader) -> Draft:
     value = _typed(key, recipe.value)
     text = yamledit.set_value(_text(read, CONFIG_FILE), ["root", "overrides", "world", key], value)
     headline = f"Set world.{key} to {value!r}"
+
+    def proof(live: Workspace, staged: Workspace) -> Proof:
+        return proofs.world_proof(live.path, recipe.id, headline, staged.root_instance, key, value)
+
     return Draft(kind="world", target="root-instance", rung=1, title=headline,
-                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]))
+                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]),
+                 proof_later=proof)
 
 
 def _new_phrases(recipe: Recipe, existing: set[str]) -> list[str]:
@@ -217,10 +236,13 @@ def _draft_intent(recipe: Recipe, mapping: Mapping, workspace: Workspace, invent
         if story_slug == ROOT_INSTANCE:
             text = yamledit.append_items(_text(read, CONFIG_FILE), ["root", "overrides", "synonyms", intent], phrases)
             headline = f"Route {_count(phrases, 'more phrasing')} to dev-story's {intent}"
+            neighbours = _neighbours(inventory, ROOT_INSTANCE, intent, phrases)
             return Draft(kind="intent", target="root-instance", rung=1, title=headline,
                          files={CONFIG_FILE: text.encode()},
                          summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]),
-                         expect_routes=[(ROOT_INSTANCE, p, intent) for p in phrases])
+                         expect_routes=[(ROOT_INSTANCE, p, intent) for p in phrases], keep_routes=neighbours,
+                         proof=Proof(unprovable=[proofs.phrasing_note(phrases, f"dev-story's {intent}",
+                                                                      [(p, i) for _, p, i in neighbours])]))
         story = workspace.story(story_slug)
         if story is None or row is None or row.at is None:
             raise DraftError(f"{mapping.near} is not in a story file this workspace can edit")
@@ -231,10 +253,39 @@ def _draft_intent(recipe: Recipe, mapping: Mapping, workspace: Workspace, invent
         path = (_state_path(declared.state) + ["intents", intent] if declared.state else ["intents", intent])
         text = yamledit.append_items(_text(read, rel), path + ["synonyms"], phrases)
         headline = f"Add {_count(phrases, 'synonym')} to {story_slug}'s {intent}"
+        neighbours = _neighbours(inventory, story_slug, intent, phrases)
         return Draft(kind="intent", target="root-instance", rung=2, title=headline, files={rel: text.encode()},
                      summary_markdown=_summary(headline, recipe, mapping, [rel]),
-                     expect_routes=[(story_slug, p, intent) for p in phrases])
-    return _draft_new_room(recipe, mapping, workspace, read)
+                     expect_routes=[(story_slug, p, intent) for p in phrases], keep_routes=neighbours,
+                     proof=Proof(unprovable=[proofs.phrasing_note(phrases, f"{story_slug}'s {intent}",
+                                                                  [(p, i) for _, p, i in neighbours])]))
+    return _draft_new_room(recipe, mapping, workspace, inventory, read)
+
+
+def _neighbours(inventory: Inventory, story: str, intent: str, phrases: list[str]) -> list[tuple[str, str, str]]:
+    """(story, phrase, intent) of the other intents of `story` nearest to the new phrasings: one
+    phrase each of the two closest, which must still route to their own intent after the draft."""
+    words = set().union(*(content_stems(p) for p in phrases)) if phrases else set()
+    scored = []
+    for row in inventory.intents:
+        if row.story != story or row.name == intent:
+            continue
+        for phrase in row.phrases:
+            stems = content_stems(phrase.text)
+            if stems and words and "{" not in phrase.text:
+                overlap = 2 * len(stems & words) / (len(stems) + len(words))
+                if overlap > 0:
+                    scored.append((overlap, row.name, phrase.text))
+    scored.sort(key=lambda item: (-item[0], item[1], item[2]))
+    router = Router([row for row in inventory.intents if row.story == story], strict=False) if scored else None
+    out: list[tuple[str, str, str]] = []
+    for _, name, text in scored[:40]:
+        # Only a phrasing that routes to its intent now can be held to still route there.
+        if all(name != other for _, _, other in out) and router.route(text).intent == name:
+            out.append((story, text, name))
+        if len(out) == 2:
+            break
+    return out
 
 
 def _home_story(workspace: Workspace) -> Story | None:
@@ -308,7 +359,8 @@ def _story_agents(story: Story) -> set[str]:
     return set(agents or ())
 
 
-def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read: Reader) -> Draft:
+def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inventory,
+                    read: Reader) -> Draft:
     story = _home_story(workspace)
     taken = {i.name for s in workspace.stories for i in s.all_intents()}
     name = intent_name_for(recipe, taken)
@@ -349,10 +401,13 @@ def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read
     if read(schema_rel) is not None:
         raise DraftError(f"{schema_rel} exists; the room's acceptance schema would overwrite it")
     out[schema_rel] = room_parts.schema_bytes
+    proof = proofs.new_room_proof(recipe.id, headline, app_rel, name, room, room_parts.agent,
+                                  initial_leaf(story, story.root or ""))
+    neighbours = _neighbours(inventory, story.slug, name, phrases)
     return Draft(kind="intent", target="root-instance", rung=2, title=headline,
                  files=out,
                  summary_markdown=_summary(headline, recipe, mapping, sorted(out)),
-                 expect_routes=[(story.slug, p, name) for p in phrases[:1]])
+                 expect_routes=[(story.slug, p, name) for p in phrases[:1]], keep_routes=neighbours, proof=proof)
 
 
 def _top_keys(text: str) -> set[str]:
@@ -403,8 +458,9 @@ def _materialize(recipe: Recipe, mapping: Mapping, workspace: Workspace, name: s
         text = yamledit.set_value(text, [key], body[key])
     headline = f"Materialize {rel} with a new intent {name}"
     schema_rel = f"{MATERIALIZED_DIR}/{slug}/{room_parts.schema}"
+    proof = proofs.new_room_proof(recipe.id, headline, rel, name, room, room_parts.agent, "landing")
     return Draft(kind="intent", target="root-instance", rung=2, title=headline,
-                 files={rel: text.encode(), schema_rel: room_parts.schema_bytes},
+                 files={rel: text.encode(), schema_rel: room_parts.schema_bytes}, proof=proof,
                  summary_markdown=_summary(headline, recipe, mapping, [rel, schema_rel]),
                  expect_routes=[(slug, p, name) for p in intent_spec["examples"][:1]])
 
@@ -418,8 +474,9 @@ def _draft_gate(recipe: Recipe, mapping: Mapping, workspace: Workspace, read: Re
         rel = relative(workspace.path, story.states[state_name].at.file)
         text = yamledit.set_value(_text(read, rel), _state_path(state_name) + ["decider"], "human")
         headline = f"Let a human decide at {story_slug}:{state_name}"
+        proof = proofs.arrival_proof(workspace.path, recipe.id, headline, story, state_name)
         return Draft(kind="gate", target="root-instance", rung=2, title=headline, files={rel: text.encode()},
-                     summary_markdown=_summary(headline, recipe, mapping, [rel]))
+                     summary_markdown=_summary(headline, recipe, mapping, [rel]), proof=proof)
     story = _home_story(workspace)
     if story is None:
         raise DraftError("a new gate needs a story of the project's own; none with a root state loads")
@@ -449,6 +506,11 @@ def _draft_gate(recipe: Recipe, mapping: Mapping, workspace: Workspace, read: Re
     files[root_rel] = _add_state(files[root_rel] if root_rel in files else _text(read, root_rel), story, state,
                                  spec, enter_intent)
     headline = f"A human review state {state} before {', '.join(recipe.action_signature)}"
+    start = initial_leaf(story, story.root or "")
+    proof = (proofs.review_proof(workspace.path, recipe.id, headline, story, enter_intent, state, start)
+             if start == story.root else
+             Proof(unprovable=[f"{state}: approve returns to {story.root}, which lands in {start}; the proof would "
+                               "have to follow that descent"]))
     return Draft(kind="gate", target="root-instance", rung=2, title=headline,
                  files={path: body.encode() for path, body in files.items()},
-                 summary_markdown=_summary(headline, recipe, mapping, sorted(files)))
+                 summary_markdown=_summary(headline, recipe, mapping, sorted(files)), proof=proof)

@@ -29,7 +29,7 @@ import re
 from pathlib import Path, PurePosixPath
 
 from core.kitsoki.config import CONFIG_FILE
-from core.kitsoki.story import Workspace, relative
+from core.kitsoki.story import MATERIALIZED_DIR, Workspace, relative
 from core.proposals import validate
 from core.proposals.validate import MAX_DRAFT_FILE_BYTES, DraftInvalid
 
@@ -60,7 +60,8 @@ def is_proof_fixture(workspace: Workspace, rel: str, recipe_id: str | None) -> b
         return False
     folder = posix.parent.parent.as_posix()
     apps = {PurePosixPath(relative(workspace.path, s.path)).parent.as_posix() for s in workspace.stories}
-    return (folder in apps or folder == ".") and not _exists(workspace, rel)
+    materialized = PurePosixPath(folder).parent.as_posix() == MATERIALIZED_DIR  # a story the proposal creates
+    return (folder in apps or folder == "." or materialized) and not _exists(workspace, rel)
 
 
 def is_acceptance_schema(workspace: Workspace, rel: str) -> bool:

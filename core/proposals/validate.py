@@ -108,8 +108,10 @@ def _problems(root: Path, issues: list) -> str:
 
 
 def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapping,
-                expect_routes: list[tuple[str, str, str]], recipe_id: str | None = None) -> None:
-    """Every check above, in order; raises DraftInvalid on the first failure."""
+                expect_routes: list[tuple[str, str, str]], recipe_id: str | None = None,
+                keep_routes: list[tuple[str, str, str]] = ()) -> Workspace:
+    """Every check above, in order; raises DraftInvalid on the first failure. Returns the staged
+    tree. `keep_routes` are a neighbour intent's phrasings that must still route to it."""
     if not files:
         raise DraftInvalid("the draft changes no file")
     for rel, data in files.items():
@@ -123,14 +125,50 @@ def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapp
             raise DraftInvalid(f"{rel}: the draft is not UTF-8") from None
     check_artifact(artifact)
     staged = staged_load(workspace, files)
-    if expect_routes:
+    if expect_routes or keep_routes:
         inventory = build_inventory(staged)
-        for story, phrase, intent in expect_routes:
+        for story, phrase, intent in [*expect_routes, *keep_routes]:
             rows = [row for row in inventory.intents if row.story == story]
             verdict = Router(rows, strict=False).route(phrase)
             if verdict.intent != intent:
                 got = verdict.intent or (f"a tie ({', '.join(verdict.candidates)})" if verdict.candidates else "nothing")
-                raise DraftInvalid(f'after the draft, "{phrase}" would route to {got}, not {intent}')
+                what = "" if (story, phrase, intent) in expect_routes else f" (a phrasing of the neighbour {intent})"
+                raise DraftInvalid(f'after the draft, "{phrase}"{what} would route to {got}, not {intent}')
+    return staged
+
+
+def settle_proof(proof, live: Workspace, staged: Workspace, recipe_id: str):
+    """Check a proposal's proof (core.proposals.proofs) before anyone sees it: its fixture is a new
+    file the proposal may add; with the built-in runner, it must pass on the staged tree (else the
+    draft does not do what it says: DraftInvalid) and fail on the live tree (else it proves
+    nothing and is dropped, the card saying so). A fixture the runner cannot run is kept (the flow
+    gate runs it: with kitsoki, or it holds the change) and says so."""
+    from core.proposals.proofs import run_proof  # proofs import the gates and the runner
+
+    if proof is None or proof.path is None:
+        return proof
+    _check_target(live, proof.path, proof.text.encode(), recipe_id)
+    status, failures = run_proof(proof, staged)
+    if status == "failed" and proof.required:
+        raise DraftInvalid(f"the proposal's proof {proof.path} fails on the staged tree: {'; '.join(failures[:3])}")
+    if status == "failed":
+        proof.unprovable.append("; ".join(proof.claims) + f": the flow that would show it fails here before reaching "
+                                f"it ({failures[0] if failures else 'no reason given'}), so no fixture is added")
+        proof.path, proof.text, proof.claims = None, "", []
+        return proof
+    if status == "not run":
+        proof.verified = f"not run here before it was shown: {'; '.join(failures[:2])}"
+        return proof
+    before, _ = run_proof(proof, live)
+    if before == "passed":
+        proof.unprovable.append("; ".join(proof.claims) + ": a flow asserting it passes with and without the change, "
+                                "so it would prove nothing (no fixture added)")
+        proof.path, proof.text, proof.claims = None, "", []
+        proof.verified = ""
+        return proof
+    proof.verified = ("passes with the change and fails without it (built-in runner)" if before == "failed" else
+                      "passes with the change (built-in runner; without it the flow could not run here)")
+    return proof
 
 
 def _check_target(workspace: Workspace, rel: str, data: bytes, recipe_id: str | None) -> None:
