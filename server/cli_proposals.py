@@ -121,6 +121,12 @@ def _proposals(workspace: Path, args, out) -> int:
         out.write(f"  {card.title}\n  {card.mapping.classification}: {card.mapping.reason}\n")
         if card.failure:
             out.write(f"  last accept reverted: {card.failure}\n")
+        if card.proof is not None:
+            if card.proof.path:
+                out.write(f"  proof: {card.proof.path} asserts that {'; that '.join(card.proof.claims)}"
+                          + (f" ({card.proof.verified})" if card.proof.verified else "") + "\n")
+            for line in card.proof.unprovable:
+                out.write(f"  not provable by a flow: {line}\n")
         for text, count in card.evidence.phrasings[:3]:
             out.write(f'  asked: "{text}" x{count}\n')
         for cite in card.evidence.cites[:3]:
@@ -157,6 +163,8 @@ def _decide(workspace: Path, args, out, err) -> int:
         ran = decision.ran_lines()
         if ran:
             out.write("flows:\n" + "".join(f"  {line}\n" for line in ran))
+        if decision.proof:
+            out.write(f"proof: {decision.proof}: {decision.proof_status()}\n")
     elif decision.verdict == "refine":
         out.write(f"edit the staged draft, then accept again: {decision.draft_path}\n")
     else:

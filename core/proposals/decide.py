@@ -70,6 +70,22 @@ class Decision(BaseModel):
     held: bool = False
     """accept: not kept because nothing judged it (no flow exercises it, or none of those that do could
     run); `failure` says what would. The tree is as it was."""
+    proof: str | None = None
+    """accept: the proposal's own proof fixture (it ran with the rest; `proof_status` says how)."""
+
+    def proof_status(self) -> str | None:
+        """passed, failed or `not run: <why>` for the proof fixture, from the gate's runs."""
+        if self.proof is None or self.gate is None:
+            return None
+        for run in self.gate.runs:
+            if self.proof in run.passed:
+                return "passed"
+            if self.proof in run.failed:
+                return "failed"
+            for line in run.not_run:
+                if line.startswith(f"{self.proof}:"):
+                    return "not run:" + line[len(self.proof) + 1:]
+        return "not run"
 
     def flows(self) -> list[dict[str, Any]]:
         """Per app the gate reached: which flows passed, failed, or did not run and why."""
@@ -100,7 +116,9 @@ class Decision(BaseModel):
                "reverted": self.reverted, "failure": self.failure}
         if self.verdict == "accept":
             out |= {"gated": self.gated, "held": self.held, "flows": self.flows(),
-                    "skipped": list(self.gate.skipped) if self.gate else []}
+                    "skipped": list(self.gate.skipped) if self.gate else [],
+                    "proof": {"path": self.proof, "status": self.proof_status()} if self.proof else None,
+                    "unprovable": list(self.gate.unprovable) if self.gate else []}
         return out
 
 
@@ -214,6 +232,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
                             flows_green=outcome.flows_green,
                             reverted=outcome.reverted, failure=outcome.failure, files=outcome.written,
                             kept_edits=outcome.kept_edits, gate=result,
+                            proof=proposal.proof.path if proposal.proof is not None else None,
                             gated=result.gated if result is not None else True,
                             held=bool(result is not None and result.held and outcome.reverted))
         _record(workspace, decision)  # kitsoki's shape; what ran goes to our own staged files below

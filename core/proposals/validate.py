@@ -137,6 +137,21 @@ def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapp
     return staged
 
 
+def _kitsoki_will_run_it(live: Workspace) -> bool:
+    """The flow gate of this workspace is, or can fall back to, the real kitsoki."""
+    import shutil
+
+    from core.apply.gates import resolved_kind
+    from core.proposals.settings import SettingsError, gate_settings
+
+    try:
+        settings = gate_settings(live.config)
+    except SettingsError:
+        return False
+    return resolved_kind(settings) == "kitsoki" or (resolved_kind(settings) == "builtin"
+                                                    and shutil.which(settings.kitsoki) is not None)
+
+
 def settle_proof(proof, live: Workspace, staged: Workspace, recipe_id: str):
     """Check a proposal's proof (core.proposals.proofs) before anyone sees it: its fixture is a new
     file the proposal may add; with the built-in runner, it must pass on the staged tree (else the
@@ -157,7 +172,13 @@ def settle_proof(proof, live: Workspace, staged: Workspace, recipe_id: str):
         proof.path, proof.text, proof.claims = None, "", []
         return proof
     if status == "not run":
-        proof.verified = f"not run here before it was shown: {'; '.join(failures[:2])}"
+        if _kitsoki_will_run_it(live):
+            proof.verified = f"not run here before it was shown (the kitsoki gate runs it): {'; '.join(failures[:2])}"
+            return proof
+        # Nothing here could run it, so it would hold every accept: say what would prove it instead.
+        proof.unprovable.append("; ".join(proof.claims) + f": a flow asserting it ({proof.path}) cannot run here "
+                                f"({'; '.join(failures[:1])}) and kitsoki is not here either, so no fixture is added")
+        proof.path, proof.text, proof.claims = None, "", []
         return proof
     before, _ = run_proof(proof, live)
     if before == "passed":
