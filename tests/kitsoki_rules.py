@@ -99,6 +99,9 @@ CASES: dict[str, tuple[dict[str, str], str | None]] = {
         'synonyms key "purple" is not in values'),
     "empty-synonym": ({"app.yaml": story("states:\n  a: {}\n", HEAD + "intents:\n  go: { synonyms: [wade, ' '] }\n")},
                       "synonyms[1] is empty"),
+    "routing-cache-max-age-is-a-duration": ({"app.yaml": story("routing: { cache_max_age: a week }\nstates:\n  a: {}\n")},
+                                            'app.Duration: app.ParseDuration: "a week"'),
+    "routing-cache-max-age-days": ({"app.yaml": story("routing: { cache_max_age: 30d }\nstates:\n  a: {}\n")}, None),
     "semantic-bar-order": ({"app.yaml": story("routing: { semantic_high_bar: 0.5, semantic_mid_bar: 0.7 }\n"
                                               "states:\n  a: {}\n")}, "must be greater than routing.semantic_mid_bar"),
     # --- include ------------------------------------------------------------------------------------
@@ -238,6 +241,10 @@ CASES: dict[str, tuple[dict[str, str], str | None]] = {
     "off-ramp-never-on-terminal": ({"app.yaml": story("states:\n  a:\n    terminal: true\n    agent_off_ramp: true\n")},
                                    'state "a" declares agent_off_ramp on a terminal: true state'),
     "off-ramp-false-is-off": ({"app.yaml": story("states:\n  a:\n    terminal: true\n    agent_off_ramp: false\n")}, None),
+    "off-ramp-shape": ({"app.yaml": story("states:\n  a:\n    agent_off_ramp: { agent: story-explainer, trigger: x }\n")},
+                       "agent_off_ramp: must be `true` or an {agent, persona, banner} mapping"),
+    "off-ramp-not-a-word": ({"app.yaml": story("states:\n  a:\n    agent_off_ramp: yes please\n")},
+                            "agent_off_ramp: must be `true` or an {agent, persona, banner} mapping"),
     "off-ramp-agent-must-be-known": ({"app.yaml": story("states:\n  a:\n    agent_off_ramp: { agent: nope }\n")},
                                      'agent reference "nope" at states.a.agent_off_ramp.agent is undefined'),
     "off-ramp-builtin-agent": ({"app.yaml": story("states:\n  a:\n    agent_off_ramp: { agent: story-explainer }\n")}, None),

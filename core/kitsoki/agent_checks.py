@@ -400,6 +400,11 @@ def _state_rules(states: LMap, agents: LMap, out: _Issues) -> None:
     for path, state in _walk_states(states):
         at = state.at
         ramp = state.get("agent_off_ramp")
+        if ramp is not None and not isinstance(ramp, bool) and \
+                (not isinstance(ramp, LMap) or set(ramp) - {"agent", "persona", "banner"}):
+            out.add(state.value_at("agent_off_ramp"), "agent_off_ramp: must be `true` or an {agent, persona, banner} "
+                                                      "mapping", f"states.{path}.agent_off_ramp")  # OffRampDef.UnmarshalYAML
+            continue
         if effect_when_off_ramp_enabled(ramp):
             if state.get("terminal") is True:
                 out.add(at, f"state {_q(path)} declares agent_off_ramp on a terminal: true state; a terminal state "

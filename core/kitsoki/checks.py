@@ -409,6 +409,12 @@ class _Checks:
         if not isinstance(routing, LMap):
             return
         at = self.definition.key_at("routing")
+        max_age = routing.get("cache_max_age")
+        if max_age not in (None, ""):  # an app.Duration: refused when the file is decoded (duration.go:28-45)
+            try:
+                parse_app_duration(str(max_age))
+            except ValueError as exc:
+                self.add(routing.value_at("cache_max_age"), f"app.Duration: {exc}", "routing.cache_max_age")
         high, mid = routing.get("semantic_high_bar", 0.80), routing.get("semantic_mid_bar", 0.65)
         high = high if isinstance(high, (int, float)) and not isinstance(high, bool) else 0.80
         mid = mid if isinstance(mid, (int, float)) and not isinstance(mid, bool) else 0.65
