@@ -73,7 +73,7 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
         return _fail(err, f"no {CONFIG_FILE} here or above: pass --repo with a kitsoki workspace")
     try:
         if args.command == "flows":
-            return _flows(workspace, args, out)
+            return _flows(workspace, args, out, err)
         _recover(workspace, err)
         if args.command == "propose":
             return _propose(workspace, args, out)
@@ -172,12 +172,16 @@ def _decide(workspace: Path, args, out, err) -> int:
     return 0 if decision.verdict != "accept" or decision.flows_green else 1
 
 
-def _flows(workspace: Path, args, out) -> int:
+def _flows(workspace: Path, args, out, err=sys.stderr) -> int:
     report = run_flows(workspace, args.glob)
     if args.json:
         _json(out, report.model_dump(mode="json"))
     else:
         out.write(format_text(report))
+    fatal = report.fatal()
+    if fatal is not None:  # where kitsoki's `test flows` aborts the app run (exit 2), say so
+        err.write(f"kitsoki-miner flows: {fatal}: kitsoki aborts that app's run here (exit 2, no report)\n")
+        return 2
     if not report.Results:
         return 2
     return 0 if report.Failed == 0 else 1

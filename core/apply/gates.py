@@ -537,6 +537,11 @@ def builtin_gate(flows_glob: str | None = None, timeout_s: float | None = None, 
             summary = f"{label}: no flow fixtures matched"
             return _red("builtin", summary, report=_slim_report(report),
                         runs=[FlowRun(app=app, flows=shown, status="error", summary=summary)])
+        fatal = report_obj.fatal() if hasattr(report_obj, "fatal") else None
+        if fatal is not None:  # kitsoki aborts the whole app run there: exit 2, no report
+            summary = f"{label}: could not run the flows: kitsoki aborts the app run here (exit 2): {fatal}"
+            return _red("builtin", summary, [fatal], report=_slim_report(report),
+                        runs=[FlowRun(app=app, flows=shown, status="error", summary=summary)])
         judged = judge_report(report, app=app, flows=shown, label=label, unsupported=prefix)
         return _result_of("builtin", judged, report)
 

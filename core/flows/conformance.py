@@ -14,6 +14,7 @@ the commit the workspace was taken from. Run the same flows here and sort each i
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,7 +26,6 @@ from core.flows.report import FlowResult
 
 QUARANTINED = ("repo-bakeoff", "bench-bugfix")
 """Stories kitsoki's CI leaves out (scripts/run-tests.sh)."""
-STOPPED = "not run: the flow stopped at turn"
 
 
 def ci_apps(workspace: Path) -> list[Path]:
@@ -35,10 +35,11 @@ def ci_apps(workspace: Path) -> list[Path]:
 
 def unsupported_reason(result: FlowResult) -> str | None:
     """`<what>` when the flow only failed for not being supported, else None."""
-    failures = [failure for failure in result.failures() if STOPPED not in failure]
+    failures = result.failures()
     if result.Passed or not failures or not all(failure.startswith(UNSUPPORTED) for failure in failures):
         return None
-    return failures[0][len(UNSUPPORTED) + 2:]
+    return re.sub(r" \((turns? [0-9.]+ not run after it|the flow did not start: \d+ turns? not run)\)$", "",
+                  failures[0][len(UNSUPPORTED) + 2:])
 
 
 @dataclass
