@@ -78,6 +78,14 @@ class TraceBusyError(OSError):
     writers the same turn number, and kitsoki refuses a trace with a duplicate (turn, seq)."""
 
 
+class TraceCorrupt(ValueError):
+    """The trace is one kitsoki refuses to open (internal/store/jsonl.go loadAndValidate and
+    splitLines at 1f4abf0e): no trailing newline, a CRLF line, a NUL byte, no session header on
+    line 1, a newer schema_version, a second header, a line that is not an event, a turn before an
+    earlier one, a duplicate, out-of-order or gapped seq within a turn. The message is kitsoki's,
+    naming the file and line; nothing is read from such a trace."""
+
+
 # ── timestamps ────────────────────────────────────────────────────────────────────────────────
 
 
@@ -607,8 +615,9 @@ class Trace:
     def events(self, kinds: Iterable[str] | str | None = None) -> Iterator[Event]:
         """Stream the events (not the header) in file order, optionally only some kinds.
 
-        Never raises on content: bad lines are counted in `self.last_read` and skipped. A missing
-        file has no events.
+        Raises TraceCorrupt where kitsoki refuses the file (TraceCorrupt's docstring), at the first
+        line it refuses; lines kitsoki accepts that we cannot type (an odd but legal field) are
+        counted in `self.last_read.malformed` and skipped. A missing or empty file has no events.
         """
         wanted = None if kinds is None else frozenset((kinds,) if isinstance(kinds, str) else kinds)
         stats = self.last_read = ReadStats()
@@ -616,16 +625,19 @@ class Trace:
             fh = _open_for_reading(self.path)
         except FileNotFoundError:
             return
+        check = _KitsokiReader(self.path)
         with fh:
-            for number, line in enumerate(_raw_lines(fh, 0), start=1):
-                if line.complete and not line.data.strip():
-                    continue  # kitsoki allows blank lines
+            for line in _raw_lines(fh, 0):
+                obj = check.line(line)
+                if obj is _SKIP:
+                    continue
                 stats.lines += 1
-                if number == 1:
+                if check.count == 1:
                     stats.header = _parse_header(line)
-                    if stats.header is not None:
-                        continue
-                event = _parse_event(line, wanted, stats)
+                    continue
+                if wanted is not None and obj.get("kind") not in wanted:
+                    continue
+                event = _parse_event(line, None, stats)
                 if event is not None:
                     stats.events += 1
                     yield event
@@ -718,11 +730,107 @@ def _parse_event(line: _RawLine, wanted: frozenset[str] | None, stats: ReadStats
         return None
     if wanted is not None and obj.get("kind") not in wanted:
         return None
+    for key, zero in (("turn", 0), ("seq", 0), ("ts", "0001-01-01T00:00:00Z")):
+        if obj.get(key) is None:  # absent or null: Go's zero value, as kitsoki reads it
+            obj[key] = zero
     try:
         return Event.model_validate(obj)
     except ValidationError:
         stats.malformed += 1
         return None
+
+
+_SKIP = object()
+_INT_FIELDS = ("turn", "seq", "parent_turn", "match_idx")
+_STRING_FIELDS = ("kind", "state_path", "call_id", "episode_id")
+_GO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+
+
+class _KitsokiReader:
+    """kitsoki's rules for opening a trace, applied line by line as the file streams."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.physical = 0
+        self.count = 0
+        """Non-blank lines so far (kitsoki numbers events by them: the header is line 1)."""
+        self.max_turn = 0
+        self.seqs: dict[int, int] = {}
+
+    def refuse(self, message: str) -> TraceCorrupt:
+        return TraceCorrupt(f'store/jsonl: "{self.path}": {message}')
+
+    def line(self, line: _RawLine) -> Any:
+        self.physical += 1
+        if not line.complete:
+            raise self.refuse("trace corrupted: missing trailing newline at EOF")
+        if not line.data:
+            return _SKIP  # kitsoki skips empty lines (a line of spaces is not empty: it is not JSON)
+        if line.data.endswith(b"\r"):
+            raise self.refuse(f"trace corrupted: CRLF line ending at line {self.physical} (JSONL requires LF-only)")
+        if b"\0" in line.data:
+            raise self.refuse(f"trace corrupted: NUL byte in line {self.physical}")
+        self.count += 1
+        number = self.count
+        if line.oversized:
+            return {}  # too long to hold; kitsoki reads it whole, we skip it (counted)
+        try:
+            obj = orjson.loads(line.data)
+        except orjson.JSONDecodeError as exc:
+            raise self.refuse(f"line {number} is not valid JSON: {exc}") from None
+        if number == 1:
+            kind = obj.get("kind") if type(obj) is dict else None
+            if kind != HEADER_KIND:
+                raise self.refuse(f'trace missing session.header on line 1 (got kind="{kind or ""}")')
+            version = obj.get("schema_version")
+            if type(version) is int and version > SCHEMA_VERSION:
+                raise self.refuse(f"schema_version {version} on disk exceeds highest supported {SCHEMA_VERSION}")
+            return obj
+        if obj is None:
+            obj = {}
+        if type(obj) is not dict:
+            raise self.refuse(f"line {number}: unmarshal event: json: cannot unmarshal {_json_kind(obj)} into Go value "
+                              "of type store.Event")
+        if obj.get("kind") == HEADER_KIND:
+            raise self.refuse(f"duplicate session.header at line {number}")
+        for name in _INT_FIELDS:
+            value = obj.get(name)
+            if value is not None and (type(value) is not int):
+                raise self.refuse(f"line {number}: unmarshal event: json: cannot unmarshal {_json_kind(value)} into Go "
+                                  f"struct field Event.{name}")
+        for name in _STRING_FIELDS:
+            value = obj.get(name)
+            if value is not None and type(value) is not str:
+                raise self.refuse(f"line {number}: unmarshal event: json: cannot unmarshal {_json_kind(value)} into Go "
+                                  f"struct field Event.{name} of type string")
+        ts = obj.get("ts")
+        if ts is not None and (type(ts) is not str or not _GO_TIME.match(ts)):
+            raise self.refuse(f"line {number}: unmarshal event: parsing time {orjson.dumps(ts).decode()} as "
+                              '"2006-01-02T15:04:05Z07:00"')
+        turn, seq = obj.get("turn") or 0, obj.get("seq") or 0
+        if turn < self.max_turn:
+            raise self.refuse(f"out-of-order turn at line {number}: turn={turn} arrives after turn={self.max_turn} "
+                              "(cross-turn ordering violation)")
+        self.max_turn = max(self.max_turn, turn)
+        previous = self.seqs.get(turn)
+        if previous is not None:
+            if seq == previous:
+                raise self.refuse(f"duplicate (turn,seq) at line {number}: turn={turn} seq={seq}")
+            if seq < previous:
+                raise self.refuse(f"out-of-order (turn,seq) at line {number}: turn={turn} seq={seq} (previous "
+                                  f"seq={previous})")
+            if seq != previous + 1:
+                raise self.refuse(f"gap in seq within turn {turn} at line {number}: expected seq {previous + 1}, "
+                                  f"got {seq}")
+        elif seq != 0:
+            raise self.refuse(f"gap in seq within turn {turn} at line {number}: expected seq 0, got {seq}")
+        self.seqs[turn] = seq
+        return obj
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "array", str: "string", bool: "bool", float: "number", int: "number", dict: "object"}.get(
+        type(value), "value")
 
 
 def _open_for_reading(path: Path):

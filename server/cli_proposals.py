@@ -25,7 +25,7 @@ from core.proposals.decide import DecisionRefused, decide
 from core.proposals.inbox import inbox
 from core.proposals.proposer import run_proposer
 from core.proposals.settings import SettingsError, configured_drafter
-from core.trace import Trace, TraceBusyError
+from core.trace import TraceCorrupt, Trace, TraceBusyError
 
 
 def _workspace(args: argparse.Namespace) -> Path:
@@ -80,7 +80,8 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
         if args.command == "proposals":
             return _proposals(workspace, args, out)
         return _decide(workspace, args, out, err)
-    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, KeyUnavailable) as exc:
+    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, KeyUnavailable,
+            TraceCorrupt) as exc:
         return _fail(err, str(exc))  # a damaged or planted state file is named, never a traceback
     except WorkspaceBusy as exc:
         return _fail(err, str(exc), 3)
@@ -107,11 +108,11 @@ def _propose(workspace: Path, args, out) -> int:
 def _proposals(workspace: Path, args, out) -> int:
     cards = inbox(workspace, path=args.file)
     if args.json:
-        from core.kitsoki.imports import Sources
-        from core.kitsoki.workspace import dev_story_source
+        from core.kitsoki.workspace import dev_story_source, workspace_sources
 
         _json(out, {"proposals": [card.model_dump(mode="json") for card in cards],
-                    "dev_story": dev_story_source(workspace, Sources.from_env()).model_dump(mode="json")})
+                    "dev_story": dev_story_source(workspace, workspace_sources(workspace, load_config(workspace)))
+                    .model_dump(mode="json")})
         return 0
     if not cards:
         out.write("No proposals waiting for a verdict.\n")
@@ -165,6 +166,8 @@ def _decide(workspace: Path, args, out, err) -> int:
             out.write("flows:\n" + "".join(f"  {line}\n" for line in ran))
         if decision.proof:
             out.write(f"proof: {decision.proof}: {decision.proof_status()}\n")
+        if decision.gate is not None and decision.gate.dev_story and decision.gate.runs:
+            out.write(f"dev-story: {decision.gate.dev_story}\n")
     elif decision.verdict == "refine":
         out.write(f"edit the staged draft, then accept again: {decision.draft_path}\n")
     else:

@@ -651,3 +651,25 @@ def test_a_fatal_runtime_error_aborts_the_app_run_as_kitsoki_does(ws) -> None:
     done = subprocess.run([*CLI, "flows", "--repo", str(ws), "--flows", "stories/demo/flows/*.yaml"],
                           capture_output=True, text=True, cwd=ws)
     assert done.returncode == 2 and "kitsoki aborts that app's run here (exit 2, no report)" in done.stderr
+
+
+def test_the_kitsoki_gate_reads_the_dev_story_the_loader_read_whatever_kitsoki_wrote_since(ws, sim, monkeypatch,
+                                                                                           tmp_path) -> None:
+    """~/.kitsoki/repo is rewritten by the real binary to the checkout it last ran in: the gate passes
+    the copy our loader resolved explicitly (--kitsoki-repo), and the answer says which it was."""
+    home = tmp_path / "home"
+    checkout = tmp_path / "checkout"
+    (checkout / "stories").mkdir(parents=True)
+    (home / ".kitsoki").mkdir(parents=True)
+    (home / ".kitsoki" / "repo").write_text(str(checkout))
+    monkeypatch.setenv("HOME", str(home))
+    result = scoped_gate(GateSettings(kind="kitsoki", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert result.green, result.summary
+    [call] = sim()
+    assert call["kitsoki_repo"] == str(checkout)
+    assert result.dev_story.startswith("missing") or "from ~/.kitsoki/repo" in result.dev_story
+    assert f"kitsoki ran with --kitsoki-repo {checkout}" in result.dev_story
+    monkeypatch.setenv("KITSOKI_REPO", str(tmp_path / "elsewhere"))
+    settings = GateSettings(kind="kitsoki", scope="own", kitsoki_repo=str(checkout))
+    scoped_gate(settings, changed=["stories/demo/app.yaml"])(ws)
+    assert sim()[-1]["kitsoki_repo"] == str(checkout), "the setting wins, for the loader and the gate alike"

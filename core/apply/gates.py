@@ -98,6 +98,8 @@ class GateResult(BaseModel):
     """The structural checks an ungated change was kept after."""
     unprovable: list[str] = []
     """Parts of the change no flow can exercise under kitsoki's rules, and why (core.apply.gate_scope)."""
+    dev_story: str = ""
+    """Which copy of dev-story `@kitsoki/dev-story` resolved to, for the loader and the kitsoki gate alike."""
 
 
 class GateSettings(BaseModel):

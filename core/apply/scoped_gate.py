@@ -62,16 +62,20 @@ from core.kitsoki.model import Workspace
 STOPPED = "not started: an earlier app was red (miner.flow_gate.fail_fast)"
 
 
-def kitsoki_repo_for(workspace: Path, settings: GateSettings) -> str | None:
-    """What `--kitsoki-repo` is given: the setting, else $KITSOKI_REPO, else the workspace when it
-    is itself a kitsoki checkout; None when none names one (kitsoki then uses ~/.kitsoki/repo or
-    its embedded library)."""
+def kitsoki_repo_for(workspace: Path, settings: GateSettings, model: Workspace | None = None) -> str | None:
+    """What `--kitsoki-repo` is given: the checkout our loader read `@kitsoki/dev-story` from
+    (core.kitsoki.workspace.workspace_sources: the setting, else $KITSOKI_REPO, else ~/.kitsoki/repo,
+    else a kitsoki checkout around the workspace), passed explicitly so kitsoki reads the same one
+    whatever it has since written to ~/.kitsoki/repo; None when our loader used the summary we
+    carry (kitsoki then uses its embedded library)."""
+    from core.kitsoki.workspace import workspace_sources
+
     if settings.kitsoki_repo:
         repo = Path(settings.kitsoki_repo)
         return str(repo if repo.is_absolute() else Path(workspace) / repo)
-    env = (os.environ.get("KITSOKI_REPO") or "").strip()
-    if env:
-        return env
+    sources = workspace_sources(Path(workspace), model.config if model is not None else None)
+    if sources.kitsoki_repo is not None:
+        return str(sources.kitsoki_repo)
     root = find_repo_root(Path(workspace))
     return str(root) if root is not None else None
 
@@ -107,7 +111,7 @@ def _not_run(app: AppInScope, why: str) -> FlowRun:
 
 def _run_kitsoki(workspace: Path, model: Workspace, scope: GateScope, targets: list[AppInScope],
                  settings: GateSettings) -> list[tuple[FlowRun, list[str]]]:
-    repo = kitsoki_repo_for(workspace, settings)
+    repo = kitsoki_repo_for(workspace, settings, model)
     jobs = max(1, min(len(targets), settings.jobs or os.cpu_count() or 1, os.cpu_count() or 1))
     with tempfile.TemporaryDirectory(prefix="kitsoki-miner-root-") as tmp:
         def gate_for(app: AppInScope) -> Gate:
@@ -305,7 +309,15 @@ def scoped_gate(settings: GateSettings, *, changed: list[str], before: dict[str,
             scope = explicit_scope(workspace, apps, settings)
         else:
             scope = compute_scope(model, changed, settings, before)
-        return judge_scope(workspace, model, scope, settings, changed, kind)
+        result = judge_scope(workspace, model, scope, settings, changed, kind)
+        source = model.dev_story
+        if source is not None:
+            result.dev_story = f"{source.kind}: {source.path}" + (f" ({source.message})" if source.message else "")
+            if kind == "kitsoki":
+                repo = kitsoki_repo_for(workspace, settings, model)
+                result.dev_story += f"; kitsoki ran with --kitsoki-repo {repo}" if repo else \
+                    "; kitsoki used its embedded library"
+        return result
 
     return _never_raises(kind, run)
 

@@ -161,6 +161,20 @@ def _limits():
     return STORY_LIMITS
 
 
+def workspace_sources(workspace: Path, config: KitsokiConfig | None, env: dict[str, str] | None = None,
+                      home: Path | None = None) -> Sources:
+    """Where this workspace's `@kitsoki/<name>` imports resolve: `miner.flow_gate.kitsoki_repo` (the
+    checkout the kitsoki gate passes as `--kitsoki-repo`), else KITSOKI_REPO, else ~/.kitsoki/repo
+    (core.kitsoki.imports.Sources.from_env). The loader and the kitsoki gate both use this."""
+    miner = (config.extra.get("miner") if config is not None else None) or {}
+    gate = miner.get("flow_gate") if isinstance(miner, dict) else None
+    setting = gate.get("kitsoki_repo") if isinstance(gate, dict) else None
+    repo = None
+    if isinstance(setting, str) and setting.strip():
+        repo = Path(setting) if os.path.isabs(setting) else Path(workspace) / setting
+    return Sources.from_env(env, home, repo)
+
+
 def dev_story_source(workspace: Path, sources: Sources) -> DevStorySource:
     """Where `@kitsoki/dev-story` resolves for this workspace, as kitsoki would resolve it."""
     try:
@@ -168,7 +182,10 @@ def dev_story_source(workspace: Path, sources: Sources) -> DevStorySource:
     except SourceError as exc:
         return DevStorySource(kind="missing", message=str(exc))
     commit = describe_library(DEV_STORY).get("kitsoki_commit", "") if resolved.origin == "library" else ""
-    return DevStorySource(kind=resolved.origin, path=str(resolved.path), kitsoki_commit=commit)
+    why = {"kitsoki-repo": f"from {sources.repo_from}", "checkout": "the kitsoki checkout around the workspace",
+           "library": "the summary of dev-story kitsoki-miner carries (kitsoki uses its embedded library)"}
+    return DevStorySource(kind=resolved.origin, path=str(resolved.path), kitsoki_commit=commit,
+                          message=why.get(resolved.origin, ""))
 
 
 def synthesize_root(workspace: Path, config: KitsokiConfig) -> LMap:
@@ -283,7 +300,7 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
         config = load_config(workspace, overlay=overlay, env=env)
     except ConfigError as exc:
         raise WorkspaceError(exc.issues) from None
-    sources = Sources.from_env(env, home)
+    sources = workspace_sources(workspace, config, env, home)
     session = LoadSession(sources=sources, overlay=overlay, story_root=workspace)
     seen: dict[str, bool] = {}
     issues: list[ConfigIssue] = []

@@ -118,6 +118,7 @@ class Decision(BaseModel):
             out |= {"gated": self.gated, "held": self.held, "flows": self.flows(),
                     "skipped": list(self.gate.skipped) if self.gate else [],
                     "proof": {"path": self.proof, "status": self.proof_status()} if self.proof else None,
+                    "dev_story": self.gate.dev_story if self.gate else "",
                     "unprovable": list(self.gate.unprovable) if self.gate else []}
         return out
 
