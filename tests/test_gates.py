@@ -673,3 +673,30 @@ def test_the_kitsoki_gate_reads_the_dev_story_the_loader_read_whatever_kitsoki_w
     settings = GateSettings(kind="kitsoki", scope="own", kitsoki_repo=str(checkout))
     scoped_gate(settings, changed=["stories/demo/app.yaml"])(ws)
     assert sim()[-1]["kitsoki_repo"] == str(checkout), "the setting wins, for the loader and the gate alike"
+
+
+def test_a_skipped_flow_holds_the_change_under_the_kitsoki_gate_too(ws, sim, monkeypatch) -> None:
+    (ws / "stories/demo/flows/later.yaml").write_text(FLOW.format(state="room"))
+    outcomes(monkeypatch, {"later.yaml": "recording-miss"})
+    result = scoped_gate(GateSettings(kind="kitsoki", scope="own", allow_missing_recording=True),
+                         changed=["stories/demo/app.yaml"])(ws)
+    assert not result.green and result.held and not result.gated
+    [run] = result.runs
+    assert run.passed and run.not_run == ["stories/demo/flows/later.yaml: skipped (its recording is missing)"]
+    assert result.summary.startswith("held: 1 of 2 flows in scope did not run, so a green would not prove the change")
+
+
+BAD_TASK = ("app: { id: demo }\nintents:\n  go: {}\nroot: desk\nstates:\n  desk:\n    on:\n      go: [{ target: room }]\n"
+            "  room:\n    on_enter:\n      - invoke: host.agent.task\n        with: { prompt: do it }\n")
+
+
+def test_a_change_kitsoki_cannot_load_is_red_never_kept(ws, sim) -> None:
+    """The issue's first case: a room invoking host.agent.task with only a prompt. Our loader refuses it
+    with kitsoki's reason (so the gate is red without running anything), and kitsoki itself exits 2."""
+    (ws / "stories/demo/app.yaml").write_text(BAD_TASK)
+    result = scoped_gate(GateSettings(kind="kitsoki", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert not result.green and not result.held and sim() == []
+    assert "stories/demo/app.yaml does not load" in result.summary
+    assert "host.agent.task requires acceptance.schema to be set in the with: block" in result.summary
+    direct = kitsoki_gate(APP, "stories/demo/flows/*.yaml", timeout_s=30)(ws)
+    assert not direct.green and "could not run the flows (exit 2)" in direct.summary

@@ -305,6 +305,12 @@ def scoped_gate(settings: GateSettings, *, changed: list[str], before: dict[str,
         from core.kitsoki.story import load_workspace
 
         model = load_workspace(workspace)
+        broken = model.newly_refused(None, [Path(workspace) / c for c in changed])
+        if broken and apps is None:  # a story the change reads does not load: kitsoki would exit 2 on it
+            lines = [f"{os.path.relpath(r.app, workspace)} does not load: {r.reason()}" for r in broken]
+            return _red(kind, "; ".join(lines), lines,
+                        runs=[FlowRun(app=os.path.relpath(r.app, workspace), status="error",
+                                      summary=f"does not load: {r.reason()}") for r in broken])
         if apps is not None:
             scope = explicit_scope(workspace, apps, settings)
         else:

@@ -256,8 +256,9 @@ class Workspace(BaseModel):
         return next((r for r in self.refused if os.path.realpath(r.app) == key), None)
 
     def newly_refused(self, before: Workspace | None, changed: list[Path] | None = None) -> list[RefusedStory]:
-        """The refused stories that loaded in `before` (or are new), plus those that read a file
-        in `changed`: what an edit broke, as opposed to what was already refused."""
+        """The refused stories that loaded in `before` (or are new; with no `before`, none of
+        those), plus those that read a file in `changed`: what an edit broke, as opposed to what
+        was already refused."""
         import os
 
         was = {os.path.realpath(r.app) for r in (before.refused if before is not None else [])}
@@ -265,7 +266,7 @@ class Workspace(BaseModel):
         out = []
         for refusal in self.refused:
             files = {os.path.realpath(f) for f in [refusal.app, *refusal.files, *(i.file for i in refusal.issues)]}
-            if os.path.realpath(refusal.app) not in was or files & touched:
+            if (before is not None and os.path.realpath(refusal.app) not in was) or files & touched:
                 out.append(refusal)
         return out
 
