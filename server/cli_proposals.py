@@ -127,7 +127,7 @@ def _proposals(workspace: Path, args, out) -> int:
                 out.write(f"  proof: {card.proof.path} asserts that {'; that '.join(card.proof.claims)}"
                           + (f" ({card.proof.verified})" if card.proof.verified else "") + "\n")
             for line in card.proof.unprovable:
-                out.write(f"  not provable by a flow: {line}\n")
+                out.write(f"  not proven by a flow: {line}\n")
         for text, count in card.evidence.phrasings[:3]:
             out.write(f'  asked: "{text}" x{count}\n')
         for cite in card.evidence.cites[:3]:

@@ -218,7 +218,7 @@ def proof_markdown(proof: Proof) -> str:
         parts.append(f"**Proof**: `{proof.path}`, a new flow fixture ({where}). It asserts that "
                      + "; that ".join(proof.claims) + "." + (f" Checked: {proof.verified}." if proof.verified else ""))
     for line in proof.unprovable:
-        parts.append(f"**Not provable by a flow**: {line}.")
+        parts.append(f"**Not proven by a flow**: {line}.")
     return ("\n\n" + "\n\n".join(parts)) if parts else ""
 
 
@@ -236,7 +236,7 @@ def run_proof(proof: Proof, model: Workspace) -> tuple[str, list[str]]:
     if proof.app == ROOT_APP:
         story = model.root_instance
         if story is None or story.open_world:
-            return "not run", ["a root flow needs dev-story's rooms (only the summary we carry is here)"]
+            return "not run", ["a root flow needs dev-story's rooms, and only the summary we carry is here"]
     else:
         story = next((s for s in model.stories if relative(model.path, s.path) == proof.app), None)
         if story is None:
