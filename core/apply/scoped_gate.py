@@ -364,7 +364,8 @@ def gate_preview(workspace: Path, settings: GateSettings, changed: list[str],
     if scope.exercised:
         note = None
         if kind == "builtin":
-            note = "the built-in runner reports a flow it cannot run as not run (never green)"
+            note = ("a flow the built-in runner cannot run holds the change (never green)"
+                    + (", unless kitsoki runs it" if _kitsoki_available(settings) else ""))
         return GatePreview(kind=kind, runs=scope.flow_files, note=note, apps=apps, skipped=scope.skipped)
     from core.proposals.wording import ungated_note
 
