@@ -549,6 +549,14 @@ def test_a_new_room_carries_a_proof_that_passes_with_it_and_fails_without_it(tmp
     room = (stage_dir(ws, r.id) / "stories/desk/app.yaml").read_text()
     assert "acceptance:\n" in room and "schema: schemas/rotate_signing_keys.json" in room
     assert "agent: rotate_signing_keys_agent" in room and "rotate_signing_keys_agent:\n" in room
+    # asked before the accept, the gate names the proof among the flows it will run
+    from core.apply.gates import GateSettings
+    from core.apply.scoped_gate import gate_preview
+
+    changed = [f["path"] for f in card["files"]]
+    preview = gate_preview(ws, GateSettings(kind="builtin"), changed,
+                           {rel: (stage_dir(ws, r.id) / rel).read_bytes() for rel in changed})
+    assert proof["path"] in preview.runs
     # the accept runs the proof with the story's other flows, and says how it went
     decision = accept(ws, r.id, gate_kind="builtin")
     assert decision.flows_green and decision.proof_status() == "passed"

@@ -31,6 +31,7 @@ accept would produce (the staged bytes standing in for the live files).
 from __future__ import annotations
 
 import contextvars
+import fnmatch
 import os
 import shlex
 import tempfile
@@ -360,6 +361,10 @@ def gate_preview(workspace: Path, settings: GateSettings, changed: list[str],
     overlay = {str(Path(os.path.abspath(workspace / rel))): data for rel, data in (staged or {}).items()}
     model = load_workspace(workspace, overlay=overlay or None)
     scope = compute_scope(model, changed, settings, before)
+    for app in scope.apps:  # a fixture the accept would add (the proposal's proof) runs with the rest
+        for rel in staged or {}:
+            if rel not in app.files and fnmatch.fnmatchcase(rel, app.flows) and rel.endswith((".yaml", ".yml")):
+                app.files = sorted([*app.files, rel])
     apps = [f"{app.app} ({app.why}): {len(app.files)} flows" for app in scope.apps]
     if scope.exercised:
         note = None
