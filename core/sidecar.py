@@ -31,9 +31,8 @@ from core.apply import recover
 from core.apply.gates import GatePreview
 from core.apply.scoped_gate import gate_preview
 from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError, KitsokiConfig, load_config
-from core.kitsoki.imports import Sources
 from core.kitsoki.story import MATERIALIZED_DIR, load_workspace
-from core.kitsoki.workspace import DevStorySource, dev_story_source
+from core.kitsoki.workspace import DevStorySource, dev_story_source, workspace_sources
 from core.locks import WorkspaceBusy
 from core.mining.passes import PassReport
 from core.mining.recipes import Recipe
@@ -45,7 +44,7 @@ from core.proposals.proposer import ProposerReport, run_proposer
 from core.proposals.settings import SettingsError, configured_drafter, gate_settings
 from core.proposals.staging import load_proposal
 from core.questions import QuestionBook
-from core.trace import Trace, TraceBusyError
+from core.trace import TraceCorrupt, Trace, TraceBusyError
 
 log = logging.getLogger("kitsoki_miner.sidecar")
 
@@ -171,7 +170,7 @@ class WorkspaceSidecar:
 
     def status(self) -> MineStatus:
         pending = len(self._cards.all)
-        source = dev_story_source(self.workspace, Sources.from_env(self.env, self.home))
+        source = dev_story_source(self.workspace, workspace_sources(self.workspace, self.config, self.env, self.home))
         if self.miner is None:
             return MineStatus(workspace=str(self.workspace), enabled=False, paused=False, running=False,
                               last_error=self.config_error, pending=pending, proposer_error=self.proposer_error,
@@ -221,7 +220,12 @@ class WorkspaceSidecar:
     def refresh(self) -> set[str]:
         """Re-read the inbox; notify the files whose cards changed. Returns those files."""
         with self._cards_lock:
-            fresh = inbox(self.workspace)
+            try:
+                fresh = inbox(self.workspace)
+            except TraceCorrupt as exc:  # kitsoki refuses this trace too: no card can be trusted; say why
+                self.proposer_error = str(exc)
+                log.warning("the trace is refused: %s", exc)
+                fresh = []
             old = self._cards
             by_path: dict[str, list[Proposal]] = defaultdict(list)
             for card in fresh:

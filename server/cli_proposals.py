@@ -25,7 +25,7 @@ from core.proposals.decide import DecisionRefused, decide
 from core.proposals.inbox import inbox
 from core.proposals.proposer import run_proposer
 from core.proposals.settings import SettingsError, configured_drafter
-from core.trace import Trace, TraceBusyError
+from core.trace import TraceCorrupt, Trace, TraceBusyError
 
 
 def _workspace(args: argparse.Namespace) -> Path:
@@ -73,14 +73,15 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
         return _fail(err, f"no {CONFIG_FILE} here or above: pass --repo with a kitsoki workspace")
     try:
         if args.command == "flows":
-            return _flows(workspace, args, out)
+            return _flows(workspace, args, out, err)
         _recover(workspace, err)
         if args.command == "propose":
             return _propose(workspace, args, out)
         if args.command == "proposals":
             return _proposals(workspace, args, out)
         return _decide(workspace, args, out, err)
-    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, KeyUnavailable) as exc:
+    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, KeyUnavailable,
+            TraceCorrupt) as exc:
         return _fail(err, str(exc))  # a damaged or planted state file is named, never a traceback
     except WorkspaceBusy as exc:
         return _fail(err, str(exc), 3)
@@ -107,11 +108,11 @@ def _propose(workspace: Path, args, out) -> int:
 def _proposals(workspace: Path, args, out) -> int:
     cards = inbox(workspace, path=args.file)
     if args.json:
-        from core.kitsoki.imports import Sources
-        from core.kitsoki.workspace import dev_story_source
+        from core.kitsoki.workspace import dev_story_source, workspace_sources
 
         _json(out, {"proposals": [card.model_dump(mode="json") for card in cards],
-                    "dev_story": dev_story_source(workspace, Sources.from_env()).model_dump(mode="json")})
+                    "dev_story": dev_story_source(workspace, workspace_sources(workspace, load_config(workspace)))
+                    .model_dump(mode="json")})
         return 0
     if not cards:
         out.write("No proposals waiting for a verdict.\n")
@@ -121,6 +122,12 @@ def _proposals(workspace: Path, args, out) -> int:
         out.write(f"  {card.title}\n  {card.mapping.classification}: {card.mapping.reason}\n")
         if card.failure:
             out.write(f"  last accept reverted: {card.failure}\n")
+        if card.proof is not None:
+            if card.proof.path:
+                out.write(f"  proof: {card.proof.path} asserts that {'; that '.join(card.proof.claims)}"
+                          + (f" ({card.proof.verified})" if card.proof.verified else "") + "\n")
+            for line in card.proof.unprovable:
+                out.write(f"  not proven by a flow: {line}\n")
         for text, count in card.evidence.phrasings[:3]:
             out.write(f'  asked: "{text}" x{count}\n')
         for cite in card.evidence.cites[:3]:
@@ -157,6 +164,10 @@ def _decide(workspace: Path, args, out, err) -> int:
         ran = decision.ran_lines()
         if ran:
             out.write("flows:\n" + "".join(f"  {line}\n" for line in ran))
+        if decision.proof:
+            out.write(f"proof: {decision.proof}: {decision.proof_status()}\n")
+        if decision.gate is not None and decision.gate.dev_story and decision.gate.runs:
+            out.write(f"dev-story: {decision.gate.dev_story}\n")
     elif decision.verdict == "refine":
         out.write(f"edit the staged draft, then accept again: {decision.draft_path}\n")
     else:
@@ -164,12 +175,16 @@ def _decide(workspace: Path, args, out, err) -> int:
     return 0 if decision.verdict != "accept" or decision.flows_green else 1
 
 
-def _flows(workspace: Path, args, out) -> int:
+def _flows(workspace: Path, args, out, err=sys.stderr) -> int:
     report = run_flows(workspace, args.glob)
     if args.json:
         _json(out, report.model_dump(mode="json"))
     else:
         out.write(format_text(report))
+    fatal = report.fatal()
+    if fatal is not None:  # where kitsoki's `test flows` aborts the app run (exit 2), say so
+        err.write(f"kitsoki-miner flows: {fatal}: kitsoki aborts that app's run here (exit 2, no report)\n")
+        return 2
     if not report.Results:
         return 2
     return 0 if report.Failed == 0 else 1

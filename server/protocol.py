@@ -152,6 +152,9 @@ class Card(BaseModel):
     suggestion_only: bool = False
     files: list[FileCard] = Field(default_factory=list)
     question_id: str
+    proof: dict[str, Any] | None = None
+    """What proves the change (core.proposals.model.ProofInfo): the new fixture, what it asserts,
+    what no flow can assert and how that was checked instead."""
 
 
 class ProposalsResult(BaseModel):

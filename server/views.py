@@ -68,7 +68,8 @@ def card_of(workspace: Path, proposal: Proposal) -> Any:
                   priority=proposal.priority, status=proposal.status,
                   classification=proposal.mapping.classification, score=proposal.mapping.score,
                   reason=proposal.mapping.reason, failure=proposal.failure, suggestion_only=proposal.suggestion_only,
-                  files=files, question_id=proposal.recipe_id)
+                  files=files, question_id=proposal.recipe_id,
+                  proof=proposal.proof.model_dump(mode="json") if proposal.proof is not None else None)
 
 
 def detail_of(workspace: Path, proposal: Proposal, gate: GatePreview | None = None) -> Any:

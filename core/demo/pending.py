@@ -108,6 +108,7 @@ def describe(demo: PendingDemo) -> str:
         nvim = Path(sys.executable).parent / "nvim"
         lines += ["Or in Neovim 0.11 (the test extra installs one beside this Python):",
                   f"  {nvim if nvim.exists() else 'nvim'} -u {demo.nvim_init} {demo.workspace / '.kitsoki.yaml'}"]
-    lines += ["", "Accept \"Set world.test_cmd\" to see a change kept (flows green), and \"Add 1 synonym\" to see one "
-              "reverted (a flow goes red; every byte is restored)."]
+    lines += ["", "Accept \"Set world.test_cmd\" to see a change kept (no flow here can exercise it, so it is kept "
+              "after the structural checks, as miner.ungated: allow says), and \"Add 1 synonym\" to see one reverted "
+              "(a flow goes red; every byte is restored)."]
     return "\n".join(lines)

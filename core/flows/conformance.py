@@ -10,11 +10,14 @@ the commit the workspace was taken from. Run the same flows here and sort each i
 * without its script: failed in an app whose Starlark scripts the copy leaves out (a `*.star.yaml`
   sidecar without its `.star`: see its SOURCE.txt); kitsoki fails these here too, its
   host.starlark.run finding no script;
+* refused: the app does not load in this copy, as kitsoki refuses it here too (a Starlark script
+  left out of the copy: see its SOURCE.txt); `kitsoki test flows` exits 2 on such an app;
 * failed: anything else. kitsoki passes these flows, so each is a bug of ours.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,7 +29,6 @@ from core.flows.report import FlowResult
 
 QUARANTINED = ("repo-bakeoff", "bench-bugfix")
 """Stories kitsoki's CI leaves out (scripts/run-tests.sh)."""
-STOPPED = "not run: the flow stopped at turn"
 
 
 def ci_apps(workspace: Path) -> list[Path]:
@@ -36,10 +38,11 @@ def ci_apps(workspace: Path) -> list[Path]:
 
 def unsupported_reason(result: FlowResult) -> str | None:
     """`<what>` when the flow only failed for not being supported, else None."""
-    failures = [failure for failure in result.failures() if STOPPED not in failure]
+    failures = result.failures()
     if result.Passed or not failures or not all(failure.startswith(UNSUPPORTED) for failure in failures):
         return None
-    return failures[0][len(UNSUPPORTED) + 2:]
+    return re.sub(r" \((turns? [0-9.]+ not run after it|the flow did not start: \d+ turns? not run)\)$", "",
+                  failures[0][len(UNSUPPORTED) + 2:])
 
 
 @dataclass
@@ -50,6 +53,8 @@ class Conformance:
     failed: list[FlowResult] = field(default_factory=list)
     without_script: dict[str, list[str]] = field(default_factory=dict)
     """Flow file -> the scripts its app's copy leaves out (it failed, as kitsoki's run does here)."""
+    refused: Counter = field(default_factory=Counter)
+    """app -> flows not run because the app does not load here."""
     seconds: float = 0.0
     apps: int = 0
 
@@ -65,6 +70,7 @@ class Conformance:
                 "not_supported": dict(self.unsupported.most_common()), "needs_loader": self.needs_loader(),
                 "failed": [{"file": r.File, "failures": r.failures()} for r in self.failed],
                 "failed_without_script": self.without_script,
+                "refused_apps": dict(self.refused),
                 "apps": self.apps, "seconds": round(self.seconds, 3)}
 
 
@@ -77,6 +83,10 @@ def conformance(workspace: Path) -> Conformance:
         out.apps += 1
         for result in run_app_flows(app, workspace).Results:
             out.total += 1
+            failures = result.failures()
+            if not result.Passed and failures and failures[0].startswith("app: ") and "does not load" in failures[0]:
+                out.refused[app.parent.name] += 1
+                continue
             if result.Passed:
                 out.passed += 1
                 continue

@@ -4,7 +4,7 @@
 INVALID_SLOT_VALUE, GUARD_FAILED), picks the first arm whose guard holds (a `default: true`
 arm or one without `when:` wins where it stands), applies its effects, runs `on_enter` of every
 state newly entered (and of the state itself on an explicit self-target), then dispatches the
-intents those effects emitted, each as a synthetic turn (depth cap 8). Host invocations are not
+intents those effects emitted, each as a synthetic turn (depth cap 24, kitsoki's). Host invocations are not
 run here: the turn returns them (`HostCall`) for the orchestrator to dispatch, with the world
 as it stood at the invoke and the raw `with:` for the re-render after earlier binds.
 
@@ -31,8 +31,8 @@ from core.flows.fixtures import unsupported
 from core.flows.values import GoInt, go_quote, go_value
 from core.kitsoki.checks import resolve_target
 
-EMIT_INTENT_MAX_DEPTH = 8
-"""kitsoki's EmitIntentMaxDepth."""
+EMIT_INTENT_MAX_DEPTH = 24
+"""kitsoki's EmitIntentMaxDepth (internal/machine/parallel.go:95)."""
 EFFECT_KEYS = frozenset({"__iface__", "when", "set", "increment", "say", "invoke", "id", "with", "bind", "on_error", "background",
                          "once", "on_complete", "emit_intent", "slots", "agent", "selection", "target"})
 """The effect keys the machine implements (`agent` and `selection` only steer a real agent: stubs ignore

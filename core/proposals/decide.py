@@ -70,6 +70,22 @@ class Decision(BaseModel):
     held: bool = False
     """accept: not kept because nothing judged it (no flow exercises it, or none of those that do could
     run); `failure` says what would. The tree is as it was."""
+    proof: str | None = None
+    """accept: the proposal's own proof fixture (it ran with the rest; `proof_status` says how)."""
+
+    def proof_status(self) -> str | None:
+        """passed, failed or `not run: <why>` for the proof fixture, from the gate's runs."""
+        if self.proof is None or self.gate is None:
+            return None
+        for run in self.gate.runs:
+            if self.proof in run.passed:
+                return "passed"
+            if self.proof in run.failed:
+                return "failed"
+            for line in run.not_run:
+                if line.startswith(f"{self.proof}:"):
+                    return "not run:" + line[len(self.proof) + 1:]
+        return "not run"
 
     def flows(self) -> list[dict[str, Any]]:
         """Per app the gate reached: which flows passed, failed, or did not run and why."""
@@ -100,7 +116,10 @@ class Decision(BaseModel):
                "reverted": self.reverted, "failure": self.failure}
         if self.verdict == "accept":
             out |= {"gated": self.gated, "held": self.held, "flows": self.flows(),
-                    "skipped": list(self.gate.skipped) if self.gate else []}
+                    "skipped": list(self.gate.skipped) if self.gate else [],
+                    "proof": {"path": self.proof, "status": self.proof_status()} if self.proof else None,
+                    "dev_story": self.gate.dev_story if self.gate else "",
+                    "unprovable": list(self.gate.unprovable) if self.gate else []}
         return out
 
 
@@ -146,6 +165,21 @@ def _live_bytes(workspace: Path, paths: Iterable[str]) -> dict[str, bytes | None
     return out
 
 
+def reload_refusing(before: Any, changed: list[Path]) -> Callable[[Path], object]:
+    """The applier's reload after an edit: the workspace loads, and no story that loaded before the
+    edit (nor one reading a changed file) is now refused; else WorkspaceError naming why (red)."""
+    from core.kitsoki.model import WorkspaceError
+
+    def reload(workspace: Path) -> object:
+        model = load_workspace(workspace)
+        broken = model.newly_refused(before, changed)
+        if broken:
+            raise WorkspaceError([issue for refusal in broken for issue in refusal.issues])
+        return model
+
+    return reload
+
+
 def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate: Gate | None = None,
            gate_kind: str | None = None, lock_timeout: float = 0.0,
            hook: Callable[[str], None] | None = None) -> Decision:
@@ -164,7 +198,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         raise DecisionRefused("staged", f"the staged proposal {proposal.recipe_id} changes no file")
     for change in proposal.files:  # the stored paths, held to a fresh draft's rules again
         try:
-            check_target(model, change.path)
+            check_target(model, change.path, recipe_id=proposal.recipe_id)
         except DraftInvalid as exc:
             raise DecisionRefused("invalid", f"the staged proposal {proposal.recipe_id} names a file it may not "
                                              f"change, so nothing is applied: {exc}") from None
@@ -176,7 +210,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
     if refined or proposal.status == "refining":
         artifact = read_artifact(workspace, proposal)
         try:
-            check_draft(model, files, artifact, [])
+            check_draft(model, files, artifact, [], recipe_id=proposal.recipe_id)
         except DraftInvalid as exc:
             raise DecisionRefused("invalid", f"the refined draft of {proposal.recipe_id} does not validate: {exc}") \
                 from None
@@ -199,6 +233,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
                             flows_green=outcome.flows_green,
                             reverted=outcome.reverted, failure=outcome.failure, files=outcome.written,
                             kept_edits=outcome.kept_edits, gate=result,
+                            proof=proposal.proof.path if proposal.proof is not None else None,
                             gated=result.gated if result is not None else True,
                             held=bool(result is not None and result.held and outcome.reverted))
         _record(workspace, decision)  # kitsoki's shape; what ran goes to our own staged files below
@@ -216,7 +251,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         write_artifact(workspace, proposal, artifact)
 
     try:
-        apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate, reload=load_workspace,
+        apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate,
+                    reload=reload_refusing(model, [workspace / rel for rel in files]),
                     unsaved=unsaved, lock_timeout=lock_timeout, hook=hook, on_outcome=record)
     except ApplyRefused as exc:
         raise DecisionRefused(exc.reason, exc.message) from None

@@ -27,9 +27,10 @@ from core.proposals import drafter as builtin
 from core.proposals.drafter import Draft, DraftError, Reader
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
 from core.proposals.mapper import Routers, map_recipe
-from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, Proposal
+from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, ProofInfo, Proposal
+from core.proposals.proofs import Proof, proof_markdown
 from core.proposals.staging import file_change, load_proposal, write_stage
-from core.proposals.validate import DraftInvalid, check_draft
+from core.proposals.validate import DraftInvalid, check_draft, settle_proof
 from core.trace import Trace
 
 log = logging.getLogger("kitsoki_miner.proposer")
@@ -109,13 +110,25 @@ def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, m
                                    "that held a secret is never drafted")
         artifact = AuthorArtifact(files_changed=sorted(draft.files), flows_green=False,
                                   summary_markdown=draft.summary_markdown)
-        check_draft(workspace, draft.files, artifact.model_dump(mode="json"), draft.expect_routes)
+        staged = check_draft(workspace, draft.files, artifact.model_dump(mode="json"), draft.expect_routes,
+                             recipe_id=recipe.id, keep_routes=draft.keep_routes)
+        proof = draft.proof_later(workspace, staged) if draft.proof_later is not None else draft.proof
+        proof = settle_proof(proof, workspace, staged, recipe.id)
+        if proof is None:
+            proof = Proof(unprovable=[f"the {drafter_name} drafter's draft carries no proof"])
+        if proof.path is not None:
+            draft.files[proof.path] = proof.text.encode()
+        draft.summary_markdown += proof_markdown(proof)
+        artifact = AuthorArtifact(files_changed=sorted(draft.files), flows_green=False,
+                                  flow_files=[proof.path] if proof.path else [], summary_markdown=draft.summary_markdown)
     changes = [file_change(rel, read(rel), data) for rel, data in sorted(draft.files.items())]
     proposal = Proposal(
         recipe_id=recipe.id, kind=draft.kind, target=draft.target, rung=draft.rung, priority=recipe.priority,
         title=draft.title, mapping=mapping, files=changes, diff="".join(c.diff for c in changes),
         evidence=evidence_of(recipe), summary_markdown=draft.summary_markdown, drafter=drafter_name,
-        suggestion_only=draft.suggestion_only, drafted_at=datetime.now(timezone.utc))
+        suggestion_only=draft.suggestion_only, drafted_at=datetime.now(timezone.utc),
+        proof=None if draft.suggestion_only else ProofInfo(path=proof.path, app=proof.app, claims=proof.claims,
+                                                            unprovable=proof.unprovable, verified=proof.verified))
     return proposal, dict(draft.files), artifact
 
 

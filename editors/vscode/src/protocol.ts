@@ -153,6 +153,8 @@ export interface Card {
   suggestion_only?: boolean;
   files?: FileCard[];
   question_id: string;
+  /** What proves the change: the proposal's new flow fixture, its claims, what no flow can show. */
+  proof?: Record<string, unknown> | null;
 }
 
 export interface ProposalsResult {
