@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
@@ -33,17 +33,13 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from server import methods as M
 from server.views import (
-    card_of,
     code_actions_impl,
-    decided_text,
-    detail_of,
     diagnostics_for,
     hover_impl,
     lenses_impl,
     question_of,
     uri_of,
 )
-from server.views import read_live
 from server.views import rel_path as _rel
 from server.transport import GuardedProtocol, serve_stdio, serve_tcp
 
@@ -233,257 +229,19 @@ def validated(model: type[BaseModel], params: Any, method: str) -> Any:
         raise JsonRpcInvalidParams(P.problems(exc, method)) from None
 
 
-# -- custom requests -----------------------------------------------------------------------------------
-
-
-def mine_status_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.MineStatusParams, params, M.MINE_STATUS)
-    return P.MineStatusResult(workspaces=[s.status() for s in ls.sidecars_for(p.uri)]).model_dump(mode="json")
-
-
-def mine_control_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.MineControlParams, params, M.MINE_CONTROL)
-    out = []
-    for sidecar in ls.sidecars_for(p.uri):
-        try:
-            out.append(sidecar.control(p.action, [Path(d) for d in p.dirs] if p.dirs else None))
-        except ValueError as exc:
-            raise JsonRpcInvalidParams(f"{M.MINE_CONTROL}: {exc}") from None
-    return P.MineStatusResult(workspaces=out).model_dump(mode="json")
-
-
-def proposals_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.ProposalsParams, params, M.PROPOSALS)
-    cards: list[dict] = []
-    for sidecar in ls.sidecars_for(p.uri):
-        rel = None
-        if p.uri is not None and Path(to_fs_path(p.uri) if "://" in p.uri else p.uri).absolute() != sidecar.workspace:
-            rel = _rel(sidecar, p.uri)
-        cards += ls.cached(sidecar, ("cards", rel), lambda s=sidecar, r=rel: [
-            card_of(s.workspace, c).model_dump(mode="json") for c in s.cards(r)])
-    return {"proposals": cards}
-
-
-def proposal_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.ProposalParams, params, M.PROPOSAL)
-    sidecar, card = ls.find_card(p.id)
-    return detail_of(sidecar.workspace, card, gate=sidecar.gate_preview(card.recipe_id)).model_dump(mode="json")
-
-
-def proposal_content_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.ProposalContentParams, params, M.PROPOSAL_CONTENT)
-    closed = closed_content(ls, p)
-    if closed is not None:
-        return closed
-    sidecar, card = ls.find_card(p.id)
-    rel = _rel(sidecar, p.uri)
-    if rel not in {c.path for c in card.files}:
-        raise JsonRpcInvalidParams(f"{M.PROPOSAL_CONTENT}: proposal {p.id} does not change {rel}")
-    staging = _core['core.proposals.staging']
-    try:  # reached and read as the accept reads it: no link followed, a regular file within its cap
-        text = staging.staged_text(sidecar.workspace, card.recipe_id, rel)
-    except staging.StagedStateError as exc:
-        raise JsonRpcInternalError(f"the staged draft of {p.id} cannot be shown: {exc}") from None
-    return P.ProposalContentResult(text=text).model_dump(mode="json")
-
-
-def closed_content(ls: KitsokiServer, p: P.ProposalContentParams) -> dict | None:
-    """A diff tab outlives its proposal: once decided, its right side says so over the live file
-    (an editor asks again after every change), instead of an error and an empty document."""
-    sidecar = ls.sidecar_for(p.uri)
-    if sidecar is None or sidecar.card(p.id) is not None:
-        return None
-    state, proposal = sidecar.closed_state(p.id)
-    rel = _rel(sidecar, p.uri)
-    if state is None or proposal is None or rel not in {c.path for c in proposal.files}:
-        return None
-    live = (read_live(sidecar.workspace / rel) or b"").decode("utf-8", "replace")
-    return P.ProposalContentResult(text=decided_text(state, proposal.title, live), state=state).model_dump(mode="json")
-
-
-def answer_of(params: P.AnswerQuestionParams, card: Proposal) -> str:
-    """The verdict in kitsoki's answers map: keyed by the question text (the card's title); a
-    single answer under any key is taken too, as people do not retype titles."""
-    answers = params.answers
-    value = answers.get(card.title, next(iter(answers.values())) if len(answers) == 1 else None)
-    if isinstance(value, list):
-        value = value[0] if len(value) == 1 else None
-    if value not in M.ANSWERS and value != "reject":
-        raise JsonRpcInvalidParams(f'{M.ANSWER_QUESTION}: answers["{card.title}"] must be one of accept, refine, '
-                                   f"reject or dismiss, got {value!r}")
-    return value
-
-
-def evolve_impl(ls: KitsokiServer, params: Any) -> Any:
-    """Learnings through core/learnings: the same calls as `kitsoki-miner evolve`."""
-    from core.learnings.evolve import EvolveConfig, InputError, analyze, confirm, list_records, prune
-
-    p = validated(P.EvolveParams, params, M.EVOLVE)
-    if p.uri is None and len(ls.sidecars) != 1:
-        raise JsonRpcInvalidParams(f"{M.EVOLVE}: pass uri to say which workspace ({len(ls.sidecars)} are served)")
-    [sidecar] = ls.sidecars_for(p.uri)
-    config = EvolveConfig(workspace=sidecar.workspace, transcript_dirs=[Path(d) for d in p.transcriptDirs],
-                          sessions_jsonl=Path(p.sessionsJsonl) if p.sessionsJsonl else None, host_class=p.hostClass)
-    try:
-        if p.action == "analyze":
-            analysis = analyze(config)
-            if analysis.question is not None:
-                card = {**analysis.question.model_dump(mode="json"), "kind": "learnings"}
-                ls.soon(ls.protocol.notify, M.QUESTION, PlainJSON(card))
-            return analysis.model_dump(mode="json")
-        if p.action == "list":
-            return {"records": list_records(config, include_expired=p.all)}
-        if p.action == "confirm":
-            return confirm(config, p.select).model_dump(mode="json")
-        return prune(config, dry_run=not p.apply).model_dump(mode="json")
-    except InputError as exc:
-        raise JsonRpcInvalidParams(f"{M.EVOLVE} {p.action}: {exc}") from None
-
-
-def learnings_answer(ls: KitsokiServer, params: Any) -> dict | None:
-    """An answer to a learnings card (kind "learnings"): the selected labels are confirmed.
-    None when the question is not a pending learnings analysis of a served workspace."""
-    from core.learnings.evolve import EvolveConfig, InputError, confirm, load_pending
-
-    for sidecar in ls.sidecars.values():
-        config = EvolveConfig(workspace=sidecar.workspace)
-        try:
-            pending = load_pending(config)
-        except InputError:
-            continue
-        if pending is None or pending.question_id != params.question_id:
-            continue
-        chosen: list[str] = []
-        for value in params.answers.values():
-            chosen += value if isinstance(value, list) else [value]
-        try:
-            return confirm(config, chosen).model_dump(mode="json")
-        except InputError as exc:
-            raise JsonRpcInvalidParams(f"{M.ANSWER_QUESTION}: {exc}") from None
-    return None
-
-
-def runs_impl(ls: KitsokiServer, params: Any) -> Any:
-    """Prepared analysis runs through core/runs: the same calls as `kitsoki-miner runs`."""
-    import inspect as _inspect
-
-    from core import runs
-    from core.runs.errors import RunError
-    from core.runs.inventory import Sources
-
-    p = validated(P.RunsParams, params, M.RUNS)
-    args = dict(p.model_extra or {})
-    fn = {"projects": runs.list_projects, "coverage": runs.coverage, "confirm": runs.confirm,
-          "prepare": runs.prepare, "list": runs.list_runs, "status": runs.status, "reuse": runs.reuse,
-          "resume": runs.resume, "finish": runs.finish, "cancel": runs.cancel, "delete": runs.delete,
-          "groups": runs.groups, "workdir": runs.suggest_workdir}[p.action]
-    dirs = args.pop("dirs", None)
-    accepted = _inspect.signature(fn).parameters
-    if "sources" in accepted:
-        args["sources"] = Sources(dirs=[Path(d) for d in dirs or []])
-    unknown = sorted(set(args) - set(accepted))
-    if unknown:
-        raise JsonRpcInvalidParams(f"{M.RUNS} {p.action}: unknown argument(s) {', '.join(unknown)}; "
-                                   f"it takes {', '.join(n for n in accepted if n not in ('sources', 'prefs', 'progress'))}")
-    try:
-        result = fn(**args)
-    except RunError as exc:
-        raise JsonRpcInvalidParams(orjson.dumps(exc.to_json()).decode()) from None
-    except TypeError as exc:
-        raise JsonRpcInvalidParams(f"{M.RUNS} {p.action}: {exc}") from None
-    return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
-
-
-# -- verdicts ------------------------------------------------------------------------------------------
-
-
-def unsaved_targets(ls: KitsokiServer, sidecar: WorkspaceSidecar, card: Proposal) -> list[str]:
-    """Targets open in the editor whose text differs from the bytes on disk."""
-    out = []
-    for change in card.files:
-        uri = uri_of(sidecar.workspace, change.path)
-        document = ls.workspace.text_documents.get(uri)
-        if document is None:
-            continue
-        data = read_live(sidecar.workspace / change.path)
-        on_disk = data.decode("utf-8", "replace") if data is not None else None
-        if document.source != on_disk:
-            out.append(change.path)
-    return out
-
-
-def _stages() -> dict[str, tuple[int, str]]:
-    return {"locked": (10, "locked the workspace"), "journal_written": (20, "journal written"),
-            "before_reload": (40, "reloading the workspace"), "before_gate": (55, "running the flow gate"),
-            "after_gate": (90, "flow gate done")}
-
-
-async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.DecisionResult:
-    sidecar, card = ls.find_card(recipe_id)
-    unsaved = unsaved_targets(ls, sidecar, card) if verdict == "accept" else []
-    token = None
-    if verdict == "accept":
-        token = await _begin_progress(ls, f"Accepting: {card.title}", cancellable=False)
-
-    def hook(name: str) -> None:
-        stage = _stages().get(name)
-        if token is not None and stage is not None:
-            ls.soon(ls.work_done_progress.report, token,
-                    types.WorkDoneProgressReport(message=stage[1], percentage=stage[0]))
-
-    try:
-        decision: Decision = await ls.off_loop(lambda: sidecar.decide(card.recipe_id, verdict, unsaved=unsaved,
-                                                                      hook=hook))
-    except _core['core.proposals.decide'].DecisionRefused as exc:
-        _end_progress(ls, token, f"refused: {exc}")
-        raise JsonRpcInvalidParams(f"refused: {exc}") from None
-    except _core['core.locks'].WorkspaceBusy as exc:
-        _end_progress(ls, token, str(exc))
-        raise JsonRpcInternalError(str(exc)) from None
-    result = _decision_result(sidecar, decision)
-    if token is not None:
-        _end_progress(ls, token, ("kept: flows green" if decision.gated else "kept, not gated") if decision.flows_green
-                      else f"{'held' if decision.held else 'reverted'}: {decision.failure}")
-    if decision.verdict == "refine" and decision.draft_path:
-        await _show(ls, from_fs_path(decision.draft_path))
-    return result
-
-
-async def choose_impl(ls: KitsokiServer, recipe_id: str) -> Any:
-    """kitsoki.choose for a client that does not handle it itself (both of ours do): ask with
-    window/showMessageRequest, then run what was picked."""
-    _, card = ls.find_card(recipe_id)
-    picks = {"Accept (runs flows)": "accept", "Refine": "refine", "Reject": "reject"}
-    answer = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
-        type=types.MessageType.Info, message=f"kitsoki-miner proposal: {card.title}",
-        actions=[types.MessageActionItem(title=t) for t in picks]))
-    if answer is None or answer.title not in picks:
-        return None
-    return (await decide_impl(ls, card.recipe_id, picks[answer.title])).model_dump(mode="json")
-
-
-def _decision_result(sidecar: WorkspaceSidecar, decision: Decision) -> P.DecisionResult:
-    wording = _core['core.proposals.wording']
-    return P.DecisionResult(recipe_id=decision.recipe_id, verdict=decision.verdict, flows_green=decision.flows_green,
-                            reverted=decision.reverted,
-                            failure=wording.readable_failure(decision.failure) if decision.failure else None,
-                            draft_uri=from_fs_path(decision.draft_path) if decision.draft_path else None,
-                            files=[uri_of(sidecar.workspace, f) for f in decision.files],
-                            gated=decision.gated, held=decision.held,
-                            flows=list(decision.gate.runs) if decision.gate else [],
-                            skipped=list(decision.gate.skipped) if decision.gate else [],
-                            kept=wording.kept_text(decision.gated)
-                            if decision.verdict == "accept" and decision.flows_green else None)
-
-
-async def _show(ls: KitsokiServer, uri: str | None) -> None:
-    caps = ls.client_capabilities.window
-    if uri is None or caps is None or caps.show_document is None or not caps.show_document.support:
-        return
-    try:
-        await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
-    except Exception as exc:  # noqa: BLE001 - opening the draft is a courtesy
-        log.warning("showDocument failed: %s", exc)
+# The handlers' logic, by box (they use the names above; re-exported here for callers and tests).
+from server.requests import (  # noqa: E402
+    answer_of,
+    evolve_impl,
+    learnings_answer,
+    mine_control_impl,
+    mine_status_impl,
+    proposal_content_impl,
+    proposal_impl,
+    proposals_impl,
+    runs_impl,
+)
+from server.verdicts import _decision_result, choose_impl, decide_impl  # noqa: E402
 
 
 async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
