@@ -38,6 +38,7 @@ from server.views import (
     hover_impl,
     lenses_impl,
     question_of,
+    resolve_lens_impl,
     uri_of,
 )
 from server.views import rel_path as _rel
@@ -68,7 +69,8 @@ class _Lazy:
 
 P = _Lazy("server.protocol")
 _core = {name: _Lazy(name) for name in ("core.sidecar", "core.proposals.decide", "core.proposals.staging",
-                                         "core.locks", "core.proposals.wording")}
+                                         "core.locks", "core.proposals.wording", "core.proposals.reversal",
+                                         "core.apply")}
 
 log = logging.getLogger("kitsoki_miner.server")
 
@@ -134,6 +136,8 @@ class KitsokiServer(LanguageServer):
         self.work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kitsoki-work")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.init_options: Any = None
+        self.options: Any = None
+        """The checked initializationOptions (server.protocol.InitializationOptions)."""
         self.published: set[str] = set()
         self._pass_tokens: dict[Path, tuple[str, float]] = {}
         self._answers: dict[tuple, tuple[object, Any]] = {}
@@ -232,6 +236,7 @@ def validated(model: type[BaseModel], params: Any, method: str) -> Any:
 # The handlers' logic, by box (they use the names above; re-exported here for callers and tests).
 from server.requests import (  # noqa: E402
     answer_of,
+    decided_impl,
     evolve_impl,
     learnings_answer,
     mine_control_impl,
@@ -241,7 +246,7 @@ from server.requests import (  # noqa: E402
     proposals_impl,
     runs_impl,
 )
-from server.verdicts import _decision_result, choose_impl, decide_impl  # noqa: E402
+from server.verdicts import _decision_result, choose_impl, decide_impl, take_back_impl, taken_back_result  # noqa: E402
 
 
 async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
@@ -354,15 +359,32 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
             if decision.gate else []))
 
     def raised(workspace: Path, cards: list[Proposal]) -> None:
-        for card in cards:
-            ls.notify(M.QUESTION, question_of(card))
+        sidecar = ls.sidecars.get(workspace)
+        for card in cards:  # the accept option says what the gate will do (computed here, off the loop)
+            gate = sidecar.gate_preview_cached(card.recipe_id) if sidecar is not None else None
+            ls.notify(M.QUESTION, question_of(card, gate, workspace))
+
+    def taken_back(workspace: Path, reversal) -> None:
+        ls.notify(M.TAKEN_BACK, taken_back_result(workspace, reversal))
+
+    def problems_changed(workspace: Path, paths: set[str]) -> None:
+        sidecar = ls.sidecars.get(workspace)
+        if sidecar is None:
+            return
+        for rel in paths:  # published, or cleared once the file loads again
+            ls.soon(ls.text_document_publish_diagnostics,
+                    types.PublishDiagnosticsParams(uri=uri_of(workspace, rel), diagnostics=diagnostics_for(sidecar, rel)))
+        caps = ls.client_capabilities.workspace
+        if caps is not None and caps.code_lens is not None and caps.code_lens.refresh_support:
+            ls.soon(lambda: ls.workspace_code_lens_refresh(None))
 
     def withdrawn(workspace: Path, ids: list[str], why: str) -> None:
         ls.notify(M.QUESTION_WITHDRAWN, P.QuestionWithdrawnNotification(
             workspace=from_fs_path(str(workspace)) or str(workspace), question_ids=ids, reason=why))
 
     return _core['core.sidecar'].SidecarEvents(pass_started=started, pass_progress=progress, pass_ran=ran, proposals_changed=changed,
-                         decided=decided, raised=raised, questions_withdrawn=withdrawn)
+                         decided=decided, raised=raised, questions_withdrawn=withdrawn, taken_back=taken_back,
+                         problems_changed=problems_changed)
 
 
 # -- the server -------------------------------------------------------------------------------------------
@@ -381,20 +403,26 @@ def build_server() -> KitsokiServer:
         await ls.off_loop(start_sidecars, ls)
         for sidecar in ls.sidecars.values():
             # Publish what is already pending (from a previous session's trace and stage).
-            ls.soon(lambda s=sidecar: [ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=uri_of(s.workspace, rel), diagnostics=diagnostics_for(s, rel))) for rel in s.paths()])
+            paths = set(sidecar.paths()) | {sidecar._rel(i.file) for i in sidecar.problems}
+            ls.soon(lambda s=sidecar, paths=paths: [ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri_of(s.workspace, rel), diagnostics=diagnostics_for(s, rel))) for rel in paths])
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: KitsokiServer, params: None) -> None:
         await ls.off_loop(stop_sidecars, ls)
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
     def code_lens(ls: KitsokiServer, params: types.CodeLensParams):
         sidecar = ls.sidecar_for(params.text_document.uri)
         if sidecar is None:
             return []
         return PlainJSON(ls.cached(sidecar, ("lens", params.text_document.uri),
                                    lambda: ls.protocol._converter.unstructure(lenses_impl(ls, params))))
+
+    @server.feature(types.CODE_LENS_RESOLVE)
+    async def code_lens_resolve(ls: KitsokiServer, params: types.CodeLens):
+        # The gate preview loads the workspace: off the loop (a cached answer is a lookup).
+        return await ls.off_loop(resolve_lens_impl, ls, params)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: KitsokiServer, params: types.HoverParams):
@@ -466,6 +494,23 @@ def build_server() -> KitsokiServer:
             return command
         server.command(name)(make(verdict, name))
 
+    for name, action in ((M.CMD_UNDO, "undo"), (M.CMD_RESTORE, "restore")):
+        def make_take_back(action: str, name: str):
+            async def command(ls: KitsokiServer, *args):
+                return await take_back_impl(ls, _id_arg(args, name), action)
+            return command
+        server.command(name)(make_take_back(action, name))
+
+    @server.feature(M.DECIDED)
+    async def decided(ls: KitsokiServer, params: Any):
+        return PlainJSON(await ls.off_loop(decided_impl, ls, params))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def folders_changed(ls: KitsokiServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        # pygls keeps ls.workspace.folders; serve the folders added, stop those removed.
+        await ls.off_loop(change_folders, ls, [f.uri for f in params.event.added],
+                          [f.uri for f in params.event.removed])
+
     @server.command(M.CMD_DIFF)
     def diff(ls: KitsokiServer, *args):
         sidecar, card = ls.find_card(_id_arg(args, M.CMD_DIFF))
@@ -502,17 +547,30 @@ def build_server() -> KitsokiServer:
 def start_sidecars(ls: KitsokiServer) -> None:
     folders = ls.workspace.folders.values() if ls.workspace.folders else []
     options, problems = P.initialization_options(ls.init_options)
+    ls.options = options
+    roots = roots_of(ls, [folder.uri for folder in folders], problems)
+    if not roots and not folders and ls.workspace.root_path:
+        roots = [Path(ls.workspace.root_path)]
+    serve_roots(ls, roots, problems)
+    report_problems(ls, problems)
+
+
+def roots_of(ls: KitsokiServer, uris: list[str], problems: list[str]) -> list[Path]:
     roots = []
-    for folder in folders:
-        path = to_fs_path(folder.uri) if folder.uri.startswith("file:") else None
+    for uri in uris:
+        path = to_fs_path(uri) if uri.startswith("file:") else None
         if path and "\x00" in path:
-            problems.append(f"workspace folder {folder.uri[:200]!r} names a path with a NUL; not served")
+            problems.append(f"workspace folder {uri[:200]!r} names a path with a NUL; not served")
         elif path:
             roots.append(Path(path))
         else:
-            problems.append(f"workspace folder {folder.uri[:200]!r} is not a file: URI; not served")
-    if not roots and not folders and ls.workspace.root_path:
-        roots = [Path(ls.workspace.root_path)]
+            problems.append(f"workspace folder {uri[:200]!r} is not a file: URI; not served")
+    return roots
+
+
+def serve_roots(ls: KitsokiServer, roots: list[Path], problems: list[str]) -> None:
+    """A sidecar for each folder that holds a `.kitsoki.yaml` (and is not a staged draft)."""
+    options = getattr(ls, "options", None) or P.initialization_options(None)[0]
     mining, dirs = options.mining, [Path(d) for d in options.transcriptDirs]
     for root in roots:
         try:
@@ -522,12 +580,30 @@ def start_sidecars(ls: KitsokiServer) -> None:
             problems.append(f"workspace folder {str(root)[:200]!r} cannot be read "
                             f"({getattr(exc, 'strerror', None) or exc}); not served")
             continue
-        sidecar = _core['core.sidecar'].WorkspaceSidecar(root.absolute(), events=make_events(ls), mining=mining, transcript_dirs=dirs,
-                                   watch=options.watch)
+        refused = _core['core.sidecar'].not_a_workspace(root)
+        if refused:  # a staged draft has a .kitsoki.yaml of its own: never mine or propose there
+            problems.append(f"{refused}; not served")
+            continue
+        if root.absolute() in ls.sidecars:
+            continue
+        sidecar = _core['core.sidecar'].WorkspaceSidecar(root.absolute(), events=make_events(ls), mining=mining,
+                                                          transcript_dirs=dirs, watch=options.watch)
         ls.sidecars[sidecar.workspace] = sidecar
         sidecar.start()
         ls.soon(ls.window_log_message, types.LogMessageParams(
             type=types.MessageType.Info, message=f"{SOURCE}: serving {root} ({len(sidecar.cards())} pending)"))
+
+
+def change_folders(ls: KitsokiServer, added: list[str], removed: list[str]) -> None:
+    """workspace/didChangeWorkspaceFolders: serve the folders added, stop serving those removed."""
+    problems: list[str] = []
+    for root in roots_of(ls, removed, problems):
+        sidecar = ls.sidecars.pop(root.absolute(), None)
+        if sidecar is not None:
+            sidecar.stop()
+            ls.soon(ls.window_log_message, types.LogMessageParams(
+                type=types.MessageType.Info, message=f"{SOURCE}: no longer serving {root}"))
+    serve_roots(ls, roots_of(ls, added, problems), problems)
     report_problems(ls, problems)
 
 

@@ -14,7 +14,7 @@ from pygls.uris import to_fs_path
 
 from server import lsp as _lsp
 from server import methods as M
-from server.views import card_of, decided_text, detail_of, read_live
+from server.views import card_of, decided_text, detail_of, read_live, waits_of
 from server.views import rel_path as _rel
 
 if TYPE_CHECKING:
@@ -50,14 +50,31 @@ def proposals_impl(ls: KitsokiServer, params: Any) -> dict:
         if p.uri is not None and Path(to_fs_path(p.uri) if "://" in p.uri else p.uri).absolute() != sidecar.workspace:
             rel = _rel(sidecar, p.uri)
         cards += ls.cached(sidecar, ("cards", rel), lambda s=sidecar, r=rel: [
-            card_of(s.workspace, c).model_dump(mode="json") for c in s.cards(r)])
+            card_of(s.workspace, c, waits_of(s, c)).model_dump(mode="json") for c in s.cards(r)])
     return {"proposals": cards}
 
 
 def proposal_impl(ls: KitsokiServer, params: Any) -> dict:
     p = validated(P.ProposalParams, params, M.PROPOSAL)
     sidecar, card = ls.find_card(p.id)
-    return detail_of(sidecar.workspace, card, gate=sidecar.gate_preview(card.recipe_id)).model_dump(mode="json")
+    return detail_of(sidecar.workspace, card, gate=sidecar.gate_preview(card.recipe_id),
+                     waits=waits_of(sidecar, card)).model_dump(mode="json")
+
+
+def decided_impl(ls: KitsokiServer, params: Any) -> dict:
+    """Accepted and rejected proposals of the served workspaces, and whether each can be undone
+    (kitsoki.undo) or restored (kitsoki.restore) now."""
+    from pygls.uris import from_fs_path
+
+    p = validated(P.DecidedParams, params, M.DECIDED)
+    out = []
+    for sidecar in ls.sidecars_for(p.uri):
+        folder = from_fs_path(str(sidecar.workspace)) or str(sidecar.workspace)
+        out += [P.DecidedCard(id=d.recipe_id, workspace=folder, title=d.title, kind=d.kind, state=d.state,
+                              decided_at=d.decided_at, files=d.files, can=d.can, why_not=d.why_not)
+                for d in sidecar.decided(p.state)]
+    out.sort(key=lambda d: d.decided_at, reverse=True)
+    return P.DecidedResult(decided=out).model_dump(mode="json")
 
 
 def proposal_content_impl(ls: KitsokiServer, params: Any) -> dict:

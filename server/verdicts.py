@@ -113,3 +113,33 @@ async def _show(ls: KitsokiServer, uri: str | None) -> None:
         log.warning("showDocument failed: %s", exc)
 
 
+
+
+def taken_back_result(workspace, reversal) -> P.TakenBackResult:
+    return P.TakenBackResult(recipe_id=reversal.recipe_id, workspace=from_fs_path(str(workspace)) or str(workspace),
+                             action=reversal.action, how=reversal.how, title=reversal.title,
+                             files=[uri_of(workspace, f) for f in reversal.files],
+                             restored=[uri_of(workspace, f) for f in reversal.restored])
+
+
+async def take_back_impl(ls: KitsokiServer, recipe_id: str, action: str) -> dict:
+    """kitsoki.undo | kitsoki.restore: in the served workspace that holds that decided proposal."""
+    reversal_mod = _core["core.proposals.reversal"]
+    refusals = []
+    for sidecar in list(ls.sidecars.values()):
+        run = sidecar.undo if action == "undo" else sidecar.restore
+        try:
+            reversal = await ls.off_loop(run, recipe_id)
+        except reversal_mod.ReversalRefused as exc:
+            if exc.reason == "unknown":
+                refusals.append(str(exc))
+                continue
+            raise JsonRpcInvalidParams(f"refused: {exc}") from None
+        except _core["core.locks"].WorkspaceBusy as exc:
+            raise JsonRpcInternalError(str(exc)) from None
+        except _core["core.apply"].RevertFailed as exc:
+            raise JsonRpcInternalError(f"the undo did not finish: {exc}") from None
+        return taken_back_result(sidecar.workspace, reversal).model_dump(mode="json")
+    what = "kept accept" if action == "undo" else "rejected proposal"
+    raise JsonRpcInvalidParams(f"refused: no {what} {recipe_id} in the served workspaces"
+                               + (f" ({refusals[0]})" if len(refusals) == 1 else ""))
