@@ -24,6 +24,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 
+import { CLIENT_COMMANDS } from './clientCommands';
 import { Controller } from './controller';
 import { draftUriConverters, registerDraftDocuments } from './draftDocuments';
 import { errorText } from './messages';
@@ -39,7 +40,8 @@ let client: LanguageClient | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<Controller | undefined> {
   const output = vscode.window.createOutputChannel('kitsoki-miner');
   const controller = new Controller(output);
-  context.subscriptions.push(output, controller, registerDraftDocuments());
+  context.subscriptions.push(output, controller, registerDraftDocuments(),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.restartServer, () => restartServer(controller)));
 
   // The server serves folders with a .kitsoki.yaml at the top; YAML elsewhere starts nothing.
   const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
@@ -138,7 +140,7 @@ async function start(context: vscode.ExtensionContext, controller: Controller, f
             message: `kitsoki-miner: the server "${line}" keeps stopping; it is not restarted. The kitsoki-miner output says why.`,
           };
         }
-        controller.serverDown(`"${line}" stopped; restarting it`);
+        controller.serverDown('it stopped unexpectedly; the kitsoki-miner output may say why');
         return { action: CloseAction.Restart, handled: true };
       },
     },
@@ -147,12 +149,13 @@ async function start(context: vscode.ExtensionContext, controller: Controller, f
   let started = false; // the first start is awaited below; later changes are restarts and stops
   client = languageClient;
   controller.attach(languageClient);
+
   context.subscriptions.push(
     languageClient.onDidChangeState((event) => {
       if (event.newState === State.Running && started) {
         void controller.serverUp();
       } else if (event.newState === State.Stopped && client === languageClient) {
-        controller.serverDown(`"${line}" is not running`);
+        controller.serverStopped(`"${line}" is not running`);
       }
     }),
   );
@@ -171,6 +174,24 @@ async function start(context: vscode.ExtensionContext, controller: Controller, f
   }
   started = true;
   await controller.serverUp();
+}
+
+/** "Restart the server": stop and start it again (also after it stopped for good); the status says
+ * loading until it answers, and a message says when it runs again. */
+async function restartServer(controller: Controller): Promise<void> {
+  const running = client;
+  if (running === undefined) {
+    void vscode.window.showInformationMessage(
+      'kitsoki-miner: no server to restart (no trusted workspace folder with a .kitsoki.yaml at its top).');
+    return;
+  }
+  controller.serverDown('you asked for a restart');
+  controller.serverRestarting();
+  try {
+    await running.restart();
+  } catch (error) {
+    controller.serverDown(`could not restart it: ${errorText(error)}`);
+  }
 }
 
 export async function deactivate(): Promise<void> {
