@@ -141,17 +141,17 @@ function M.after_decision(client, result, title)
         title, val(result.failure) or 'the flow gate was red')
       level = levels.WARN
     else
-      msg = ('kitsoki: kept "%s" (%s); :KitsokiMine undo takes it back'):format(title, val(result.kept) or 'flows green')
-      render.clear_card(result.recipe_id)
+      msg = ('kitsoki: kept "%s" (:KitsokiMine undo takes it back): %s'):format(title, val(result.kept) or 'flows green')
+      render.clear_card(result.recipe_id, client and client.root_dir)
     end
   elseif result.verdict == 'refine' then
     msg = ('kitsoki: refining "%s": edit the staged draft, then accept'):format(title)
   else
     msg = ('kitsoki: dismissed "%s"; it is not raised again (:KitsokiMine rejected restores it)'):format(title)
-    render.clear_card(result.recipe_id)
+    render.clear_card(result.recipe_id, client and client.root_dir)
   end
   state.notify(msg, level)
-  require('kitsoki.questions').drop(result.recipe_id)
+  require('kitsoki.questions').drop(result.recipe_id, client and client.id)
   state.reload(result.files)
   if client then
     render.refresh_client(client)
@@ -231,8 +231,8 @@ function M.confirm_accept(card, cb)
   local says = val(card.accept_says) or 'the flow gate decides whether it is kept'
   local items = {}
   if #dirty > 0 then
-    table.insert(items, { label = 'save and accept', description = ('save %s first (unsaved edits); %s'):format(
-      paths_of(dirty), says) })
+    table.insert(items, { label = 'save and accept', description = ('%s %s unsaved edits: saved first. %s'):format(
+      paths_of(dirty), #dirty == 1 and 'has' or 'have', says) })
   else
     table.insert(items, { label = 'accept', description = says })
   end

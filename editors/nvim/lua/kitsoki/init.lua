@@ -52,9 +52,9 @@ end
 
 handlers['kitsoki/proposalDecided'] = function(_, params, ctx)
   state.last_decision = params
-  questions.drop(params.recipe_id)
+  questions.drop(params.recipe_id, ctx.client_id)
   if params.verdict == 'reject' or (params.verdict == 'accept' and not params.reverted) then
-    render.clear_card(params.recipe_id)
+    render.clear_card(params.recipe_id, params.workspace)
   end
   if params.verdict == 'accept' and params.reverted and params.gate_failures and #params.gate_failures > 0 then
     -- The failing flows in a float by the cursor: a message that long would wait for Enter.
@@ -78,14 +78,14 @@ handlers['kitsoki/question'] = function(_, params, ctx)
   questions.push(ctx.client_id, params)
 end
 
-handlers['kitsoki/questionWithdrawn'] = function(_, params, _)
+handlers['kitsoki/questionWithdrawn'] = function(_, params, ctx)
   for _, id in ipairs(params.question_ids or {}) do
-    questions.drop(id)
+    questions.drop(id, ctx.client_id)
   end
 end
 
 handlers['kitsoki/proposalTakenBack'] = function(_, params, ctx)
-  questions.drop(params.recipe_id)
+  questions.drop(params.recipe_id, ctx.client_id)
   local title = (params.title and params.title ~= '') and params.title or params.recipe_id
   local msg
   if params.how == 'saved' then
@@ -304,6 +304,18 @@ function M.setup(opts)
   end
   vim.lsp.config(state.name, lsp)
   vim.lsp.enable(state.name)
+
+  -- Neovim's own word on a server that died ("Client kitsoki quit with exit code ... Check log for
+  -- errors: <path>") wraps past the command line and stops at Press ENTER; on_exit above says it on
+  -- one line (and what happens next), so that one goes to :KitsokiMine log only.
+  local notify = vim.notify
+  vim.notify = function(msg, level, opts)
+    if type(msg) == 'string' and msg:find('^Client ' .. vim.pesc(state.name) .. ' quit with exit code') then
+      table.insert(state.messages, msg)
+      return
+    end
+    return notify(msg, level, opts)
+  end
 
   render.define_highlights()
   commands.register_lsp_commands()

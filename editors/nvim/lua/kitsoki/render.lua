@@ -167,11 +167,13 @@ end
 
 --- Remove a decided proposal from every buffer at once: redraw each buffer it was drawn in from
 --- the cards still there (a spot may hold other proposals too); the server's list follows.
-function M.clear_card(id)
+--- `workspace` (a URI or path): only that workspace's proposal (the same recipe can be open in two).
+function M.clear_card(id, workspace)
+  local ws = workspace and state.ws_key(workspace)
   for bufnr, entries in pairs(state.marks) do
     local keep, hit, seen = {}, false, {}
     for _, entry in ipairs(entries) do
-      if entry.card.id == id then
+      if entry.card.id == id and (not ws or state.ws_key(entry.card.workspace) == ws) then
         hit = true
       elseif not seen[entry.card.id] then
         seen[entry.card.id] = true
@@ -261,6 +263,13 @@ local function show_draft(client, bufnr, id)
       virt_lines_above = true,
     })
     vim.b[bufnr].kitsoki_proposal = card.id
+    for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do -- lines above the first one show only as its top fill
+      api.nvim_win_call(win, function()
+        if vim.fn.line('w0') == 1 then
+          vim.fn.winrestview({ topline = 1, topfill = 2 })
+        end
+      end)
+    end
   end, bufnr)
 end
 
