@@ -140,12 +140,17 @@ class KitsokiServer(LanguageServer):
         """The checked initializationOptions (server.protocol.InitializationOptions)."""
         self.published: set[str] = set()
         self._pass_tokens: dict[Path, tuple[str, float]] = {}
+        self.ready = asyncio.Event()
+        """Set once the workspaces are served (after `initialized`): requests about proposals wait
+        for it, so an editor's first question never gets an empty answer that only means "not yet"."""
+        self.initializing = False
         self._answers: dict[tuple, tuple[object, Any]] = {}
 
     def cached(self, sidecar: WorkspaceSidecar, key: tuple, compute: Callable[[], Any]) -> Any:
         """An answer computed from the sidecar's inbox, reused until the inbox is refreshed (so a
         client asking for lenses on every keystroke costs a dictionary lookup)."""
         generation = sidecar.generation
+        key = (sidecar.workspace, *key)  # two workspaces never share an answer (their generations may agree)
         hit = self._answers.get(key)
         if hit is not None and hit[0] == generation:
             return hit[1]
@@ -211,6 +216,16 @@ class KitsokiServer(LanguageServer):
             if card is not None:
                 return sidecar, card
         raise JsonRpcInvalidParams(f"no open proposal {recipe_id!r}; kitsoki/proposals lists the open ones")
+
+
+async def when_ready(ls: KitsokiServer, timeout: float = 120.0) -> None:
+    """Wait (once, at start) until the workspaces are served; a client that never sent `initialized`
+    is not kept waiting forever."""
+    if ls.initializing and not ls.ready.is_set():
+        try:
+            await asyncio.wait_for(ls.ready.wait(), timeout)
+        except TimeoutError:
+            log.warning("answering before the workspaces were served (%.0f s)", timeout)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -396,11 +411,15 @@ def build_server() -> KitsokiServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: KitsokiServer, params: types.InitializeParams) -> None:
         ls.init_options = params.initialization_options  # checked in start_sidecars, where it is used
+        ls.initializing = True
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: KitsokiServer, params: types.InitializedParams) -> None:
         ls.loop = asyncio.get_running_loop()
-        await ls.off_loop(start_sidecars, ls)
+        try:
+            await ls.off_loop(start_sidecars, ls)
+        finally:
+            ls.ready.set()
         for sidecar in ls.sidecars.values():
             # Publish what is already pending (from a previous session's trace and stage).
             paths = set(sidecar.paths()) | {sidecar._rel(i.file) for i in sidecar.problems}
@@ -412,7 +431,8 @@ def build_server() -> KitsokiServer:
         await ls.off_loop(stop_sidecars, ls)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
-    def code_lens(ls: KitsokiServer, params: types.CodeLensParams):
+    async def code_lens(ls: KitsokiServer, params: types.CodeLensParams):
+        await when_ready(ls)
         sidecar = ls.sidecar_for(params.text_document.uri)
         if sidecar is None:
             return []
@@ -450,23 +470,28 @@ def build_server() -> KitsokiServer:
                 uri=params.text_document.uri, diagnostics=diagnostics_for(sidecar, rel)))
 
     @server.feature(M.MINE_STATUS)
-    def mine_status(ls: KitsokiServer, params: Any):
+    async def mine_status(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(mine_status_impl(ls, params))
 
     @server.feature(M.MINE_CONTROL)
-    def mine_control(ls: KitsokiServer, params: Any):
+    async def mine_control(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(mine_control_impl(ls, params))
 
     @server.feature(M.PROPOSALS)
-    def proposals(ls: KitsokiServer, params: Any):
+    async def proposals(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(proposals_impl(ls, params))
 
     @server.feature(M.PROPOSAL)
-    def proposal(ls: KitsokiServer, params: Any):
+    async def proposal(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(proposal_impl(ls, params))
 
     @server.feature(M.PROPOSAL_CONTENT)
-    def proposal_content(ls: KitsokiServer, params: Any):
+    async def proposal_content(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(proposal_content_impl(ls, params))
 
     @server.feature(M.ANSWER_QUESTION)
@@ -503,6 +528,7 @@ def build_server() -> KitsokiServer:
 
     @server.feature(M.DECIDED)
     async def decided(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(await ls.off_loop(decided_impl, ls, params))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

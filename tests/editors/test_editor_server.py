@@ -21,7 +21,8 @@ from core.questions import QuestionBook
 from core.apply.gates import GatePreview
 from core.proposals.wording import accept_brief, accept_says
 from core.sidecar import SidecarEvents, WorkspaceSidecar, mining_note, not_a_workspace
-from server.lsp import KitsokiServer, decided_impl, diagnostics_for, lenses_impl, proposal_content_impl, proposal_impl, serve_roots
+from server.lsp import (KitsokiServer, decided_impl, diagnostics_for, lenses_impl, proposal_content_impl, proposal_impl,
+                        proposals_impl, serve_roots)
 from server.views import question_of, resolve_lens_impl
 
 
@@ -253,3 +254,21 @@ def test_a_saved_file_without_the_kept_change_is_undone_and_offered_again(tmp_pa
     reversal = sidecar.undo(world.recipe_id)
     assert reversal.restored == [".kitsoki.yaml"] and config.read_bytes() == before
     sidecar.stop()
+
+
+def test_two_workspaces_never_share_an_answer(tmp_path):
+    """The same demo laid out twice (same recipe ids, same generations): each workspace's cards."""
+    first, second = lay_out_pending(tmp_path / "a"), lay_out_pending(tmp_path / "b")
+    server = KitsokiServer()
+    sidecars = []
+    for demo in (first, second):
+        sidecar = WorkspaceSidecar(demo.workspace, watch=False, mining=False)
+        sidecar.start()
+        server.sidecars[sidecar.workspace] = sidecar
+        sidecars.append(sidecar)
+    assert sidecars[0].generation == sidecars[1].generation
+    cards = proposals_impl(server, {})["proposals"]
+    assert sorted(c["workspace"].split("/")[-2] for c in cards) == ["a"] * 3 + ["b"] * 3
+    assert {c["id"] for c in cards if "/a/" in c["workspace"]} == {c["id"] for c in cards if "/b/" in c["workspace"]}
+    for sidecar in sidecars:
+        sidecar.stop()
