@@ -310,11 +310,15 @@ def diagnostics_for(sidecar: WorkspaceSidecar, rel: str) -> list[types.Diagnosti
 def problem_diagnostics(sidecar: WorkspaceSidecar, rel: str) -> list[types.Diagnostic]:
     """Why the workspace does not load, on the line that says so (proposals wait until it loads)."""
     out = []
-    for issue in sidecar.problems_for(rel):
+    issues = sidecar.problems_for(rel)
+    lines = (read_live(sidecar.workspace / rel) or b"").decode("utf-8", "replace").splitlines() if issues else []
+    for issue in issues:
         at = types.Position(line=max(issue.line - 1, 0), character=max(issue.column - 1, 0))
+        text = lines[at.line] if at.line < len(lines) else ""
+        end = max(len(text), at.character + 1)  # to the end of the line: a squiggle a person sees
         what = f"{issue.key}: {issue.message}" if issue.key else issue.message
         out.append(types.Diagnostic(
-            range=types.Range(start=at, end=types.Position(line=at.line, character=at.character + 1)),
+            range=types.Range(start=at, end=types.Position(line=at.line, character=end)),
             message=f"{what} (kitsoki-miner: the workspace does not load; its proposals wait until it does)",
             severity=types.DiagnosticSeverity.Error, source=SOURCE, code="load"))
     return out

@@ -141,6 +141,8 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
         wait_http(f"http://127.0.0.1:{port}/healthz", proc, log)
         settings = {"url": f"http://127.0.0.1:{port}", "workspace": str(demo.workspace),
                     "questionsWorkspace": str(questions.workspace), "bothWorkspaces": str(both),
+                    "draftFolder": str(demo.workspace / ".artifacts" / "mining" /
+                                       next(p.recipe_id for p in demo.proposals if p.kind == "world")),
                     "shots": str(shots), "results": str(results),
                     "chromium": str(CHROMIUM), "browserProfile": str(tmp_path / "chromium-profile"),
                     "draftEdit": DRAFT_EDIT}

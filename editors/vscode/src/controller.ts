@@ -162,6 +162,12 @@ export class Controller implements vscode.Disposable {
     this.renderStatus();
   }
 
+  /** The folder is a staged draft (under .artifacts/): nothing starts; the status says what to open. */
+  notAWorkspace(top: string): void {
+    this.server = { state: 'not-a-workspace', reason: top };
+    this.renderStatus();
+  }
+
   /** The server stopped (or never started): say so where a person looks, and how to find out why. */
   serverDown(reason: string): void {
     this.server = { state: 'down', reason };

@@ -43,9 +43,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
   context.subscriptions.push(output, controller, registerDraftDocuments(),
     vscode.commands.registerCommand(CLIENT_COMMANDS.restartServer, () => restartServer(controller)));
 
-  // The server serves folders with a .kitsoki.yaml at the top; YAML elsewhere starts nothing.
+  // The server serves folders with a .kitsoki.yaml at the top; YAML elsewhere starts nothing. A
+  // staged draft (.artifacts/mining/<id>/) has a .kitsoki.yaml of its own and is never a workspace.
   const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-  const folder = folders.find((f) => fs.existsSync(path.join(f, '.kitsoki.yaml')));
+  const marked = folders.filter((f) => fs.existsSync(path.join(f, '.kitsoki.yaml')));
+  const folder = marked.find((f) => !isStagedDraft(f));
+  if (folder === undefined && marked.length > 0) {
+    const draft = marked[0]!;
+    const top = draft.slice(0, draft.indexOf(`${path.sep}.artifacts`));
+    output.appendLine(`${draft} is a staged draft (under .artifacts/), not a workspace: the server is not started; open ${top}`);
+    controller.notAWorkspace(top);
+    return controller;
+  }
   if (folder === undefined) {
     output.appendLine('no workspace folder has a .kitsoki.yaml at its top: the server is not started');
     controller.status.hide();
@@ -64,6 +73,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
   }
   await start(context, controller, folder);
   return controller;
+}
+
+/** A folder inside kitsoki-miner's own state (`.artifacts/`), where drafts are staged. */
+export function isStagedDraft(folder: string): boolean {
+  return folder.split(path.sep).includes('.artifacts');
 }
 
 /**

@@ -15,7 +15,7 @@ export interface StatusView {
 
 export interface ServerView {
   /** 'waiting-for-trust': Restricted Mode; 'down': the server stopped or never started. */
-  state: 'starting' | 'running' | 'down' | 'waiting-for-trust';
+  state: 'starting' | 'running' | 'down' | 'waiting-for-trust' | 'not-a-workspace';
   /** Why it is down. */
   reason?: string | undefined;
   /** What mining has to say (e.g. where a pass that read 0 sessions looked). */
@@ -44,6 +44,16 @@ export function statusView(
       warning: true,
       error: false,
       command: 'workbench.trust.manage',
+    };
+  }
+  if (server.state === 'not-a-workspace') {
+    return {
+      text: '$(info) kitsoki-miner: a staged draft, not a workspace',
+      tooltip: `kitsoki-miner: this folder is a proposal's staged draft (under .artifacts/), never a workspace: ` +
+        `nothing is mined or proposed here. Open ${server.reason ?? 'the folder above .artifacts'} instead.`,
+      warning: false,
+      error: false,
+      command: CLIENT_COMMANDS.showOutput,
     };
   }
   if (server.state === 'down') {

@@ -94,8 +94,14 @@ async function command(name) {
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
   await input.fill(`>${name}`);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor();
-  await page.keyboard.press('Enter');
+  // The row named exactly so (a fuzzy match may rank another command first).
+  const row = page.locator('.quick-input-list .monaco-list-row', {
+    has: page.locator('.label-name', {
+      hasText: new RegExp(`${name.replace(/^[^:]*:\s*/, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
+    }),
+  }).first();
+  await row.waitFor();
+  await row.click();
 }
 
 /** The kitsoki-miner servers running for this workspace (the extension starts them there). */
@@ -564,8 +570,12 @@ async function main() {
         await closeToasts();
         await page.goto(`${config.url}/?workspace=${encodeURIComponent(config.bothWorkspaces)}`);
         await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+        await shot('two-workspaces-opened');
         // VS Code trusts a set of folders as one: this new window asks again (its rule, not ours).
         await answerTrust('Yes, I trust the authors');
+        await shot('two-workspaces-trusted');
+        await waitFor(async () => (await page.locator('.explorer-folders-view .monaco-list-row').count()) >= 2,
+          'the two folders in the explorer');
         await waitForStatus(/proposals: \d+/, 'both workspaces served');
         const item = page.locator('.statusbar-item', { hasText: /proposals: \d+/ }).first();
         await item.hover();
@@ -582,6 +592,23 @@ async function main() {
         await shot('two-workspaces');
         await page.keyboard.press('Escape');
         return { tooltip, rows };
+      });
+    }
+
+    if (config.draftFolder) {
+      await step('a-staged-draft-is-not-a-workspace', async () => {
+        await closeToasts();
+        await page.goto(`${config.url}/?folder=${encodeURIComponent(config.draftFolder)}`);
+        await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+        const trust = page.locator('.monaco-dialog-box', { hasText: 'Do you trust the authors' });
+        if (await trust.waitFor({ timeout: 8000 }).then(() => true, () => false)) {
+          await trust.locator('a.monaco-button', { hasText: 'Yes, I trust the authors' }).click();
+        }
+        await waitForStatus(/kitsoki-miner: a staged draft, not a workspace/, 'a draft folder says it is not a workspace');
+        await page.waitForTimeout(1000);
+        const running = serversFor(config.draftFolder);
+        check(running.length === 0, `a server runs inside a staged draft: ${JSON.stringify(running)}`);
+        return { status: await statusText(), servers: running };
       });
     }
 
