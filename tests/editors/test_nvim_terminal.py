@@ -46,12 +46,16 @@ def sha(path: Path) -> str:
 
 def isolated_env(tmp: Path) -> dict[str, str]:
     """Neovim away from the developer's config and plugins; the server away from this machine's
-    agent histories."""
+    agent histories, and signing with the key `demo --pending` signed with (one person, one key: the
+    staged proposals are the ones the editor shows)."""
     home = tmp / "home"
     home.mkdir(exist_ok=True)
-    return {"HOME": str(home), "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "XDG_DATA_HOME": str(tmp / "xdg-data"),
-            "XDG_STATE_HOME": str(tmp / "xdg-state"), "XDG_CACHE_HOME": str(tmp / "xdg-cache"),
-            "TERM": "xterm-256color", "PATH": os.environ.get("PATH", "")}
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "XDG_DATA_HOME": str(tmp / "xdg-data"),
+           "XDG_STATE_HOME": str(tmp / "xdg-state"), "XDG_CACHE_HOME": str(tmp / "xdg-cache"),
+           "TERM": "xterm-256color", "PATH": os.environ.get("PATH", "")}
+    if os.environ.get("KITSOKI_MINER_KEY_DIR"):
+        env["KITSOKI_MINER_KEY_DIR"] = os.environ["KITSOKI_MINER_KEY_DIR"]
+    return env
 
 
 def never_press_enter(tmux: Tmux, until: str, timeout: float = 60) -> str:
