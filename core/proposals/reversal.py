@@ -253,8 +253,11 @@ def _staged(workspace: Path, recipe_id: str) -> Proposal | None:
         return None
 
 
-def _state(workspace: Path, recipe_id: str) -> str | None:
-    return history(Trace(trace_path(workspace))).get(recipe_id)
+def _require(workspace: Path, recipe_id: str, want: str, refusal: str) -> None:
+    """Under the workspace lock: the proposal is still `want` (a verdict may have landed meanwhile)."""
+    state = history(Trace(trace_path(workspace))).get(recipe_id)
+    if state != want:
+        raise ReversalRefused("state", f"{recipe_id} is not {refusal} (it is {state or 'unknown'})")
 
 
 def _resolve(workspace: Path, recipe_id: str, state: str) -> str:
@@ -278,16 +281,12 @@ def undo_accept(workspace: Path, recipe_id: str, *, lock_timeout: float = LOCK_T
     workspace = Path(workspace).resolve()
     recipe_id = _resolve(workspace, recipe_id, "accepted")
     with workspace_lock(workspace, lock_timeout):
-        state = _state(workspace, recipe_id)
-        if state != "accepted":
-            raise ReversalRefused("state", f"{recipe_id} is not a kept accept (it is {state or 'unknown'}); "
-                                           "only a kept accept can be undone")
+        _require(workspace, recipe_id, "accepted", "a kept accept; only a kept accept can be undone")
         record = read_kept(workspace, recipe_id)
         if pending_journals(workspace):
             raise ReversalRefused("journal", "an interrupted accept is still being recovered; try again once "
                                              "the server (or `kitsoki-miner proposals`) has recovered it")
         entries: list[JournalFile] = []
-        already: list[str] = []
         for kept in record.files:
             try:
                 live, mode = _live(workspace, kept.path)
@@ -295,8 +294,7 @@ def undo_accept(workspace: Path, recipe_id: str, *, lock_timeout: float = LOCK_T
                 raise ReversalRefused("changed", f"{kept.path} cannot be put back: {exc}") from None
             live_sha = sha256(live) if live is not None else None
             if live_sha == kept.before_sha256:
-                already.append(kept.path)  # an editor's undo got there first
-                continue
+                continue  # an editor's undo got there first
             if live_sha != kept.after_sha256:
                 raise ReversalRefused("changed", f"{kept.path} changed since the accept wrote it; undoing would "
                                                  "lose those edits, so nothing was put back (edit it by hand)")
@@ -399,10 +397,7 @@ def restore_rejected(workspace: Path, recipe_id: str, *, lock_timeout: float = L
     workspace = Path(workspace).resolve()
     recipe_id = _resolve(workspace, recipe_id, "rejected")
     with workspace_lock(workspace, lock_timeout):
-        state = _state(workspace, recipe_id)
-        if state != "rejected":
-            raise ReversalRefused("state", f"{recipe_id} is not rejected (it is {state or 'unknown'}); only a "
-                                           "rejection can be restored")
+        _require(workspace, recipe_id, "rejected", "rejected; only a rejection can be restored")
         try:
             proposal = read_proposal(workspace, recipe_id)
         except StagedStateError as exc:

@@ -162,6 +162,7 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
             print(f"  {item['seconds']:5.1f} s  {item['name']}")
         assert driven.returncode == 0, (
             f"the VS Code driver failed at {report.get('failure', {}).get('step')}:\n{driven.stderr[-4000:]}\n"
+            f"on top of the page: {report.get('failure', {}).get('overlays')}\n"
             f"screenshots: {shots}\nkitsoki-miner output:\n"
             + "\n".join(p.read_text()[-3000:] for p in output_logs(user_data)))
     finally:

@@ -8,12 +8,12 @@
 import * as vscode from 'vscode';
 
 import { CLIENT_COMMANDS } from './clientCommands';
+import { confirmAccept, confirmReject, pickDecided } from './confirmations';
 import { decorationsFor } from './decorations';
 import {
   actionItems,
   answersOf,
   cardItem,
-  decidedItem,
   decisionMessage,
   errorText,
   type Message,
@@ -589,12 +589,7 @@ export class Controller implements vscode.Disposable {
     return result;
   }
 
-  /**
-   * An accept changes files and runs the gate: ask first, naming the proposal, the files and what
-   * the gate will do, as the server says it from the gate's own preview (`accept_says`;
-   * `kitsoki.confirmAccept: false` skips the question). A target (or the staged draft) with unsaved
-   * edits is offered "Save and accept" up front, before anything else is asked.
-   */
+  /** An accept asks first (confirmations.ts), with what the server says it will do for this proposal. */
   async confirmAccept(id: string): Promise<boolean> {
     let detail: P.ProposalDetail | undefined;
     try {
@@ -603,55 +598,11 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
       return false;
     }
-    const dirty = this.unsavedOf(detail);
-    const ask = vscode.workspace.getConfiguration('kitsoki').get<boolean>('confirmAccept', true);
-    if (!ask && dirty.length === 0) {
-      return true;
-    }
-    const says = detail.accept_says ?? 'The flow gate decides whether it is kept.';
-    const button = dirty.length > 0 ? 'Save and accept' : 'Accept';
-    const unsaved = dirty.length > 0
-      ? `${dirty.map((d) => this.labelOf(d.uri)).join(', ')} ${dirty.length === 1 ? 'has' : 'have'} unsaved edits: ` +
-        'they are saved first. '
-      : '';
-    const pick = await vscode.window.showWarningMessage(
-      `Accept "${detail.title}"?`,
-      { modal: true, detail: unsaved + says },
-      button,
-    );
-    if (pick !== button) {
-      return false;
-    }
-    for (const document of dirty) {
-      if (!(await document.save())) {
-        void vscode.window.showErrorMessage(`kitsoki-miner: ${this.labelOf(document.uri)} could not be saved; nothing accepted.`);
-        return false;
-      }
-    }
-    return true;
+    return confirmAccept(detail);
   }
 
-  /** Open documents with unsaved edits that an accept of this proposal reads: its targets and its staged draft. */
-  private unsavedOf(detail: P.ProposalDetail): vscode.TextDocument[] {
-    const wanted = [...(detail.files ?? []).map((f) => f.uri), ...(detail.draft_uris ?? [])];
-    return vscode.workspace.textDocuments.filter(
-      (document) => document.isDirty && wanted.some((uri) => sameFile(uri, vscode.Uri.file(document.uri.path).toString())),
-    );
-  }
-
-  private labelOf(uri: vscode.Uri): string {
-    return uri.scheme === 'file' ? vscode.workspace.asRelativePath(uri) : `the draft of ${uri.path.split('/').pop()}`;
-  }
-
-  /** A rejection throws the proposal away (it can be restored): asked first, and says how to undo it. */
   async confirmReject(id: string): Promise<boolean> {
-    const title = this.state.titleOf(id);
-    const pick = await vscode.window.showWarningMessage(
-      `Reject "${title}"?`,
-      { modal: true, detail: 'It is not raised again. "kitsoki-miner: Show rejected proposals" restores it.' },
-      'Reject',
-    );
-    return pick === 'Reject';
+    return confirmReject(this.state.titleOf(id));
   }
 
   /** Undo a kept accept, or restore a rejection: by id, or picked from those that can be. */
@@ -663,33 +614,8 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
       return undefined;
     }
-    let target = id !== undefined ? decided.find((d) => d.id === id || d.id.startsWith(id)) : undefined;
-    if (id !== undefined && target !== undefined && target.can !== action) {
-      void vscode.window.showWarningMessage(`kitsoki-miner: cannot ${action} "${target.title}": ${target.why_not ?? '?'}`);
-      return undefined;
-    }
-    if (target === undefined) {
-      if (decided.length === 0) {
-        void vscode.window.showInformationMessage(
-          `kitsoki-miner: ${action === 'undo' ? 'no kept accept to undo' : 'no rejected proposal'}.`);
-        return undefined;
-      }
-      const names = workspaceNames(decided.map((d) => d.workspace));
-      const pick = await vscode.window.showQuickPick(decided.map((d) => decidedItem(d, names)), {
-        title: action === 'undo' ? 'kitsoki-miner: undo a kept accept' : 'kitsoki-miner: rejected proposals',
-        placeHolder: action === 'undo' ? 'Undo which accept? (the bytes it replaced are put back)' : 'Restore which one?',
-        matchOnDetail: true,
-      });
-      target = pick && decided.find((d) => d.id === pick.id);
-      if (target === undefined) {
-        return undefined;
-      }
-      if (target.can !== action) {
-        void vscode.window.showWarningMessage(`kitsoki-miner: cannot ${action} "${target.title}": ${target.why_not ?? '?'}`);
-        return undefined;
-      }
-    }
-    return this.serverCommand(action === 'undo' ? P.CMD_UNDO : P.CMD_RESTORE, [{ id: target.id }]);
+    const target = await pickDecided(action, decided, id);
+    return target === undefined ? undefined : this.serverCommand(action === 'undo' ? P.CMD_UNDO : P.CMD_RESTORE, [{ id: target.id }]);
   }
 
   /** The lens of a proposal that shares its line: what to do with it. */

@@ -39,27 +39,11 @@ end
 
 --- Every open proposal of every kitsoki client: cb({ {client=, card=} ... }).
 local function all_cards(cb)
-  local clients = state.clients()
-  if #clients == 0 then
-    state.notify('kitsoki: no kitsoki-miner server is running (open a file of a kitsoki workspace)', levels.WARN)
-    return cb({})
-  end
-  local out, left = {}, #clients
-  for _, client in ipairs(clients) do
-    client:request('kitsoki/proposals', vim.empty_dict(), function(err, result)
-      if err then
-        state.notify('kitsoki: ' .. (err.message or 'kitsoki/proposals failed'), levels.ERROR)
-      else
-        for _, card in ipairs(result.proposals or {}) do
-          table.insert(out, { client = client, card = card })
-        end
-      end
-      left = left - 1
-      if left == 0 then
-        cb(out)
-      end
-    end)
-  end
+  state.gather('kitsoki/proposals', vim.empty_dict(), 'proposals', function(entries)
+    cb(vim.tbl_map(function(e)
+      return { client = e.client, card = e.item }
+    end, entries))
+  end)
 end
 
 local function pick_card(entries, prompt, cb)
@@ -552,90 +536,6 @@ function M.control(action, dirs)
   end)
 end
 
--- -- taking a verdict back ---------------------------------------------------------------------------
-
---- Every decided proposal of every server (kitsoki/decided): cb({ {client=, item=} ... }).
-local function all_decided(state_filter, cb)
-  local clients = state.clients()
-  if #clients == 0 then
-    return each_client(function() end)
-  end
-  local out, left = {}, #clients
-  for _, client in ipairs(clients) do
-    client:request('kitsoki/decided', state_filter and { state = state_filter } or vim.empty_dict(), function(err, result)
-      if err then
-        state.notify('kitsoki: ' .. (err.message or 'kitsoki/decided failed'), levels.ERROR)
-      else
-        for _, item in ipairs(result.decided or {}) do
-          table.insert(out, { client = client, item = item })
-        end
-      end
-      left = left - 1
-      if left == 0 then
-        cb(out)
-      end
-    end)
-  end
-end
-
-local function describe_decided(item)
-  local where = table.concat(item.files or {}, ', ')
-  if state.several_workspaces() then
-    where = state.workspace_name(item.workspace) .. ': ' .. where
-  end
-  local can = val(item.can) and '' or ('  (cannot: %s)'):format(val(item.why_not) or '?')
-  return ('%s %s  (%s, %s)%s'):format(item.state, item.title, where, (item.decided_at or ''):sub(1, 16), can)
-end
-
---- undo | restore a decided proposal: by id, or picked from those that can be.
-function M.take_back(action, id)
-  local wanted = action == 'undo' and 'accepted' or 'rejected'
-  all_decided(wanted, function(entries)
-    local usable = vim.tbl_filter(function(e)
-      return val(e.item.can) == action and (not id or id == '' or vim.startswith(e.item.id, id))
-    end, entries)
-    if #usable == 0 then
-      local why = #entries > 0 and val(entries[1].item.why_not)
-      return state.notify(('kitsoki: nothing to %s%s'):format(action, why and (': ' .. why) or ''), levels.WARN)
-    end
-    local function go(entry)
-      state.request(entry.client, 'workspace/executeCommand', {
-        command = 'kitsoki.' .. action,
-        arguments = { { id = entry.item.id } },
-      }, function(result)
-        if result then -- the server's kitsoki/proposalTakenBack says it on screen
-          render.refresh_client(entry.client)
-        end
-      end)
-    end
-    if id and id ~= '' and #usable == 1 then
-      return go(usable[1])
-    end
-    vim.ui.select(usable, {
-      prompt = action == 'undo' and 'Undo which accept? (its bytes from before are put back)'
-        or 'Restore which rejected proposal?',
-      kind = 'kitsoki.decided',
-      format_item = function(entry)
-        return describe_decided(entry.item)
-      end,
-    }, function(entry)
-      if entry then
-        go(entry)
-      end
-    end)
-  end)
-end
-
---- :KitsokiMine rejected: the rejected proposals; picking one restores it.
-function M.rejected()
-  all_decided('rejected', function(entries)
-    if #entries == 0 then
-      return state.notify('kitsoki: nothing rejected')
-    end
-    M.take_back('restore')
-  end)
-end
-
 -- -- :KitsokiMine -----------------------------------------------------------------------------------
 
 function M.run(args)
@@ -673,9 +573,9 @@ function M.run(args)
   elseif verb == 'log' then
     return M.show_log()
   elseif verb == 'undo' or verb == 'restore' then
-    return M.take_back(verb, rest[1])
+    return require('kitsoki.takeback').take_back(verb, rest[1])
   elseif verb == 'rejected' then
-    return M.rejected()
+    return require('kitsoki.takeback').rejected()
   elseif verb == 'restart' then
     return require('kitsoki').restart('asked for with :KitsokiMine restart')
   elseif verb == 'accept' or verb == 'refine' or verb == 'dismiss' or verb == 'reject' or verb == 'diff' then

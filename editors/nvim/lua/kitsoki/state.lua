@@ -177,6 +177,34 @@ function M.changed()
   pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'KitsokiChanged', modeline = false })
 end
 
+--- Ask every kitsoki server (one per workspace) and gather result[key]: cb({ {client=, item=} ... })
+--- once all have answered (an error is shown, and that server adds nothing).
+function M.gather(method, params, key, cb)
+  local clients = M.clients()
+  if #clients == 0 then
+    local down = M.down
+    M.notify(down and ('kitsoki: the server is not running (%s); :KitsokiMine restart starts it'):format(down.why)
+      or 'kitsoki: no kitsoki-miner server is running (open a file of a kitsoki workspace)', levels.WARN)
+    return cb({})
+  end
+  local out, left = {}, #clients
+  for _, client in ipairs(clients) do
+    client:request(method, params, function(err, result)
+      if err then
+        M.notify(('kitsoki: %s'):format(err.message or (method .. ' failed')), levels.ERROR)
+      else
+        for _, item in ipairs(result and result[key] or {}) do
+          table.insert(out, { client = client, item = item })
+        end
+      end
+      left = left - 1
+      if left == 0 then
+        cb(out)
+      end
+    end)
+  end
+end
+
 --- client:request with errors shown to the person; cb(result) on success, cb(nil, err) on error.
 function M.request(client, method, params, cb, bufnr)
   local ok = client:request(method, params, function(err, result)

@@ -47,7 +47,12 @@ async function step(name, fn) {
     } catch {
       // the page is gone
     }
-    report.failure = { step: name, error: String(error?.stack ?? error), screenshot };
+    // What was on top of the page (a dialog, a quick input, a menu): the likeliest reason a click failed.
+    const overlays = await page.evaluate(() => [...document.querySelectorAll(
+      '.monaco-dialog-box, .quick-input-widget, .context-view, .monaco-menu-container, .notifications-toasts')]
+      .filter((e) => e.offsetParent !== null).map((e) => `${e.className}: ${(e.textContent ?? '').slice(0, 300)}`))
+      .catch(() => []);
+    report.failure = { step: name, error: String(error?.stack ?? error), screenshot, overlays };
     save();
     throw error;
   }
@@ -152,7 +157,11 @@ async function openFile(relative) {
   }
   await page.locator('.tab.active', { has: page.locator('.label-name', { hasText: exactly(base) }) })
     .waitFor({ timeout: STEP_TIMEOUT });
-  await page.locator('.editor-instance .monaco-editor .margin-view-overlays').first().click({ position: { x: 5, y: 10 } });
+  const margin = page.locator('.editor-instance .monaco-editor .margin-view-overlays').first();
+  await margin.click({ position: { x: 5, y: 10 }, timeout: 10_000 }).catch(async () => {
+    await page.keyboard.press('Escape'); // something left on top (a hover, a quick input): close it, then again
+    await margin.click({ position: { x: 5, y: 10 } });
+  });
 }
 
 async function goToLine(line) {
