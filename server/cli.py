@@ -86,6 +86,16 @@ def add_commands(sub, folder_type) -> None:
         if verdict == "accept":
             p.add_argument("--unsaved", action="append", default=[],
                            help="a workspace-relative file with unsaved editor changes (refused); repeatable")
+    decided = sub.add_parser("decided", help="list accepted and rejected proposals, and whether each can be "
+                                             "undone (accepted) or restored (rejected)")
+    workspace_arg(decided)
+    decided.add_argument("--state", choices=("accepted", "rejected"), help="only those")
+    for verb, text in (("undo", "undo a kept accept: put back the bytes it replaced (refused when a file changed "
+                                "since) and offer the proposal again"),
+                       ("restore", "take a rejection back: the proposal is offered again")):
+        p = sub.add_parser(verb, help=text, description=text[0].upper() + text[1:] + ".")
+        p.add_argument("id", help="the proposal's recipe id (or a unique prefix of it)")
+        workspace_arg(p)
     flows = sub.add_parser("flows", help="run the workspace's flow fixtures with the built-in runner",
                            description="Run kitsoki flow fixtures (each story's flows/*.yaml and ./flows/*.yaml) "
                                        "with the built-in runner, a documented subset of `kitsoki test flows`. "
@@ -386,7 +396,8 @@ def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
     return build_parser(named if named and named not in HEAVY_COMMANDS and named in _LIGHT else None)
 
 
-_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "accept", "refine", "reject", "flows", "demo", "mcp"})
+_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "accept", "refine", "reject", "decided", "undo",
+                    "restore", "flows", "demo", "mcp"})
 
 
 def _collector_off_for_good() -> None:

@@ -1,4 +1,5 @@
-"""`kitsoki-miner propose | proposals | accept | refine | reject | flows | demo`: the proposal half of
+"""`kitsoki-miner propose | proposals | accept | refine | reject | decided | undo | restore | flows | demo`: the
+proposal half of
 the loop for a terminal, over the same core calls the language server makes."""
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
             return _propose(workspace, args, out)
         if args.command == "proposals":
             return _proposals(workspace, args, out)
+        if args.command in ("decided", "undo", "restore"):
+            return _take_back(workspace, args, out, err)
         return _decide(workspace, args, out, err)
     except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, KeyUnavailable,
             TraceCorrupt) as exc:
@@ -173,6 +176,41 @@ def _decide(workspace: Path, args, out, err) -> int:
     else:
         out.write(f"rejected {decision.recipe_id}; it will not be raised again\n")
     return 0 if decision.verdict != "accept" or decision.flows_green else 1
+
+
+def _take_back(workspace: Path, args, out, err) -> int:
+    """`decided` lists what can be taken back; `undo` and `restore` take it back (core.proposals.reversal)."""
+    from core.proposals.reversal import ReversalRefused, decided, restore_rejected, undo_accept
+
+    if args.command == "decided":
+        items = decided(workspace, state=args.state)
+        if args.json:
+            _json(out, {"decided": [item.model_dump(mode="json") for item in items]})
+            return 0
+        if not items:
+            out.write("Nothing accepted or rejected yet.\n")
+            return 0
+        for item in items:
+            action = f"`kitsoki-miner {item.can} {item.recipe_id[:12]}`" if item.can else f"cannot: {item.why_not}"
+            out.write(f"{item.recipe_id[:12]}  {item.state:<8}  {item.decided_at[:19]}  {item.title}\n"
+                      f"    {', '.join(item.files) or 'no file'}; {action}\n")
+        return 0
+    try:
+        reversal = (undo_accept if args.command == "undo" else restore_rejected)(workspace, args.id)
+    except ReversalRefused as exc:
+        if args.json:
+            _json(out, {"recipe_id": args.id, "action": args.command, "refused": exc.reason, "message": str(exc)})
+        return _fail(err, f"refused: {exc}", 1)
+    except RevertFailed as exc:
+        return _fail(err, f"the undo did not finish: {exc}; the journal is kept and the next start retries it", 4)
+    if args.json:
+        _json(out, reversal.model_dump(mode="json"))
+    elif reversal.action == "undo":
+        put = f"put back {', '.join(reversal.restored)}" if reversal.restored else "the files already held their bytes"
+        out.write(f"undid the accept of \"{reversal.title}\" ({put}); it is offered again\n")
+    else:
+        out.write(f"restored \"{reversal.title}\"; it is offered again\n")
+    return 0
 
 
 def _flows(workspace: Path, args, out, err=sys.stderr) -> int:

@@ -16,6 +16,8 @@ what was validated (refined) is validated again whole.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +31,7 @@ from core.mining.service import trace_path
 from core.safeio import read_regular
 from core.proposals.inbox import MAX_TARGET_BYTES, find, history
 from core.proposals.model import Proposal
+from core.proposals.reversal import remember_kept
 from core.proposals.settings import SettingsError, gate_settings
 from core.proposals.staging import (
     PROPOSAL_FILE,
@@ -180,6 +183,16 @@ def reload_refusing(before: Any, changed: list[Path]) -> Callable[[Path], object
     return reload
 
 
+def _modes(workspace: Path, paths: Iterable[str]) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for rel in paths:
+        try:
+            out[rel] = stat.S_IMODE(os.lstat(workspace / rel).st_mode)
+        except OSError:
+            out[rel] = None
+    return out
+
+
 def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate: Gate | None = None,
            gate_kind: str | None = None, lock_timeout: float = 0.0,
            hook: Callable[[str], None] | None = None) -> Decision:
@@ -214,6 +227,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         except DraftInvalid as exc:
             raise DecisionRefused("invalid", f"the refined draft of {proposal.recipe_id} does not validate: {exc}") \
                 from None
+    changed = [change.path for change in proposal.files]
+    before = _live_bytes(workspace, changed)  # the gate's rung-1 diff, and what an undo puts back
     if gate is None:
         # The scope (which apps, which flows) is computed by the gate itself, on the tree after the edit.
         try:
@@ -222,8 +237,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
             raise DecisionRefused("config", str(exc)) from None
         if gate_kind is not None:
             settings = settings.model_copy(update={"kind": gate_kind})
-        changed = [change.path for change in proposal.files]
-        gate = choose_gate(workspace, settings, changed=changed, before=_live_bytes(workspace, changed))
+        gate = choose_gate(workspace, settings, changed=changed, before=before)
     expected = {change.path: change.before_sha256 for change in proposal.files}
     decided: list[Decision] = []
 
@@ -241,6 +255,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         if outcome.reverted:
             proposal.status, proposal.failure = "held", outcome.failure
             save_proposal(workspace, proposal)
+        else:  # kept: what it replaced, for an undo (core.proposals.reversal)
+            remember_kept(workspace, proposal, before, files, _modes(workspace, changed))
         artifact = read_artifact(workspace, proposal)
         artifact["flows_green"] = outcome.flows_green
         if result is not None:

@@ -11,6 +11,7 @@ when it no longer drafts. Staging holds the workspace lock, so it never interlea
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from core.kitsoki.inventory import Inventory, build_inventory
+from core.kitsoki.yamlread import ConfigIssue
+from core.kitsoki.model import RefusedStory
 from core.kitsoki.story import Workspace, load_workspace
 from core.locks import workspace_lock
 from core.mining.passes import read_recipes
@@ -55,9 +58,18 @@ class ProposerReport(BaseModel):
     recipes: int
     raised: list[str] = Field(default_factory=list)
     outcomes: list[Outcome] = Field(default_factory=list)
+    problems: list[ConfigIssue] = Field(default_factory=list)
+    """Why stories were refused (kitsoki skips them): file:line:col, for editors to publish."""
 
     def count(self, result: str) -> int:
         return sum(1 for outcome in self.outcomes if outcome.result == result)
+
+
+def refused_story(model: Workspace, workspace: Path, proposal: Proposal) -> RefusedStory | None:
+    """The refused story (it does not load) that one of the proposal's targets belongs to."""
+    targets = {os.path.realpath(workspace / change.path) for change in proposal.files}
+    return next((refusal for refusal in model.refused
+                 if targets & {os.path.realpath(f) for f in (refusal.app, *refusal.files)}), None)
 
 
 def load_recipes(workspace: Path) -> list[Recipe]:
@@ -152,7 +164,8 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
     draft_fn = drafter or builtin.draft
     name = drafter_name or ("builtin" if drafter is None else "agent")
     trace = Trace(trace_path(workspace))
-    report = ProposerReport(workspace=str(workspace), recipes=len(recipes))
+    report = ProposerReport(workspace=str(workspace), recipes=len(recipes),
+                            problems=[issue for refusal in model.refused for issue in refusal.issues])
     states = history(trace)
     ready: list[tuple[Outcome, Proposal, dict[str, bytes], AuthorArtifact | None, bool]] = []
     withdrawals: list[tuple[Outcome, str]] = []
@@ -170,6 +183,11 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             stale = staged is not None and bool(stale_files(workspace, staged))
             if staged is not None and (not stale or state == "refining"):
                 outcome.result, outcome.reason = "open", f"{state}, waiting for a verdict"
+                continue
+            waiting = refused_story(model, workspace, staged) if stale and staged is not None else None
+            if stale and waiting is not None:
+                # its story does not load (kitsoki skips it): re-drafted once it loads, never withdrawn for it
+                outcome.result, outcome.reason = "open", f"stale, waiting: {waiting.reason()}"
                 continue
         if recipe.priority < threshold:
             outcome.result = "below-threshold"
