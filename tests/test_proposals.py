@@ -631,3 +631,28 @@ def test_rung_1_proofs_are_root_flows_added_only_where_something_can_run_them(tm
                            "root__go_ticket_search) calls host.gh.ticket.search"]
     text = (stage_dir(other, binding.id) / b["path"]).read_text()
     assert "handler: host.gh.ticket.search" in text and "host.gh.ticket:" in text
+
+
+def test_a_story_saved_half_way_makes_new_proposals_wait_instead_of_drafting_around_it(tmp_path):
+    """A person saves their story mid-edit (it no longer parses): its intents are missing from the
+    inventory, so "cut a new release" (modeled by that story) would map as a gap and draft a new
+    story beside it. Nothing new is raised, drafted or withdrawn until the story loads again."""
+    from core.demo.pending import lay_out_pending
+    from core.proposals.proposer import run_proposer
+
+    demo = lay_out_pending(tmp_path / "demo")
+    story = demo.workspace / "stories" / "release-desk" / "app.yaml"
+    before = run_proposer(demo.workspace)
+    assert {o.result for o in before.outcomes if o.title == "cut a new release"} == {"already-modeled"}
+    text = story.read_text()
+    story.write_text(text.replace("intents:", "intents: [", 1))
+    broken = run_proposer(demo.workspace)
+    assert broken.raised == []
+    waiting = {o.title: o for o in broken.outcomes}["cut a new release"]
+    assert waiting.result == "waiting" and waiting.reason.startswith("stories/release-desk/app.yaml does not load")
+    assert any(issue.file.endswith("app.yaml") for issue in broken.problems)
+    assert not (demo.workspace / ".kitsoki" / "stories").exists()  # nothing materialized around it
+    story.write_text(text)
+    fixed = run_proposer(demo.workspace)
+    assert {o.result for o in fixed.outcomes if o.title == "cut a new release"} == {"already-modeled"}
+    assert fixed.raised == [] and fixed.problems == []

@@ -28,6 +28,7 @@ from core.mining.recipes import Recipe
 from core.mining.service import trace_path
 from core.proposals import drafter as builtin
 from core.proposals.drafter import Draft, DraftError, Reader
+from core.proposals.loaded import stories_being_edited
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
 from core.proposals.mapper import Routers, map_recipe
 from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, ProofInfo, Proposal
@@ -47,7 +48,8 @@ class Outcome(BaseModel):
     title: str
     kind: str
     result: str
-    """raised, redrafted, already-modeled, below-threshold, decided, open, failed, withdrawn."""
+    """raised, redrafted, already-modeled, below-threshold, decided, open, waiting (a story that
+    loaded before does not load now), failed, withdrawn."""
     reason: str = ""
     classification: str | None = None
     score: float | None = None
@@ -70,6 +72,13 @@ def refused_story(model: Workspace, workspace: Path, proposal: Proposal) -> Refu
     targets = {os.path.realpath(workspace / change.path) for change in proposal.files}
     return next((refusal for refusal in model.refused
                  if targets & {os.path.realpath(f) for f in (refusal.app, *refusal.files)}), None)
+
+
+def _relative_app(workspace: Path, refusal: RefusedStory) -> str:
+    try:
+        return Path(refusal.app).resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return str(refusal.app)
 
 
 def load_recipes(workspace: Path) -> list[Recipe]:
@@ -167,6 +176,7 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
     report = ProposerReport(workspace=str(workspace), recipes=len(recipes),
                             problems=[issue for refusal in model.refused for issue in refusal.issues])
     states = history(trace)
+    editing = stories_being_edited(workspace, model)
     ready: list[tuple[Outcome, Proposal, dict[str, bytes], AuthorArtifact | None, bool]] = []
     withdrawals: list[tuple[Outcome, str]] = []
 
@@ -189,6 +199,12 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
                 # its story does not load (kitsoki skips it): re-drafted once it loads, never withdrawn for it
                 outcome.result, outcome.reason = "open", f"stale, waiting: {waiting.reason()}"
                 continue
+        if editing:
+            # a story that loaded before does not now: its intents are missing from the inventory,
+            # so nothing is mapped, drafted or withdrawn until it loads again
+            outcome.result = "waiting"
+            outcome.reason = f"{_relative_app(workspace, editing[0])} does not load: {editing[0].reason(1)}"
+            continue
         if recipe.priority < threshold:
             outcome.result = "below-threshold"
             outcome.reason = f"priority {recipe.priority:g} < threshold {threshold:g}"
