@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from core import statefs
 from core.mining.episodes import Episode
 
-PARSER_VERSION = "4"
+PARSER_VERSION = "5"
 """Bump when readers or episode extraction change what they produce: every file is re-read."""
 
 

@@ -140,7 +140,9 @@ def run_one(tmp: Path, seed: int, ws_kind: str, modes: list[str], verbose: bool)
     empty.mkdir(parents=True, exist_ok=True)
     workspace = tmp / "code" / WORKSPACE_NAMES[ws_kind]
     workspace.parent.mkdir(parents=True, exist_ok=True)
-    history = make_history(home, str(workspace), seed)
+    # kitsoki's own workspace already binds tickets to GitHub (its project profile): there the project's
+    # ticket tool is beads, which dev-story has no provider for (the right card is a suggestion for dev-story).
+    history = make_history(home, str(workspace), seed, tickets="beads" if ws_kind == "kitsoki" else "gh")
     rows = []
     for mode in modes:
         make_workspace(ws_kind, workspace, history.dirs if mode == "config" else None)

@@ -56,7 +56,7 @@ RECURRING: tuple[Ask, ...] = (
         (("edit", "pyproject.toml"), ("edit", "src/shop/__init__.py"), ("sh", "git tag v1.4.3"))),
     Ask("migration", ("add", "create", "write"),
         ("a migration for the new column", "a db migration", "an alembic migration for it"),
-        ("新しいカラムのマイグレーションを作成し", "DBマイグレーションを作り", "alembicのマイグレーションを追加し"),
+        ("新しいカラムのマイグレーションを作成し", "DBマイグレーションを作っ", "alembicのマイグレーションを追加し"),
         ("添加数据库迁移", "给新字段写一个迁移", "创建alembic迁移"),
         (("sh", "alembic revision --autogenerate -m add_column"), ("edit", "migrations/versions/0042_add_column.py"),
          ("sh", "alembic upgrade head"))),
@@ -163,7 +163,10 @@ AGENT_PROMPTS = (
 )
 
 PROJECT_TEST = "pytest -q"
-PROJECT_TICKET = ("gh issue view {n}", "gh issue list --label bug", "gh issue comment {n} --body done")
+PROJECT_TICKETS = {
+    "gh": ("gh issue view {n}", "gh issue list --label bug", "gh issue comment {n} --body done"),
+    "beads": ("bd show shop-{n}", "bd list --status open", "bd update shop-{n} --status in_progress"),
+}
 
 # -- wording ---------------------------------------------------------------------------------------
 
@@ -531,8 +534,10 @@ def _codex_noise(w: CodexWriter, kind: str) -> None:
                                         {"step": "Change it", "status": "in_progress"}]}, "Plan updated", "noise:plan")
 
 
-def make_history(root: Path, project: str, seed: int, *, days: int = 30, sessions: int = 34) -> History:
-    """Write a month of `project`'s sessions and two other projects' under `root`; return the answers."""
+def make_history(root: Path, project: str, seed: int, *, days: int = 30, sessions: int = 34,
+                 tickets: str = "gh") -> History:
+    """Write a month of `project`'s sessions and two other projects' under `root`; return the answers.
+    `tickets`: the project's ticket tool (gh, or beads where the workspace already binds tickets to gh)."""
     rng = random.Random(seed)
     labels = Labels()
     picks = rng.sample(RECURRING, 4)
@@ -600,7 +605,7 @@ def make_history(root: Path, project: str, seed: int, *, days: int = 30, session
             if rng.random() < 0.7:
                 w.action("sh", PROJECT_TEST, "world:test_cmd")
             if rng.random() < 0.45:
-                w.action("sh", rng.choice(PROJECT_TICKET).format(n=next(ticket_n)), "binding:ticket")
+                w.action("sh", rng.choice(PROJECT_TICKETS[tickets]).format(n=next(ticket_n)), "binding:ticket")
             if client in ("cli", "vscode", "desktop") and rng.random() < 0.55:
                 _claude_noise(w, rng.choice(_MACHINERY_NOISE))
             elif client == "codex" and rng.random() < 0.5:
