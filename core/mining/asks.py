@@ -495,6 +495,8 @@ def _terms(items: tuple, clause: str) -> tuple[str, ...]:
     if kind:
         terms.add("k:" + kind)
     terms.update("a:" + v for v, _ in verbs)
+    if kind == lx.SHIP:
+        objects = [("g" if term in lx.SHIPPED else tag, term) for tag, term in objects]
     terms.update(f"{tag}:{term}" for tag, term in objects)
     if kind == lx.SHIP and not any(t.startswith("o:") for t in terms):
         terms.update("o:" + v for v, k in verbs[:1])  # "cut a release", "deploy": what is done is the thing
@@ -564,8 +566,8 @@ def _svo(items: tuple) -> tuple[list, list]:
         elif (o := _obj_of(item)) is not None:
             objs.append(o)
         n += 1
-    if not objs:  # "the changelog needs updating": the object came first
-        objs = [o for i in items[:start] if (o := _obj_of(i))]
+    if not objs:  # "the changelog needs updating": the object came first ("take the build live": not "take")
+        objs = [o for i in items[:start] if i[2] != "first" and (o := _obj_of(i))]
     if not objs:
         objs = [o for i in items[start + 1:] if (o := _obj_of(i))]
     return verbs, objs

@@ -74,7 +74,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "build": (RUN, "build compile ビルド コンパイル 构建 编译 打包 빌드 컴파일 compil* baue* kompilier*"),
     "profile": (RUN, "profile benchmark measure time プロファイル 計測 ベンチマーク 性能分析 测量 프로파일 mesur* "
                      "mess* измер*"),
-    "deploy": (SHIP, "deploy ship rollout roll-out デプロイ 発布 部署 上线 배포 despleg* déploy* deploy* "
+    "deploy": (SHIP, "deploy ship live go-live rollout roll-out デプロイ 発布 部署 上线 배포 despleg* déploy* deploy* "
                      "bereitstell* развер* задеплой*"),
     "release": (SHIP, "release publish cut-a-release tag リリースし 公開 発行 发布 发版 打标签 릴리스 배포하 lanz* "
                       "publi* veröffentlich* rilasci* выпуст* опубликуй*"),
@@ -165,6 +165,10 @@ FILLER = frozenset("""hey hi hello ok okay alright right so now then again also 
 CLAUSE_BREAKS = frozenset("""for from in to about with on into onto at by via using so because since while until
     before after when if and or but then also as per than like without except de del en para por pour avec dans
     für mit von zu nach für per con в на для из с""".split())
+
+SHIPPED = frozenset({"build", "release", "version", "app", "frontend", "server"})
+"""What is deployed or released is nearly always the current build: for a ship request these say little
+("take the build live" and "take the release live" are one ask); where it goes (staging, production) says more."""
 
 WH_WORDS = frozenset("why what how where which who when whats what's how's hows wie warum qué cómo por-qué "
                      "pourquoi comment почему как что".split())

@@ -36,7 +36,7 @@ from core.ids import RECIPE_ID_PATTERN
 
 from core.mining.clusters import AskClusters, has_object
 from core.mining.episodes import Action, Determinism, Episode
-from core.mining.signatures import MACHINERY_TOOLS, SHELL_TOOLS, forks_work
+from core.mining.signatures import EDIT_TOOLS, FILE_TOOLS, MACHINERY_TOOLS, SHELL_TOOLS, forks_work
 
 RecipeKind = Literal["intent", "binding", "world", "gate", "stub-wire"]
 
@@ -231,6 +231,25 @@ def _shell_buckets(action: Action) -> list[tuple[str, str, str]]:
             if m:
                 found.append(("world", "merge_strategy", m.group(1)))
     return found
+
+
+def _family(signature: str) -> str:
+    """A signature with its tool named by kind (shell, edit, read): the same action in any agent."""
+    tool, sep, key = signature.partition(": ")
+    if tool in SHELL_TOOLS:
+        return "shell: " + key
+    if tool in EDIT_TOOLS:
+        return "edit: " + key
+    if tool in FILE_TOOLS:
+        return "read: " + key
+    return signature
+
+
+def _is_setting_command(signature: str) -> bool:
+    """A shell signature that runs the project's test or build command (a world setting, not an ask's answer)."""
+    tool, _, head = signature.partition(": ")
+    return tool in SHELL_TOOLS and bool(head) and (_TEST_HEADS.match(head) is not None
+                                                    or _BUILD_HEADS.match(head) is not None)
 
 
 def _gate_bucket(action: Action) -> tuple[str, str] | None:
@@ -473,13 +492,20 @@ class RecipeIndex:
         if len({m.session for m in group}) < MIN_ASK_SESSIONS:
             return None
         # How the ask is answered: the project's own actions, not looking around or the agent's machinery.
-        counts = Counter(sig for m in group for sig in set(m.signature)
-                         if sig not in TRIVIAL and sig.partition(": ")[0] not in MACHINERY_TOOLS)
-        consistent = [s for s, n in counts.items() if n >= 2 and n / len(group) > CONSISTENT_SHARE]
+        # Claude's `Bash: pytest`, Pi's `bash: pytest` and Codex's `shell: pytest` are one action.
+        shown: dict[str, str] = {}
+        for m in group:
+            for sig in m.signature:
+                shown.setdefault(_family(sig), sig)
+        counts = Counter(fam for m in group for fam in {_family(sig) for sig in m.signature}
+                         if shown[fam] not in TRIVIAL and shown[fam].partition(": ")[0] not in MACHINERY_TOOLS)
+        consistent = [f for f, n in counts.items() if n >= 2 and n / len(group) > CONSISTENT_SHARE]
         if not consistent:
             return None  # the same ask, answered differently each time: not a recipe (yet)
-        order = {s: i for i, s in enumerate(dict.fromkeys(s for m in group for s in m.signature))}
-        consistent.sort(key=order.__getitem__)
+        if all(_is_setting_command(shown[f]) for f in consistent):
+            return None  # "run the tests before I merge": answered by the test command alone, which is world.test_cmd
+        order = {f: i for i, f in enumerate(shown)}
+        consistent = [shown[f] for f in sorted(consistent, key=order.__getitem__)]
         phrasings = Counter(m.phrasing for m in group if m.phrasing)
         ranked = sorted(phrasings.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
         title = ranked[0][0] if ranked else group[0].phrasing
