@@ -59,7 +59,7 @@ _CONSEQUENTIAL = re.compile(
     r"gh (?:pr (?:merge|create|close|review)|release|issue (?:close|create|edit)|workflow run|repo)|glab (?:mr|release)|"
     r"(?:npm|yarn|pnpm|cargo|gem|twine|poetry|uv|hatch|flit) publish|docker (?:push|rm|rmi|compose)|kubectl|helm|"
     r"terraform|pulumi|fly|flyctl|vercel|netlify|wrangler|heroku|supabase|alembic|rm|dropdb|psql|mysql|redis-cli|"
-    r"aws|gcloud|az|ssh|scp|rsync)|(?:deploy|release|publish|migrat|destroy|drop|rollback|prod)")
+    r"aws|gcloud|az|ssh|scp|rsync)\b|(?:deploy|release|publish|migrat|destroy|drop|rollback|prod)")
 
 
 def forks_work(tool: str, signature: str) -> bool:
