@@ -194,3 +194,13 @@ def test_drafts_write_a_few_short_examples_not_prompts(month):
         for example in examples:
             assert len(example) <= MAX_CHARS and "\n" not in example and "Traceback" not in example
             assert "/" not in example and "<ide_" not in example and "<skill" not in example
+
+
+def test_an_ask_is_a_projects_own(tmp_path):
+    for n in range(3):
+        for project in ("/w/app", "/w/web"):
+            _session(tmp_path / "t", f"{project[-3:]}{n}", n + 1, project, [("update the changelog", [
+                ("Edit", {"file_path": f"{project}/CHANGELOG.md", "old_string": "a", "new_string": "b"}, "ok", False)])])
+    intents = [r for r in _mine(tmp_path) if r.kind == "intent"]
+    assert len(intents) == 2 and all(r.sessions == 3 for r in intents)
+    assert all(len({i.session[:3] for i in r.instances}) == 1 for r in intents)  # each one project's

@@ -88,31 +88,44 @@ def similarity(terms, cluster: Cluster) -> float:
     return min(score, 1.0)
 
 
+def same_project(a: str | None, b: str | None) -> bool:
+    """One project: the same folder, or one inside the other (a session started in a subfolder)."""
+    if not a or not b or a == b:
+        return True
+    a, b = a.rstrip("/"), b.rstrip("/")
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
 class AskClusters:
-    """Clusters in the order they started, with an index of which clusters hold which object."""
+    """Clusters in the order they started, with an index of which clusters hold which object. An ask is
+    this project's when it recurs in this project: prompts of different projects never share a cluster."""
 
     def __init__(self) -> None:
         self.clusters: list[Cluster] = []
         self.seed_terms: list[list[str]] = []
+        self.projects: list[str | None] = []
         self.holding: dict[str, set[int]] = {}
 
-    def best(self, terms) -> int | None:
-        """The cluster these terms join, or None for a new one."""
+    def best(self, terms, project: str | None = None) -> int | None:
+        """The cluster these terms (asked in `project`) join, or None for a new one."""
         candidates: set[int] = set()
         for term in terms:
             if term.startswith("o:"):
                 candidates |= self.holding.get(term, set())
         best, best_score = None, ASK_SIMILARITY
         for cid in sorted(candidates):
+            if not same_project(project, self.projects[cid]):
+                continue
             score = similarity(terms, self.clusters[cid])
             if score > best_score + 1e-12 or (best is None and score >= best_score - 1e-12):
                 best, best_score = cid, score
         return best
 
-    def start(self, terms) -> int:
+    def start(self, terms, project: str | None = None) -> int:
         cid = len(self.clusters)
         self.clusters.append(Cluster())
         self.seed_terms.append(sorted(set(terms)))
+        self.projects.append(project)
         return cid
 
     def join(self, cid: int, terms) -> None:

@@ -438,9 +438,9 @@ class RecipeIndex:
         if self.restoring:
             best = None if ep.cluster == key else self.seed_of[ep.cluster]
         else:
-            best = self.asks.best(terms)
+            best = self.asks.best(terms, ep.project)
         if best is None:
-            best = self.asks.start(terms)
+            best = self.asks.start(terms, ep.project)
             self.seed_of[key] = best
             self.members.append([])
         self.asks.join(best, terms)
@@ -510,7 +510,8 @@ class RecipeIndex:
         ranked = sorted(phrasings.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
         title = ranked[0][0] if ranked else group[0].phrasing
         return _build(
-            "intent", " ".join(self.asks.seed_terms[cid]), title, group, None, self.newest,
+            "intent", " ".join(self.asks.seed_terms[cid]) + (f"@{group[0].project}" if group[0].project else ""),
+            title, group, None, self.newest,
             phrasings=[Phrasing(text=t, count=n) for t, n in ranked],
             action_signature=consistent,
         )

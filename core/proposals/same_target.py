@@ -5,7 +5,7 @@ Same target:
 - intent: ENRICH of the same intent; or new intents that ask the same thing (the clusters' similarity between
   what most of each recipe's phrasings ask, core/mining/clusters.py) or would get the same name;
 - gate: ENRICH of the same state; or a new review state before the same action;
-- binding or world: the same interface or world key (one value wins: the recipe seen most).
+- binding or world: the same interface or world key with the same value.
 
 The merged recipe keeps the id, kind and mapping of the highest-priority one (its card and trace stay
 where they were) and gathers the others' phrasings, instances and sessions, so the card's evidence is all of it.
@@ -40,7 +40,9 @@ def _same_ask(a: Recipe, b: Recipe) -> bool:
 def target(recipe: Recipe, mapping: Mapping, name: str | None = None) -> tuple:
     """What a draft of this recipe would change, as a key: equal keys draft the same thing."""
     if recipe.kind in ("binding", "world"):
-        return (recipe.kind, recipe.iface)
+        # Per value: two projects' habits read together (other projects mined on purpose) are two cards
+        # for the person to choose between, never one that picks another project's value for them.
+        return (recipe.kind, recipe.iface, recipe.value)
     if mapping.classification == "ENRICH" and mapping.near:
         return (recipe.kind, "enrich", mapping.near)
     if recipe.kind == "gate":
