@@ -204,3 +204,26 @@ def test_an_ask_is_a_projects_own(tmp_path):
     intents = [r for r in _mine(tmp_path) if r.kind == "intent"]
     assert len(intents) == 2 and all(r.sessions == 3 for r in intents)
     assert all(len({i.session[:3] for i in r.instances}) == 1 for r in intents)  # each one project's
+
+
+def test_a_phrase_that_shares_an_object_but_not_the_request_is_not_enrich(tmp_path):
+    from core.kitsoki.inventory import build_inventory
+    from core.kitsoki.story import load_workspace
+    from core.mining.recipes import Phrasing, Recipe
+    from core.proposals.mapper import Routers, map_recipe
+
+    ws = tmp_path / "code" / "shop_api"
+    quality.make_workspace("own", ws, None)
+    routers = Routers.build(build_inventory(load_workspace(ws)))
+
+    def mapped(*phrasings):
+        recipe = Recipe(id="0" * 16, kind="intent", title=phrasings[0], priority=1.0, sessions=3, instances=[],
+                        determinism="deterministic", phrasings=[Phrasing(text=p, count=2) for p in phrasings])
+        return map_recipe(recipe, routers)
+
+    # dev-story's go_gitops has "version control"; drive has the one-word example "push"; go_docs "update docs".
+    assert mapped("bump the version", "increase the version number").classification == "GAP"
+    assert mapped("push the release tag", "push the release").classification == "GAP"
+    assert mapped("update the docs screenshots", "refresh the docs screenshots").classification == "GAP"
+    # A phrase that asks the same, in another language, is ENRICH; the phrasing kitsoki routes is modeled.
+    assert mapped("clean up merged branches").classification == "ALREADY-MODELED"
