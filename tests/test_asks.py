@@ -227,3 +227,27 @@ def test_a_phrase_that_shares_an_object_but_not_the_request_is_not_enrich(tmp_pa
     assert mapped("update the docs screenshots", "refresh the docs screenshots").classification == "GAP"
     # A phrase that asks the same, in another language, is ENRICH; the phrasing kitsoki routes is modeled.
     assert mapped("clean up merged branches").classification == "ALREADY-MODELED"
+
+
+def test_a_slot_template_takes_a_value_not_a_sentence(tmp_path):
+    from core.kitsoki.inventory import build_inventory
+    from core.kitsoki.story import load_workspace
+    from core.mining.recipes import Phrasing, Recipe
+    from core.proposals.mapper import Routers, map_recipe
+
+    ws = tmp_path / "code" / "shop_api"
+    quality.make_workspace("own", ws, None)
+    app = ws / "stories" / "release-desk" / "app.yaml"
+    app.write_text(app.read_text().replace("intents:\n", 'intents:\n  load_manifest:\n    description: "Load a manifest."\n'
+                                           "    slots:\n      manifest_path: { type: string }\n"
+                                           '    synonyms: ["run {manifest_path}", "load {manifest_path}"]\n', 1))
+    routers = Routers.build(build_inventory(load_workspace(ws)))
+
+    def mapped(text):
+        recipe = Recipe(id="0" * 16, kind="intent", title=text, priority=1.0, sessions=3, instances=[],
+                        determinism="deterministic", phrasings=[Phrasing(text=text, count=3)])
+        return map_recipe(recipe, routers)
+
+    assert mapped("run manifest.yaml").classification == "ALREADY-MODELED"
+    weak = mapped("run のシェルスクリプトを全部チェックしてエラーを直して")
+    assert weak.classification == "GAP" and "only shares words" in weak.reason
