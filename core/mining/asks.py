@@ -108,6 +108,9 @@ _PATH = re.compile(r"(?:[\w.~@-]*/)+([\w@-]+)(?:\.\w+)?/?|\b([\w-]+)\.(?:py|go|t
                    r"css|html|txt|lock|cfg|ini|sql|proto|java|kt|swift|c|h|cpp|cs|php)(?![A-Za-z0-9])")
 _NOISE = re.compile(r"#\d+|\b[0-9a-f]{7,40}\b|\b\d+(?:[.:]\d+)*[a-z]{0,2}\b|\bv\d+(?:\.\d+)+\b")
 
+_DIGIT_OR_HASH = re.compile(r"[0-9#]")
+_UNDERSCORE = re.compile(r"[_']")
+
 _STEMMER = snowballstemmer.stemmer("english")
 
 
@@ -127,7 +130,7 @@ class _Sense:
 
 
 def _is_cjk(s: str) -> bool:
-    return any(_script(c) in ("hira", "kata", "han", "hang") for c in s)
+    return _ANY_CJK.search(s) is not None
 
 
 class _Lexicon:
@@ -150,6 +153,7 @@ class _Lexicon:
         for filler in lx.CJK_FILLER:
             self.cjk.setdefault(filler, _Sense())
         self.prefixes.sort(key=lambda p: -len(p[0]))
+        self.phrase_starts = frozenset(key[0] for key in self.phrases)
         self.cjk_max = max(map(len, self.cjk))
         self.surfaces = sorted(set(self.surfaces))
 
@@ -259,30 +263,40 @@ def _ask_clause(words: str) -> str:
     """The first sentence that asks something (names a verb the lexicon knows, or is a question); else the
     first sentence with words in it."""
     first = ""
-    for sentence in _SENTENCE.split(words):
-        sentence = sentence.strip(" \t,;:-")
+    for n, sentence in enumerate(_SENTENCE.split(words)):
+        if n >= 6:
+            break
+        sentence = sentence.strip(" \t,;:-")[:200]
         if not sentence:
             continue
         if not first and _LETTERS.search(sentence):
             first = sentence
         items = _items(sentence)
         if any(i[0] in ("act", "wh") for i in items) or sentence.endswith(("?", "？")):
-            return sentence[:200]
-    return first[:200]
+            return sentence
+    return first
+
+
+_CJK_CHARS = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f\uff70"
+_RUNS = re.compile(rf"([{_CJK_CHARS}]+)|((?:(?![{_CJK_CHARS}])[\w'+#])+)|((?:(?![{_CJK_CHARS}])[^\w'+#])+)")
+_HIRAGANA = re.compile("[\u3040-\u309f]")
+_ANY_CJK = re.compile(f"[{_CJK_CHARS}]")
+_KANA_HAN = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def _runs(text: str) -> list[tuple[str, str]]:
     """The text as runs of Latin-like words ("word"), CJK ("cjk": kana, ideographs, Hangul together, so a word
     written across scripts such as 作り直 is one) and separators ("sep")."""
     out: list[tuple[str, str]] = []
-    for ch in text:
-        kind = _script(ch)
-        if kind in ("hira", "kata", "han", "hang"):
-            kind = "cjk"
-        if out and out[-1][0] == kind:
-            out[-1] = (kind, out[-1][1] + ch)
+    for m in _RUNS.finditer(text):
+        cjk, word, sep = m.groups()
+        if cjk is not None:
+            out.append(("cjk", cjk))
+        elif word is not None:
+            # "_" is a word character for the regex but separates words here ("api_client" is api, client)
+            out.append(("word", word))
         else:
-            out.append((kind, ch))
+            out.append(("sep", sep))
     return out
 
 
@@ -296,9 +310,13 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
     (brk, word) for a clause break, (wo, を), (ba, 把), (post, particle) for a Japanese circumstance."""
     lex = _lexicon()
     text = unicodedata.normalize("NFKC", sentence).lower()
-    text = _URL.sub(" ", text)
-    text = _PATH.sub(lambda m: " " + (m.group(1) or m.group(2) or "").replace("_", " ").replace("-", " ") + " ", text)
-    text = _NOISE.sub(" ", text)
+    if "://" in text or "www." in text:
+        text = _URL.sub(" ", text)
+    if "/" in text or "." in text:
+        text = _PATH.sub(lambda m: " " + (m.group(1) or m.group(2) or "").replace("_", " ").replace("-", " ") + " ",
+                         text)
+    if _DIGIT_OR_HASH.search(text) is not None:
+        text = _NOISE.sub(" ", text)
     out: list[tuple[str, str, str | None]] = []
     latin: list[str] = []
     seen_words = [0]
@@ -307,7 +325,7 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
         i = 0
         while i < len(latin):
             matched = False
-            for size in (4, 3, 2):
+            for size in ((4, 3, 2) if _stem(latin[i]) in lex.phrase_starts else ()):
                 key = tuple(_stem(w) for w in latin[i:i + size])
                 if len(key) == size and key in lex.phrases:
                     _emit(out, lex.phrases[key])
@@ -334,7 +352,7 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
             if word in lx.FILLER or len(word) < 2:
                 continue
             sense = lex.word(word)
-            if sense is not None and sense.action and not sense.obj and word.endswith("ed") and \
+            if sense is not None and word.endswith("ed") and sense.action and not sense.obj and \
                     any(i[0] in ("act", "both", "unk") for i in out):
                 continue  # "clean the merged worktrees", "regenerate the generated client": a modifier
             if sense is not None:
@@ -345,7 +363,10 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
 
     for kind, run in _runs(text):
         if kind == "word":
-            latin.extend(w for w in re.split(r"[_']", run) if w)
+            if "_" in run or "'" in run:
+                latin.extend(w for w in _UNDERSCORE.split(run) if w)
+            else:
+                latin.append(run)
             continue
         if kind == "sep":
             if any(c in _BREAK_PUNCT for c in run):
@@ -483,7 +504,7 @@ def _terms(items: tuple, clause: str) -> tuple[str, ...]:
     verbs: list[tuple[str, str | None]] = []
     objects: list[tuple[str, str]] = []  # (tag, term)
     question = any(i[0] == "wh" for i in items) or clause.rstrip().endswith(("?", "？"))
-    japanese = any(i[0] in ("wo", "post") for i in items) or any(_script(c) == "hira" for c in clause)
+    japanese = any(i[0] in ("wo", "post") for i in items) or _HIRAGANA.search(clause) is not None
     if japanese:
         verbs, objects = _japanese(items)
     else:
@@ -614,14 +635,18 @@ def _japanese(items: tuple) -> tuple[list, list]:
 def _short(clause: str) -> str:
     """The ask, short: what precedes and follows it in politeness dropped, lower case for Latin script."""
     text = " ".join(unicodedata.normalize("NFKC", clause).split())
-    if any(_script(c) in ("hira", "kata", "han", "hang") for c in text):
+    if _ANY_CJK.search(text) is not None:
         text = _CJK_LEAD.sub("", text)
         for _ in range(3):
+            before = text
             text = _CJK_POLITE_END.sub("", text)
+            if text == before:
+                break
         text = text.rstrip("。．.！!？?、, ")
-    text = text.lower() if text.isascii() or not any(_script(c) in ("hira", "kata", "han") for c in text) else text
+    text = text.lower() if text.isascii() or _KANA_HAN.search(text) is None else text
     for _ in range(3):
-        text = _EN_LEAD.sub("", text)
-        text = _EN_ASKING.sub("", text)
-        text = _EN_TAIL.sub("", text)
+        before = text
+        text = _EN_TAIL.sub("", _EN_ASKING.sub("", _EN_LEAD.sub("", text)))
+        if text == before:
+            break
     return text[:120]

@@ -473,7 +473,8 @@ def claude_slug(path: str) -> str:
 
 
 def pi_dirname(path: str) -> str:
-    return "--" + path.replace("/", "-") + "--"
+    """Pi's session folder for a cwd: the leading slash dropped, the others and colons made dashes."""
+    return "--" + path.lstrip("/").replace("/", "-").replace(":", "-") + "--"
 
 
 @dataclass
@@ -600,7 +601,9 @@ def make_history(root: Path, project: str, seed: int, *, days: int = 30, session
                 text, label, acts = item[0], "oneoff:" + item[0][:24], item[1]
             _prompt(w, client, text, label, rng, first=i == 0)
             for act_kind, arg in acts:
-                w.action(act_kind, arg, label)
+                # An action is evidence of what it is: the project's test command is world:test_cmd whatever
+                # the ask it answers (an intent's evidence is its prompts, not its actions).
+                w.action(act_kind, arg, "world:test_cmd" if arg.startswith("pytest") else label)
             # The project's habits: its test command and its ticket tool, whatever the ask.
             if rng.random() < 0.7:
                 w.action("sh", PROJECT_TEST, "world:test_cmd")
