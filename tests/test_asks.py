@@ -19,9 +19,22 @@ from core.mining.passes import run_pass
 from core.proposals.examples import MAX_CHARS, MAX_EXAMPLES
 from core.proposals.proposer import run_proposer
 
-sys.path.insert(0, str(Path(__file__).parent / "bench"))
-import quality  # noqa: E402
-from quality_history import make_history  # noqa: E402
+
+def _bench(name: str):
+    """The benchmark's module by its path (tests/bench holds a `server.py`: it is never put on sys.path)."""
+    import importlib.util
+
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+quality = _bench("quality")
+make_history = _bench("quality_history").make_history
 
 DEMO = Path(__file__).resolve().parent.parent / "core" / "demo" / "workspace"
 

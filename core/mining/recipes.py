@@ -91,6 +91,8 @@ class Recipe(BaseModel):
     edit_rerun_cycles: int = 0
     retries: int = 0
     determinism: Determinism
+    projects: list[str] = Field(default_factory=list)
+    """The project folders (recorded cwd) the evidence comes from."""
     iface: str | None = None
     """binding: the dev-story iface; world: the world key."""
     value: str | None = None
@@ -307,6 +309,7 @@ def _build(kind: str, key: str, title: str, episodes: list[Episode], actions: li
         tool_calls=sum(e.measures.tool_calls for e in eps),
         edit_rerun_cycles=sum(e.measures.edit_rerun_cycles for e in eps),
         retries=sum(e.measures.retries for e in eps),
+        projects=sorted({e.project for e in eps if e.project}),
         determinism=Determinism.agent_gated if kind == "gate" or gated * 2 > len(eps) else
         (Determinism.deterministic if kind in ("binding", "world") or any(e.actions for e in eps)
          else Determinism.irreducible),

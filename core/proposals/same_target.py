@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 
 from core.mining.asks import understand
-from core.mining.clusters import ASK_SIMILARITY, Cluster, similarity
+from core.mining.clusters import ASK_SIMILARITY, Cluster, same_project, similarity
 from core.mining.recipes import Instance, Phrasing, Recipe
 from core.proposals.model import Mapping
 
@@ -86,16 +86,22 @@ def group_same_targets(mapped: list[tuple[Recipe, Mapping, tuple]]) -> list[list
     """Indices of `mapped` (recipe, mapping, target) grouped by what they would draft, in the order of each
     group's first (highest-priority) member. New intents that ask the same thing are one group too."""
     groups: list[list[int]] = []
-    by_key: dict[tuple, int] = {}
     for n, (recipe, mapping, key) in enumerate(mapped):
-        at = by_key.get(key)
-        if at is None and recipe.kind == "intent" and key[1] == "new":
-            at = next((g for g, members in enumerate(groups)
-                       if mapped[members[0]][0].kind == "intent" and mapped[members[0]][2][1] == "new"
-                       and _same_ask(mapped[members[0]][0], recipe)), None)
+        at = next((g for g, members in enumerate(groups)
+                   if _one_project(mapped[members[0]][0], recipe)
+                   and (mapped[members[0]][2] == key
+                        or (recipe.kind == "intent" and key[1] == "new" and mapped[members[0]][0].kind == "intent"
+                            and mapped[members[0]][2][1] == "new" and _same_ask(mapped[members[0]][0], recipe)))),
+                  None)
         if at is None:
-            by_key[key] = len(groups)
             groups.append([n])
         else:
             groups[at].append(n)
     return groups
+
+
+def _one_project(a: Recipe, b: Recipe) -> bool:
+    """Two projects' recipes (other projects mined on purpose) are never one card."""
+    if not a.projects or not b.projects:
+        return True
+    return any(same_project(x, y) for x in a.projects for y in b.projects)
