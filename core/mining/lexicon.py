@@ -78,8 +78,10 @@ ACTIONS: dict[str, tuple[str, str]] = {
                      "bereitstell* развер* задеплой*"),
     "release": (SHIP, "release publish cut-a-release tag リリースし 公開 発行 发布 发版 打标签 릴리스 배포하 lanz* "
                       "publi* veröffentlich* rilasci* выпуст* опубликуй*"),
-    "commit": (SHIP, "commit push merge rebase squash cherry-pick コミット プッシュ マージ 提交 推送 合并 变基 커밋 "
-                     "푸시 병합 confirm-cambios fusion* zusammenführ* закомить* запуш* смерж*"),
+    "commit": (SHIP, "commit squash コミット 提交 커밋 confirm-cambios закомить*"),
+    "push": (SHIP, "push プッシュ 推送 푸시 запуш*"),
+    "merge": (SHIP, "merge マージ 合并 병합 fusion* zusammenführ* смерж*"),
+    "rebase": (SHIP, "rebase cherry-pick リベース 变基 리베이스"),
     "open_pr": (SHIP, "open-a-pr open-a-pull-request create-a-pr pr-を作 プルリク 提pr 开pr 提个pr pr-올려"),
     "review": (REVIEW, "review audit triage assess evaluate compare grade レビュー 監査 トリアージ 評価 比較 审查 审核 "
                        "评审 分类 评估 比较 리뷰 검토 평가 비교 revis* évalu* überprüf* valut* ревью оцен* сравн*"),
@@ -146,7 +148,7 @@ OBJECTS: dict[str, str] = {
 }
 
 GENERIC = frozenset("""error errors warning warnings problem problems thing things stuff file files code
-    one ones bit bits part parts everything all it them this that change changes new latest current next old
+    one ones bit bits part parts everything all change changes new latest current next old
     something anything way work job task item items entry entries number list repo project app module 
     function method class line lines section page エラー 警告 問題 ファイル コード 件 错误 警告 问题 文件 代码
     东西 部分 番号 patch パッチ 补丁 에러 경고 문제 파일 코드""".split())

@@ -164,8 +164,11 @@ def _objects(terms) -> frozenset[str]:
     return frozenset(t for t in terms if t.startswith("o:"))
 
 
-def _things(terms) -> frozenset[str]:
-    return frozenset(t[2:] for t in terms if t.startswith(("o:", "g:")))
+def _covered(mine, theirs) -> bool:
+    """Every thing `mine` acts on is one `theirs` acts on; a general thing ("the release", "the build") may
+    stand for another, but not for none: "push" does not stand for "push the release"."""
+    general = {t for t in mine if t.startswith("g:")}
+    return _objects(mine) <= _objects(theirs) and (not general or any(t.startswith("g:") for t in theirs))
 
 
 def _kind(terms) -> str | None:
@@ -177,8 +180,7 @@ def _covers(pattern: str, text: str) -> bool:
     ask of no object, every content word but filler."""
     mine, theirs = _terms_of(text), _terms_of(pattern)
     if _objects(mine):
-        # General words count here: "push" does not stand for "push the release".
-        if not _things(mine) <= _things(theirs):
+        if not _covered(mine, theirs):
             return False
         return _kind(mine) is None or _kind(theirs) is None or _kind(mine) == _kind(theirs)
     words = {t.norm for t in tokenize(text) if not t.is_stop and t.surface not in FILLER}
@@ -252,7 +254,7 @@ def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
             core.add(_terms_of(phrasing.text))
     objects = frozenset(core.core()[0]) & frozenset(t for t in core.objects if t.startswith("o:"))
     kind = core.core()[2]
-    things = frozenset(t[2:] for t in core.core()[0])
+    core_terms = frozenset(core.core()[0])
     best_key, best, best_phrase = None, 0.0, ""
     if objects:
         said = _words(phrasings[0].text) if phrasings else frozenset()
@@ -260,7 +262,7 @@ def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
         for key, asks in sorted(routers.asks.items()):
             for phrase, terms in asks:
                 # The same kind of request ("version control" is not "bump the version"), every thing acted on covered.
-                if not objects <= _objects(terms) or not things <= _things(terms) or _kind(terms) != kind:
+                if not _covered(core_terms, terms) or _kind(terms) != kind:
                     continue
                 score = similarity(terms, core)
                 rank = (score, _dice(said, _words(phrase)))  # ties: the phrase that shares most words
