@@ -9,7 +9,8 @@ client" (another kind of request) or "regenerate the favicon" (another object).
 Similarity of a prompt's terms A to a cluster's core C (objects weighted 1, general ones 0.3):
 
     0                                   when both have a kind and the kinds differ, or no object is shared
-    2·w(A ∩ C) / (w(A) + w(C))          otherwise, + SAME_VERB_BONUS when a verb of A is in C's verbs
+    2·w(A ∩ C) / (w(A) + w(C))          otherwise, + SAME_VERB_BONUS when a verb of A is in C's verbs,
+                                        - SAME_VERB_BONUS when both name verbs and none is shared
 
 A prompt joins the best cluster at or above ASK_SIMILARITY (ties to the oldest). Greedy in time order: a
 prompt's cluster depends only on the prompts before it, which is what lets the recipe index fold in a
@@ -83,8 +84,12 @@ def similarity(terms, cluster: Cluster) -> float:
         return 0.0
     common = sum(w for t, w in mine.items() if t in objects)
     score = 2 * common / (sum(mine.values()) + sum(objects.values()))
-    if any(t in verbs for t in terms if t.startswith("a:")):
+    own_verbs = {t for t in terms if t.startswith("a:")}
+    if own_verbs & verbs:
         score += SAME_VERB_BONUS
+    elif own_verbs and verbs:
+        # Another verb on a partly shared object: "reseed the db" is not "add a db migration".
+        score -= SAME_VERB_BONUS
     return min(score, 1.0)
 
 
