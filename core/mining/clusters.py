@@ -30,6 +30,12 @@ CORE_SHARE = 0.5
 SAME_VERB_BONUS = 0.1
 
 
+_FAMILY = {"a:add": "a:make", "a:create": "a:make", "a:implement": "a:make", "a:install": "a:make",
+           "a:regenerate": "a:make", "a:update": "a:modify", "a:refactor": "a:modify", "a:format": "a:modify",
+           "a:fix": "a:modify", "a:upgrade": "a:modify"}
+"""Verbs people use for one request ("add a migration", "create a migration"): never weighed against."""
+
+
 def weight(term: str) -> float:
     return GENERIC_WEIGHT if term.startswith("g:") else 1.0
 
@@ -87,7 +93,7 @@ def similarity(terms, cluster: Cluster) -> float:
     own_verbs = {t for t in terms if t.startswith("a:")}
     if own_verbs & verbs:
         score += SAME_VERB_BONUS
-    elif own_verbs and verbs:
+    elif own_verbs and verbs and not {_FAMILY.get(t, t) for t in own_verbs} & {_FAMILY.get(t, t) for t in verbs}:
         # Another verb on a partly shared object: "reseed the db" is not "add a db migration".
         score -= SAME_VERB_BONUS
     return min(score, 1.0)
