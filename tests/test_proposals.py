@@ -187,8 +187,9 @@ def test_intent_that_already_routes_is_dropped(tmp_path):
 
 
 def test_intent_close_to_a_story_intent_adds_synonyms_that_then_route(tmp_path):
+    # Asked in Japanese, what "ship to production" asks: kitsoki does not route it, the intent models it.
     ws = workspace(tmp_path)
-    r = recipe("intent", "take the build live", phrasings=[("take the build live", 3), ("take the build live please", 1)],
+    r = recipe("intent", "本番にデプロイして", phrasings=[("本番にデプロイして", 3), ("本番にデプロイしてください", 1)],
                signature=["Bash: make check", "Bash: make deploy"])
     report = run_proposer(ws, [r])
     assert report.raised == [r.id], report.outcomes
@@ -196,14 +197,14 @@ def test_intent_close_to_a_story_intent_adds_synonyms_that_then_route(tmp_path):
     assert card["mapping"]["classification"] == "ENRICH" and card["mapping"]["near"] == "desk:deploy"
     assert card["rung"] == 2 and card["files"][0]["path"] == "stories/desk/app.yaml"
     draft = (stage_dir(ws, r.id) / "stories/desk/app.yaml").read_text()
-    assert "    synonyms:\n      - take the build live\n" in draft
-    assert "take the build live please" not in draft, "a phrase covered by an earlier one adds nothing"
+    assert "    synonyms:\n      - 本番にデプロイして\n" in draft
+    assert "本番にデプロイしてください" not in draft, "a phrase covered by an earlier one adds nothing"
     # The staged story loads and routes the phrase to deploy.
     from core.kitsoki.routing import Router
     from core.kitsoki.story import load_story
 
     story = load_story(stage_dir(ws, r.id) / "stories/desk/app.yaml")
-    assert Router(list(story.all_intents())).route("take the build live").intent == "deploy"
+    assert Router(list(story.all_intents())).route("本番にデプロイして").intent == "deploy"
 
 
 def test_intent_close_to_a_dev_story_intent_is_a_rung_1_synonym(tmp_path):
@@ -487,12 +488,12 @@ def test_a_world_value_the_project_profile_sets_otherwise_is_enriched_naming_the
 
 def test_a_phrasing_that_held_a_secret_never_becomes_a_synonym(tmp_path):
     ws = workspace(tmp_path)
-    r = recipe("intent", "take the build live", phrasings=[("take the build live [REDACTED:github-token]", 3),
-                                                           ("take the build live", 1)])
+    r = recipe("intent", "本番にデプロイして", phrasings=[("本番にデプロイして [REDACTED:github-token]", 3),
+                                                        ("本番にデプロイして", 1)])
     report = run_proposer(ws, [r])
     assert report.raised == [r.id], report.outcomes
     draft = (stage_dir(ws, r.id) / "stories/desk/app.yaml").read_text()
-    assert "    synonyms:\n      - take the build live\n" in draft
+    assert "    synonyms:\n      - 本番にデプロイして\n" in draft
     assert all("[REDACTED:" not in p.read_text() for p in stage_dir(ws, r.id).rglob("*.yaml"))
 
 

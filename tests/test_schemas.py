@@ -34,7 +34,7 @@ def test_mine_outputs_validate_against_their_schemas(tmp_path):
     from conftest import jsonl
     from core.mining.passes import MineResult, recipes_path, run_pass
 
-    for sid in ("s1", "s2"):
+    for sid in ("s1", "s2", "s3"):  # an ask recurs in three sessions
         a, b = uid(), uid()
         jsonl(tmp_path / "t" / f"{sid}.jsonl", [prompt(a, None, "bump the version and tag a release", session=sid),
                                                 tool_use(b, a, "m", f"c{sid}", "Bash", {"command": "make release"},
