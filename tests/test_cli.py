@@ -66,11 +66,7 @@ def test_bad_arguments_say_what_was_wrong(tmp_path, args, message):
 def test_mine_ranks_recipes_and_cites_evidence(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / ".kitsoki.yaml").write_text("mining:
-  enabled: true
-  first_pass_sample: 5
-  project_paths: [/work/proj]
-")
+    (ws / ".kitsoki.yaml").write_text("mining:\n  enabled: true\n  first_pass_sample: 5\n  project_paths: [/work/proj]\n")
     for sid in ("s1", "s2", "s3"):  # an ask recurs in three sessions
         a, b = uid(), uid()
         jsonl(tmp_path / "t" / f"{sid}.jsonl", [
