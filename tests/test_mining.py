@@ -11,7 +11,7 @@ from builders import prompt, tool_result, tool_use, uid
 from conftest import CORPUS, jsonl
 from core.mining import passes
 from core.mining.episodes import Determinism, episodes, measure
-from core.mining.passes import PassCancelled, run_pass
+from core.mining.passes import PassCancelled, run_pass, this_project
 from core.mining.recipes import mine_recipes
 from core.mining.signatures import action_signature, command_head
 from core.mining.watermark import load_state, kitsoki_slug
@@ -265,7 +265,7 @@ def test_priority_threshold_marks_but_keeps_recipes(tmp_path):
     _, recipes = run_pass(ws, dirs=[d], priority_threshold=1000, **NO_HOME)
     assert recipes and all(r.below_threshold for r in recipes)
     eps = load_state(ws, kitsoki_slug(ws.resolve())).all_episodes()
-    assert [r.id for r in mine_recipes(eps)] == [r.id for r in recipes]
+    assert [r.id for r in mine_recipes(eps, project_of=this_project)] == [r.id for r in recipes]
     assert measure([]).cost == 0
 
 

@@ -636,24 +636,26 @@ def test_rung_1_proofs_are_root_flows_added_only_where_something_can_run_them(tm
 
 def test_a_story_saved_half_way_makes_new_proposals_wait_instead_of_drafting_around_it(tmp_path):
     """A person saves their story mid-edit (it no longer parses): its intents are missing from the
-    inventory, so "cut a new release" (modeled by that story) would map as a gap and draft a new
-    story beside it. Nothing new is raised, drafted or withdrawn until the story loads again."""
+    inventory, so an ask it models (the demo's "take the build live", close to release-desk's deploy)
+    would map as a gap and draft a new story beside it. Nothing is raised, drafted or withdrawn until
+    the story loads again; then the ask enriches the story's own intent."""
     from core.demo.pending import lay_out_pending
+    from core.demo.walkthrough import seed_pass
     from core.proposals.proposer import run_proposer
 
-    demo = lay_out_pending(tmp_path / "demo")
+    demo = lay_out_pending(tmp_path / "demo", staged=False)
+    assert run_proposer(demo.workspace, []).raised == []  # a first run: the story loads, and is remembered
+    _, recipes = seed_pass(demo.workspace, demo.transcripts)
     story = demo.workspace / "stories" / "release-desk" / "app.yaml"
-    before = run_proposer(demo.workspace)
-    assert {o.result for o in before.outcomes if o.title == "cut a new release"} == {"already-modeled"}
     text = story.read_text()
     story.write_text(text.replace("intents:", "intents: [", 1))
-    broken = run_proposer(demo.workspace)
-    assert broken.raised == []
-    waiting = {o.title: o for o in broken.outcomes}["cut a new release"]
-    assert waiting.result == "waiting" and waiting.reason.startswith("stories/release-desk/app.yaml does not load")
+    broken = run_proposer(demo.workspace, recipes)
+    assert broken.raised == [] and {o.result for o in broken.outcomes} == {"waiting"}
+    assert all(o.reason.startswith("stories/release-desk/app.yaml does not load") for o in broken.outcomes)
     assert any(issue.file.endswith("app.yaml") for issue in broken.problems)
     assert not (demo.workspace / ".kitsoki" / "stories").exists()  # nothing materialized around it
     story.write_text(text)
-    fixed = run_proposer(demo.workspace)
-    assert {o.result for o in fixed.outcomes if o.title == "cut a new release"} == {"already-modeled"}
-    assert fixed.raised == [] and fixed.problems == []
+    fixed = run_proposer(demo.workspace, recipes)
+    assert len(fixed.raised) == 3 and fixed.problems == []
+    intent = next(o for o in fixed.outcomes if o.kind == "intent")
+    assert intent.classification == "ENRICH" and "release-desk" in intent.reason

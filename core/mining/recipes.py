@@ -23,7 +23,7 @@ import hashlib
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from typing import Annotated, Literal
 
@@ -172,9 +172,11 @@ _TEST_HEADS = re.compile(r"^(pytest|go test|cargo test|npm test|npm run test|yar
                          r"jest|vitest|rspec|bundle exec|tox|nox|uv run pytest|poetry run pytest|dotnet test|mvn test|"
                          r"gradle test|./gradlew test)\b")
 # `make` alone builds; `make generate`, `make docs`, `make deploy` are other asks' answers, not the build command.
-_BUILD_HEADS = re.compile(r"^(go build|cargo build|npm run build|yarn build|pnpm build|pnpm run build|bun run build|"
-                          r"make build|make all|make compile|make|mix compile|dotnet build|mvn package|gradle build|"
-                          r"tsc)$")
+# A build tool's own arguments (`go build ./...`, `cargo build --release`) keep it the build; `make` only bare
+# or with a build target.
+_BUILD_HEADS = re.compile(r"^(?:(?:go build|cargo build|npm run build|yarn build|pnpm build|pnpm run build|bun run build|"
+                          r"make build|make all|make compile|mix compile|dotnet build|mvn package|gradle build|tsc)\b"
+                          r"|make$)")
 _BASE_BRANCH = (
     re.compile(r"\bgh pr create\b.*?(?:--base|-B)[ =]([\w./-]+)"),
     re.compile(r"\bgit (?:rebase|merge)\b(?: -[-\w]+)* (?:origin/|upstream/)?([\w./-]+)\s*$"),
@@ -349,7 +351,12 @@ class RecipeIndex:
     prompt's cluster depends only on the prompts before it.
     """
 
-    def __init__(self, episodes: Iterable[Episode] = ()) -> None:
+    def __init__(self, episodes: Iterable[Episode] = (),
+                 project_of: Callable[[Episode], str | None] | None = None) -> None:
+        # Which project an episode's ask belongs to. The pass names this workspace's own sessions ""
+        # (its subfolders and worktrees are one project, and a recipe's id never carries the folder the
+        # workspace happens to sit in); other projects keep their recorded cwd.
+        self.project_of: Callable[[Episode], str | None] = project_of or (lambda ep: ep.project)
         self._reset(sorted(episodes, key=sort_key))
 
     def _reset(self, eps: list[Episode]) -> None:
@@ -447,9 +454,9 @@ class RecipeIndex:
         if self.restoring:
             best = None if ep.cluster == key else self.seed_of[ep.cluster]
         else:
-            best = self.asks.best(terms, ep.project)
+            best = self.asks.best(terms, self.project_of(ep))
         if best is None:
-            best = self.asks.start(terms, ep.project)
+            best = self.asks.start(terms, self.project_of(ep))
             self.seed_of[key] = best
             self.members.append([])
         self.asks.join(best, terms)
@@ -519,7 +526,7 @@ class RecipeIndex:
         ranked = sorted(phrasings.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
         title = ranked[0][0] if ranked else group[0].phrasing
         return _build(
-            "intent", " ".join(self.asks.seed_terms[cid]) + (f"@{group[0].project}" if group[0].project else ""),
+            "intent", " ".join(self.asks.seed_terms[cid]) + (f"@{project}" if (project := self.project_of(group[0])) else ""),
             title, group, None, self.newest,
             phrasings=[Phrasing(text=t, count=n) for t, n in ranked],
             action_signature=consistent,
@@ -547,7 +554,7 @@ class RecipeIndex:
         for value in self.values_of.get((kind, key), ()):
             for ep_key, idx in evidence[(kind, key, value)].items():
                 if idx:
-                    per_project[self.eps[ep_key].project or ""][value] += len(idx)
+                    per_project[self.project_of(self.eps[ep_key]) or ""][value] += len(idx)
         if not per_project:
             return []
         group_of = project_groups(per_project)
@@ -562,7 +569,7 @@ class RecipeIndex:
         out = []
         for value, groups in sorted(winners.items()):
             ev = [(e, a) for e, a in self._pairs(evidence[(kind, key, value)])
-                  if group_of[e.project or ""] in groups]
+                  if group_of[self.project_of(e) or ""] in groups]
             if len({e.session for e, _ in ev}) < MIN_SESSIONS:
                 continue
             title = f"{key} via {value}" if kind == "binding" else f"{key} = {value}"
@@ -607,6 +614,7 @@ def project_groups(projects) -> dict[str, str]:
     return group
 
 
-def mine_recipes(episodes: Iterable[Episode], *, priority_threshold: float = 0.0) -> list[Recipe]:
+def mine_recipes(episodes: Iterable[Episode], *, priority_threshold: float = 0.0,
+                 project_of: Callable[[Episode], str | None] | None = None) -> list[Recipe]:
     """All recipes in `episodes`, highest priority first. Same episodes, same bytes out."""
-    return RecipeIndex(episodes).recipes(priority_threshold)
+    return RecipeIndex(episodes, project_of=project_of).recipes(priority_threshold)
