@@ -28,7 +28,7 @@ from core.flows.app import WILDCARD, AppModel, Arm, chain
 from core.flows.decisions import stops_here
 from core.flows.expressions import ExprError, ExprUnsupported, eval_bool, render, resolve_value
 from core.flows.fixtures import unsupported
-from core.flows.values import GoInt, go_quote, go_value
+from core.flows.values import GoInt, copy_value, go_quote, go_value
 from core.kitsoki.checks import resolve_target
 
 EMIT_INTENT_MAX_DEPTH = 24
@@ -384,7 +384,7 @@ class Machine:
               result: TurnResult) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
         """kitsoki's applyEffects: a new world and the emitted intents, in order; host calls and
         events are appended to `result`."""
-        world = copy.deepcopy(world)
+        world = copy_value(world)
         env = {**env, "world": world}
         emits: list[tuple[str, dict[str, Any]]] = []
         for effect in effects:
@@ -413,7 +413,7 @@ class Machine:
                     self._increment(effect["increment"], world, result)
                 elif effect.get("say"):
                     # rendered only if a view is checked, against the world of this moment
-                    result.say.append((str(effect["say"]), copy.deepcopy(world), dict(env.get("slots") or {})))
+                    result.say.append((str(effect["say"]), copy_value(world), dict(env.get("slots") or {})))
                 elif effect.get("invoke"):
                     self._invoke(effect, world, env, result)
                 if effect.get("emit_intent"):

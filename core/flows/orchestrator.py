@@ -32,7 +32,7 @@ from core.flows.jobs import submit as submit_job
 from core.flows.hosts import Registry, dispatch
 from core.flows.machine import Abort, Event, HostCall, Machine, TurnResult, Unsupported
 from core.kitsoki.checks import resolve_target
-from core.flows.values import GoInt, go_quote
+from core.flows.values import GoInt, copy_value, go_quote
 from core.flows.views import render_say, render_state, render_turn, with_error_banner
 from core.kitsoki.duration import DurationError
 
@@ -442,7 +442,7 @@ class Session:
         landed = target
         if found.on_enter:
             result = TurnResult(target, world)
-            emitted, world = self.machine.run_effects_and_state(target, copy.deepcopy(world), found.on_enter, result)
+            emitted, world = self.machine.run_effects_and_state(target, copy_value(world), found.on_enter, result)
             events.extend(result.events)
             if emitted and emitted != target:
                 landed = emitted

@@ -46,7 +46,7 @@ from core.flows.recording import Recording, RecordingError, load_recording
 from core.flows.report import FATAL, SESSION_TURN, FlowResult, TurnResult
 from core.flows.starlark.host import Handler as StarlarkHandler
 from core.flows.starlark.host import StarlarkDeclined
-from core.flows.values import deep_equal, go_quote, go_type, go_value
+from core.flows.values import copy_value, deep_equal, go_quote, go_type, go_value
 from core.flows.views import ViewError, render_state, view_matches
 from core.kitsoki.duration import DurationError
 from core.kitsoki.routing import Router
@@ -239,7 +239,7 @@ class _Run:
                 self.had_error = True
                 return [failure]
         self.world.update(copy.deepcopy(turn.world_override))
-        before = copy.deepcopy(self.world)
+        before = copy_value(self.world)
         outcome = self.machine.turn(self.state, self.world, intent, slots)
         self.events.extend(outcome.events)
         if turn.expect_error is not None:
@@ -269,14 +269,14 @@ class _Run:
             slots = {key: self._render_slot(value) for key, value in turn.intent.slots.items()}
             session.override(turn.world_override)
             session.reload()
-            before = copy.deepcopy(session.world)
+            before = copy_value(session.world)
             outcome = session.run_intent(turn.intent.name, slots)
             events = outcome.events
         elif turn.input:
             raise Abort(f"input: {go_quote(turn.input)} in orchestrator-path fixture; use intent: instead "
                         "(recording routing not yet supported on orchestrator path)")
         else:
-            before = copy.deepcopy(session.world)
+            before = copy_value(session.world)
         if turn.advance_clock:
             try:
                 ns = parse_duration_ns(turn.advance_clock)

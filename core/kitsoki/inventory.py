@@ -107,9 +107,26 @@ class Inventory(BaseModel):
 
 _CACHE: dict[tuple, Inventory] = {}
 _CACHE_LIMIT = 8
+_ROWS: dict[tuple[int, str, str], tuple[Story, tuple]] = {}
+"""A loaded story's rows, by the story object (kept alive here, so its id is not reused): a staged
+tree shares every story the draft does not touch, so validating a draft lists only the ones it does."""
+_ROWS_LIMIT = 2048
 
 
 def _story_rows(story: Story, name: str, strip: str = "") -> tuple[list[IntentRow], list[AgentCall], list[GateRow]]:
+    key = (id(story), name, strip)
+    cached = _ROWS.get(key)
+    if cached is not None and cached[0] is story:
+        intents, calls, gates = cached[1]
+        return list(intents), list(calls), list(gates)
+    rows = _story_rows_of(story, name, strip)
+    if len(_ROWS) >= _ROWS_LIMIT:
+        _ROWS.clear()
+    _ROWS[key] = (story, tuple(tuple(part) for part in rows))
+    return rows
+
+
+def _story_rows_of(story: Story, name: str, strip: str = "") -> tuple[list[IntentRow], list[AgentCall], list[GateRow]]:
     intents, calls, gates = [], [], []
     for intent in story.all_intents():
         examples_at, synonyms_at = intent.examples_at, intent.synonyms_at

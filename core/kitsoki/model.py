@@ -229,6 +229,9 @@ class Workspace(BaseModel):
     when dev-story cannot be resolved."""
     dev_story: Any = None
     """Where the root instance's dev-story came from (core.kitsoki.workspace.DevStorySource)."""
+    _read: dict = PrivateAttr(default_factory=dict)
+    """Every file the stories' and the root instance's loads read -> its Signature (None: it was
+    missing), as the load cache checks them: what a memo of this model depends on."""
 
     def story(self, slug: str) -> Story | None:
         return next((story for story in self.stories if story.slug == slug), None)

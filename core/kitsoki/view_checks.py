@@ -24,6 +24,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from core.kitsoki.parse import LMap, LSeq
 
 _NAME = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
@@ -119,14 +121,31 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_CHOICE_SEEN: dict[bytes, str | None] = {}
+"""Answers by the body's JSON: a story's imports bring the same views into many stories."""
+
+
 def choice_shape_problem(body: Any) -> str | None:
     """Why a choice element's body does not have the choice schema's shape (validateChoice), or None."""
+    plain = _plain(body)
+    try:
+        key = orjson.dumps(plain)
+    except (TypeError, orjson.JSONEncodeError):
+        return _choice_shape_problem(plain)
+    if key not in _CHOICE_SEEN:
+        if len(_CHOICE_SEEN) > 4096:
+            _CHOICE_SEEN.clear()
+        _CHOICE_SEEN[key] = _choice_shape_problem(plain)
+    return _CHOICE_SEEN[key]
+
+
+def _choice_shape_problem(plain: Any) -> str | None:
     global _CHOICE_VALIDATOR
     if _CHOICE_VALIDATOR is None:
         import jsonschema
 
         _CHOICE_VALIDATOR = jsonschema.Draft202012Validator(CHOICE_SHAPE)
-    errors = sorted(_CHOICE_VALIDATOR.iter_errors(_plain(body)), key=lambda e: (len(e.absolute_path), e.message))
+    errors = sorted(_CHOICE_VALIDATOR.iter_errors(plain), key=lambda e: (len(e.absolute_path), e.message))
     leaves = [error for error in errors if not error.context] or errors
     if not leaves:
         return None

@@ -307,8 +307,10 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
     warnings: list[ConfigIssue] = list(config.warnings)
     stories = []
     refused: list[RefusedStory] = []
+    read: dict[str, Signature | None] = {}
     for app, materialized in story_app_files(workspace, config, session.overlay):
         entry = load_story_at(session, app, materialized, seen)
+        read.update(entry.signatures)
         if entry.story is not None:
             stories.append(entry.story)
         elif entry.issues:  # kitsoki's discovery skips a story that does not load; so do we, saying why
@@ -321,6 +323,7 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
     root = None
     if source.kind != "missing":
         entry = load_root_instance(workspace, config, session, seen)
+        read.update(entry.signatures)
         root = entry.story
         issues.extend(entry.issues)
     if issues:
@@ -328,6 +331,7 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
     model = Workspace(path=workspace, config=config, stories=stories, warnings=warnings, refused=refused)
     model.root_instance = root
     model.dev_story = source
+    model._read = read
     return model
 
 
@@ -343,3 +347,4 @@ def clear_caches() -> None:
     with loader._CHILDREN_LOCK:
         loader._CHILDREN.clear()
     inventory._CACHE.clear()
+    inventory._ROWS.clear()

@@ -34,6 +34,8 @@ import copy
 import json
 import math
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -299,8 +301,44 @@ def _same(a: Any, b: Any, memo: set | None = None) -> bool:
     return a == b
 
 
+_MEMO = threading.local()
+_MEMO_SIZE = 8
+
+
+def _memo(kind: str) -> OrderedDict:
+    table = getattr(_MEMO, kind, None)
+    if table is None:
+        table = OrderedDict()
+        setattr(_MEMO, kind, table)
+    return table
+
+
+def _remember(table: OrderedDict, text: str, value: Any) -> Any:
+    table[text] = value
+    while len(table) > _MEMO_SIZE:
+        table.popitem(last=False)
+    return value
+
+
 def _safe_load(text: str) -> Any:
-    return YAML(typ="safe", pure=True).load(text)
+    """The data of `text`, loaded once per text (per thread; the pure loader is slow and a draft's
+    edits read back each other's results). Callers never mutate it: they deep-copy first."""
+    table = _memo("data")
+    if text in table:
+        table.move_to_end(text)
+        return table[text]
+    return _remember(table, text, YAML(typ="safe", pure=True).load(text))
+
+
+def _document(text: str) -> _Doc:
+    """The parsed document of `text`, made once per text (per thread): a _Doc is never changed
+    after it is made, and drafts of one pass edit the same live file again and again."""
+    table = _memo("docs")
+    doc = table.get(text)
+    if doc is not None:
+        table.move_to_end(text)
+        return doc
+    return _remember(table, text, _Doc(text))
 
 
 def _data_at(data: Any, path: Sequence[str | int]) -> Any:
@@ -840,7 +878,7 @@ def set_value(text: str, path: Path, value: Any) -> str:
     with it). Setting the value a key already has returns text unchanged. An int as path[-1]
     replaces an existing list element."""
     p = _check_path(path, allow_empty=False)
-    doc = _Doc(text)
+    doc = _document(text)
     value = _normalize(value, _fmt(p))
     edits, changed = _edits_set(doc, p, value)
     if not changed:
@@ -857,7 +895,7 @@ def append_items(text: str, path: Path, items: Sequence[Any]) -> str:
     p = _check_path(path, allow_empty=True)
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         raise EditError(f"{_fmt(p)}: items must be a sequence of values")
-    doc = _Doc(text)
+    doc = _document(text)
     new = _normalize(list(items), _fmt(p))
     if not new:
         return text
@@ -886,7 +924,7 @@ def add_entry(text: str, path: Path, key: str, value: Any) -> str:
     if isinstance(key, bool) or not isinstance(key, (str, int)):
         raise EditError(f"{_fmt(p)}: a new key must be a str (or int), not {type(key).__name__}")
     full = [*p, key]
-    doc = _Doc(text)
+    doc = _document(text)
     value = _normalize(value, _fmt(full))
     node, i = doc.walk(p)
     if i == len(p) and node is not None and node.kind == "map":

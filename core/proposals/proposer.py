@@ -19,14 +19,16 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from core.kitsoki.inventory import Inventory, build_inventory
-from core.kitsoki.yamlread import ConfigIssue
-from core.kitsoki.model import RefusedStory
+from core.kitsoki.config import load_config
+from core.kitsoki.yamlread import ConfigError, ConfigIssue
+from core.kitsoki.model import RefusedStory, WorkspaceError
 from core.kitsoki.story import Workspace, load_workspace
 from core.locks import workspace_lock
 from core.mining.passes import read_recipes
 from core.mining.recipes import Recipe
 from core.mining.service import trace_path
 from core.proposals import drafter as builtin
+from core.proposals import memo
 from core.proposals.drafter import Draft, DraftError, Reader, intent_name_for
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
 from core.proposals.loaded import stories_being_edited
@@ -167,18 +169,18 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
     the bytes they were drafted against and whose recipe was not decided in the meantime.
     """
     workspace = Path(workspace)
-    model = load_workspace(workspace)
-    inventory = build_inventory(model)
-    routers = Routers.build(inventory)
+    tree = _Tree(workspace)
     recipes = load_recipes(workspace) if recipes is None else recipes
-    threshold = model.config.mining.priority_threshold if threshold is None else threshold
+    threshold = tree.config.mining.priority_threshold if threshold is None else threshold
     draft_fn = drafter or builtin.draft
     name = drafter_name or ("builtin" if drafter is None else "agent")
     trace = Trace(trace_path(workspace))
+    facts = tree.facts
     report = ProposerReport(workspace=str(workspace), recipes=len(recipes),
-                            problems=[issue for refusal in model.refused for issue in refusal.issues])
+                            problems=[issue for refusal in facts.refused for issue in refusal.issues])
     states = history(trace)
-    editing = stories_being_edited(workspace, model)
+    editing = stories_being_edited(workspace, facts)
+    map_recipe = tree.map
     ready: list[tuple[Outcome, Proposal, dict[str, bytes], AuthorArtifact | None, bool]] = []
     withdrawals: list[tuple[Outcome, str]] = []
     to_draft: list[tuple[Outcome, Recipe, Mapping, bool, tuple]] = []
@@ -200,7 +202,7 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
                 outcome.result, outcome.reason = "open", f"{state}, waiting for a verdict"
                 anchors.append((recipe, "is open"))
                 continue
-            waiting = refused_story(model, workspace, staged) if stale and staged is not None else None
+            waiting = refused_story(facts, workspace, staged) if stale and staged is not None else None
             if stale and waiting is not None:
                 # its story does not load (kitsoki skips it): re-drafted once it loads, never withdrawn for it
                 outcome.result, outcome.reason = "open", f"stale, waiting: {waiting.reason()}"
@@ -218,7 +220,7 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             if stale:
                 withdrawals.append((outcome, "its targets changed and it is now below the threshold"))
             continue
-        mapping = map_recipe(recipe, routers)
+        mapping = map_recipe(recipe)
         outcome.classification, outcome.score = mapping.classification, mapping.score
         if mapping.classification == "ALREADY-MODELED":
             outcome.result, outcome.reason = "already-modeled", mapping.reason
@@ -231,7 +233,7 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
     # decided) for that target takes the new recipe's place.
     settled = []
     for recipe, why in anchors:
-        mapping = map_recipe(recipe, routers)
+        mapping = map_recipe(recipe)
         if mapping.classification != "ALREADY-MODELED":
             settled.append((recipe, mapping, _target(recipe, mapping), why))
     entries = [(r, m, key) for r, m, key, _ in settled] + [(r, m, key) for _, r, m, _, key in to_draft]
@@ -257,7 +259,7 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
                 withdrawals.append((outcome, outcome.reason))
         outcome = lead_outcome
         try:
-            proposal, files, artifact = build_proposal(model, inventory, recipe, mapping, draft_fn, name)
+            proposal, files, artifact = build_proposal(tree.model, tree.inventory, recipe, mapping, draft_fn, name)
         except Exception as exc:  # noqa: BLE001 - one recipe that does not draft never stops the pass
             reason = str(exc) if isinstance(exc, (DraftError, DraftInvalid, ValueError)) \
                 else f"the drafter failed: {type(exc).__name__}: {exc}"
@@ -289,7 +291,61 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             outcome.result = "redrafted" if stale else "raised"
             outcome.reason = proposal.title
             report.raised.append(proposal.recipe_id)
+    tree.remember()
     return report
+
+
+class _Tree:
+    """The live tree as a pass needs it: its config always; its facts and the recipes' mappings from
+    the memo (core.proposals.memo) when nothing it was made from changed; the loaded model, its
+    inventory and routers only when something must be drafted or mapped anew."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._model: Workspace | None = None
+        self._inventory: Inventory | None = None
+        self._routers: Routers | None = None
+        self._memo: memo.Facts | None = None
+        self._mapped: dict[str, Mapping] = {}
+        self._new = False
+        try:
+            self.config = load_config(workspace)
+        except ConfigError as exc:
+            raise WorkspaceError(exc.issues) from None
+        self._memo = memo.load(workspace, self.config)
+
+    @property
+    def model(self) -> Workspace:
+        if self._model is None:
+            self._model = load_workspace(self.workspace)
+        return self._model
+
+    @property
+    def inventory(self) -> Inventory:
+        if self._inventory is None:
+            self._inventory = build_inventory(self.model)
+        return self._inventory
+
+    @property
+    def facts(self) -> memo.Facts:
+        return self._memo if self._memo is not None else memo.facts_of(self.model)
+
+    def map(self, recipe: Recipe) -> Mapping:
+        key = memo.recipe_key(recipe)
+        mapping = self._mapped.get(key) or (self._memo.mappings.get(key) if self._memo is not None else None)
+        if mapping is None:
+            if self._routers is None:
+                self._routers = Routers.build(self.inventory)
+            mapping = map_recipe(recipe, self._routers)
+            self._new = True
+        self._mapped[key] = mapping
+        return mapping.model_copy(deep=True)
+
+    def remember(self) -> None:
+        """Write the memo when this pass loaded the tree or mapped something new."""
+        if self._model is None or not (self._new or self._memo is None):
+            return
+        memo.save(self.workspace, self._model, self._mapped)  # the mappings of this pass's recipes only
 
 
 def _target(recipe: Recipe, mapping: Mapping) -> tuple:

@@ -1,0 +1,127 @@
+"""The proposer's memo (core/proposals/memo.py): a second `propose` with nothing changed answers the same without
+loading the tree, and any change the load could see (a story's bytes, even at the same size and mtime; a new
+story; the config; the environment) or a memo that is not ours makes it load the tree again."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import core.proposals.proposer as proposer
+from core.kitsoki.workspace import clear_caches
+from core.proposals import memo
+from test_proposals import APP, outcome, recipe, workspace
+
+
+def _age(root: Path, seconds: float = 60.0) -> None:
+    """Files written a minute ago: older than the racy window, as a real checkout's are."""
+    then = time.time() - seconds
+    for path in [root, *root.rglob("*")]:
+        if ".artifacts" not in path.parts:
+            os.utime(path, (then, then), follow_symlinks=False)
+
+
+def _recipes():
+    return [recipe("binding", "ticket via gh", iface="ticket", value="gh"),
+            recipe("intent", "deploy", phrasings=[("ship to production", 3)]),
+            recipe("intent", "rotate the signing keys", phrasings=[("rotate the signing keys", 3)])]
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """How many times the proposer loaded the tree."""
+    count = []
+    real = proposer.load_workspace
+
+    def counting(path, **kw):
+        count.append(path)
+        return real(path, **kw)
+
+    monkeypatch.setattr(proposer, "load_workspace", counting)
+    return count
+
+
+def _summary(report):
+    return [(o.recipe_id, o.result, o.reason, o.classification, o.score) for o in report.outcomes], \
+        [p.model_dump(mode="json") for p in report.problems]
+
+
+def test_nothing_changed_answers_the_same_without_loading_the_tree(tmp_path, loads):
+    ws = workspace(tmp_path)
+    _age(ws)
+    first = proposer.run_proposer(ws, _recipes())
+    assert (ws / memo.MEMO_FILE).is_file() and len(loads) == 1
+    clear_caches()  # a new process
+    second = proposer.run_proposer(ws, _recipes())
+    assert len(loads) == 1  # the memo answered
+    # the same answers a loaded tree gives (nothing lost): a copy without the memo, same history
+    (ws / memo.MEMO_FILE).unlink()
+    clear_caches()
+    third = proposer.run_proposer(ws, _recipes())
+    assert len(loads) == 2
+    assert _summary(second) == _summary(third)
+    assert {o.result for o in first.outcomes} >= {"raised", "already-modeled"}
+
+
+def test_a_story_changed_at_the_same_size_and_mtime_is_seen(tmp_path, loads):
+    ws = workspace(tmp_path)
+    _age(ws)
+    proposer.run_proposer(ws, _recipes()[1:2])
+    app = ws / "stories" / "desk" / "app.yaml"
+    info = app.stat()
+    changed = APP.replace('"ship to production"', '"ship to prodxction"')
+    assert len(changed) == len(APP)
+    app.write_text(changed)
+    os.utime(app, ns=(info.st_atime_ns, info.st_mtime_ns))
+    clear_caches()
+    report = proposer.run_proposer(ws, _recipes()[1:2])
+    assert len(loads) == 2  # the content hash caught it
+    assert outcome(report, _recipes()[1].id).result != "already-modeled" or \
+        "prodxction" not in outcome(report, _recipes()[1].id).reason
+
+
+def test_a_new_story_a_config_change_or_another_environment_load_the_tree(tmp_path, loads, monkeypatch):
+    ws = workspace(tmp_path)
+    _age(ws)
+    proposer.run_proposer(ws, _recipes())
+    (ws / "stories" / "other").mkdir()
+    (ws / "stories" / "other" / "app.yaml").write_text(APP.replace("id: desk", "id: other"))
+    _age(ws)
+    proposer.run_proposer(ws, _recipes())
+    assert len(loads) == 2
+    proposer.run_proposer(ws, _recipes())
+    assert len(loads) == 2  # remembered again
+    config = ws / ".kitsoki.yaml"
+    config.write_text(config.read_text() + "# a comment\n")
+    _age(ws)
+    proposer.run_proposer(ws, _recipes())
+    assert len(loads) == 3
+    monkeypatch.setenv("KITSOKI_SOMETHING", "else")
+    proposer.run_proposer(ws, _recipes())
+    assert len(loads) == 4
+
+
+def test_a_memo_that_is_not_ours_is_never_used(tmp_path, loads):
+    ws = workspace(tmp_path)
+    _age(ws)
+    proposer.run_proposer(ws, _recipes())
+    path = ws / memo.MEMO_FILE
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b'"ALREADY-MODELED"', b'"GAP"'))  # planted: the signature no longer matches
+    proposer.run_proposer(ws, _recipes())
+    assert len(loads) == 2
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere.json")
+    (tmp_path / "elsewhere.json").write_bytes(data)
+    proposer.run_proposer(ws, _recipes())
+    assert len(loads) == 3  # never through a link
+
+
+def test_a_recently_written_tree_is_not_remembered(tmp_path, loads):
+    """A file changed within the racy window may change again unseen by its mtime: no memo then."""
+    ws = workspace(tmp_path)
+    proposer.run_proposer(ws, _recipes())
+    assert not (ws / memo.MEMO_FILE).exists()
