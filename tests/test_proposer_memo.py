@@ -94,14 +94,19 @@ def test_a_new_story_a_config_change_or_another_environment_load_the_tree(tmp_pa
     assert len(loads) == 2
     proposer.run_proposer(ws, _recipes())
     assert len(loads) == 2  # remembered again
+    (ws / "stories" / "other" / "rooms").mkdir()  # a new room file an `include:` glob could pick up
+    (ws / "stories" / "other" / "rooms" / "extra.yaml").write_text("states: {}\n")
+    _age(ws / "stories" / "other" / "rooms")  # no file the load read changed
+    proposer.run_proposer(ws, _recipes())
+    assert len(loads) == 3
     config = ws / ".kitsoki.yaml"
     config.write_text(config.read_text() + "# a comment\n")
     _age(ws)
     proposer.run_proposer(ws, _recipes())
-    assert len(loads) == 3
+    assert len(loads) == 4
     monkeypatch.setenv("KITSOKI_SOMETHING", "else")
     proposer.run_proposer(ws, _recipes())
-    assert len(loads) == 4
+    assert len(loads) == 5
 
 
 def test_a_memo_that_is_not_ours_is_never_used(tmp_path, loads):

@@ -14,7 +14,8 @@ The memo is trusted only when everything it was made from still holds:
 - the same code (every source file of `core/` and the library we carry, by size and mtime), the same
   environment (a config may name `${VAR}`s) and the same import sources (KITSOKI_REPO,
   ~/.kitsoki/repo, the checkout around the workspace);
-- the same story folders (the list of app.yaml files) and config files;
+- the same story folders (the list of app.yaml files, and the names in every folder of each story
+  and in every folder the load read from: an `include:` glob may pick up a new file) and config files;
 - every file the load read: the same size, mtime and inode, and the same content (sha256 of the
   bytes, read again: a file rewritten within one mtime tick is caught); one that was missing is
   still missing.
@@ -103,6 +104,25 @@ def _context(workspace: Path, config: Any) -> dict:
             "sources": repr(sources), "dev_story": repr(dev_story_source(workspace, sources))}
 
 
+def _listings(apps: list, files: Any) -> str:
+    """The names in every folder of each story (an `include:` glob may pick up a new room file) and
+    in every folder the load read a file from (imports)."""
+    h = hashlib.sha256()
+    folders = {os.path.dirname(str(file)) for file in files}
+    for app, _ in apps:
+        for folder, dirs, names in os.walk(os.path.dirname(str(app))):
+            dirs.sort()
+            folders.discard(folder)
+            h.update(f"{folder}\0{sorted(names + dirs)}\n".encode())
+    for folder in sorted(folders):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError as exc:
+            names = [f"<{exc.errno}>"]
+        h.update(f"{folder}\0{names}\n".encode())
+    return h.hexdigest()
+
+
 @dataclass
 class Facts:
     """What the proposer needs of a loaded tree without the tree: the stories that load (their app
@@ -136,7 +156,8 @@ def load(workspace: Path, config: Any) -> Facts | None:
         log.info("%s not used: %s", path, exc)
         return None
     try:
-        if memo.get("context") != _context(workspace, config):
+        context = _context(workspace, config)
+        if memo.get("context") != context or memo.get("listings") != _listings(context["apps"], memo["files"]):
             return None
         for file, fact in memo["files"].items():
             if _file_fact(file) != fact:
@@ -167,7 +188,8 @@ def save(workspace: Path, model: Workspace, mappings: dict[str, Mapping]) -> Non
             if fact is not None and now - fact[1] / 1e9 < RACY_SECONDS:
                 return  # it may change again within the same mtime tick, unseen by its signature
             files[file] = fact
-        memo = {"context": _context(workspace, model.config), "files": files,
+        context = _context(workspace, model.config)
+        memo = {"context": context, "files": files, "listings": _listings(context["apps"], files),
                 "stories": [str(story.path) for story in model.stories],
                 "refused": [refusal.model_dump(mode="json") for refusal in model.refused],
                 "mappings": {key: mapping.model_dump(mode="json") for key, mapping in mappings.items()}}
