@@ -130,3 +130,61 @@ def test_a_recently_written_tree_is_not_remembered(tmp_path, loads):
     ws = workspace(tmp_path)
     proposer.run_proposer(ws, _recipes())
     assert not (ws / memo.MEMO_FILE).exists()
+
+
+# -- the loader's memo of its load-time checks (core/kitsoki/checked.py) -----------------------------------
+
+
+BROKEN = APP.replace("      approve: [{ target: desk }]", "      approve: [{ target: nowhere }]")
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """The apps whose definition kitsoki's load-time checks really ran on."""
+    import core.kitsoki.loader as loader
+
+    ran = []
+    real = loader.validate_definition
+
+    def counting(definition, wrappers):
+        ran.append(1)
+        return real(definition, wrappers)
+
+    monkeypatch.setattr(loader, "validate_definition", counting)
+    return ran
+
+
+def _loaded(ws):
+    from core.kitsoki.workspace import load_workspace
+
+    clear_caches()  # a new process
+    model = load_workspace(ws)
+    return [s.slug for s in model.stories], [r.model_dump(mode="json") for r in model.refused]
+
+
+def test_unchanged_stories_are_not_checked_again_and_load_the_same(tmp_path, checks):
+    from core.kitsoki.checked import CHECKED_FILE
+
+    ws = workspace(tmp_path)
+    (ws / "stories" / "broken").mkdir()
+    (ws / "stories" / "broken" / "app.yaml").write_text(BROKEN.replace("id: desk", "id: broken"))
+    (ws / ".artifacts").mkdir()
+    _age(ws)
+    first = _loaded(ws)
+    assert (ws / CHECKED_FILE).is_file() and len(checks) == 3  # two stories and the root instance
+    assert first[1] and "nowhere" in str(first[1])
+    assert _loaded(ws) == first and len(checks) == 3  # the verdicts, problems included, from the memo
+    app = ws / "stories" / "desk" / "app.yaml"
+    app.write_text(APP.replace("Deploy to production.", "Deploy to prod."))
+    _age(ws)
+    assert _loaded(ws)[0] == first[0] and len(checks) == 4  # only the changed story is checked again
+    path = ws / CHECKED_FILE
+    path.write_bytes(path.read_bytes().replace(b"nowhere", b"nowhen"))  # not ours any more: never used
+    assert _loaded(ws) == first and len(checks) == 7
+
+
+def test_a_checkout_without_state_is_never_written_to(tmp_path, checks):
+    ws = workspace(tmp_path)
+    _age(ws)
+    _loaded(ws)
+    assert not (ws / ".artifacts").exists()

@@ -62,6 +62,8 @@ class LoadSession:
         self.overlay = {str(Path(os.path.abspath(path))): data for path, data in (overlay or {}).items()}
         self.cache = cache or PARSE_CACHE
         self.story_root = story_root
+        self.checked: Any = None
+        """A workspace's core.kitsoki.checked.CheckedMemo, when the load is a workspace's."""
         self._children: dict[str, Loaded] = {}
         self._valid: dict[str, bool] = {}
 
@@ -105,10 +107,32 @@ class LoadSession:
             agent_issues, fatal = definition_agent_issues(top, base_dir or Path(os.path.abspath(app)).parent)
             issues = agent_issues if fatal else []
         if not fatal:
-            issues = validate_definition(top, loaded.wrappers) + agent_issues
+            issues = self._checked(str(app), document, top, loaded) + agent_issues
         out.issues = issues
         out.definition = None if issues else top
         return out
+
+    def _checked(self, app: str, document: LMap | None, top: LMap, loaded: Loaded) -> list[ConfigIssue]:
+        """validate_definition, or its verdict from the workspace's memo (core.kitsoki.checked) when
+        every file this app's load read has the same bytes as when it was checked (and a synthesized
+        app, the root instance, the same document)."""
+        memo = self.checked
+        key = None
+        if memo is not None:
+            name = app
+            if document is not None:
+                from core.kitsoki.build import plain
+
+                name = f"{app}\0{repr(plain(document))}"
+            key = memo.key(name, loaded.signatures, self.overlay)
+        if key is not None:
+            known = memo.get(key[0])
+            if known is not None:
+                return known
+        issues = validate_definition(top, loaded.wrappers)
+        if key is not None and key[1]:
+            memo.put(key[0], issues)
+        return issues
 
     def load_child(self, path: str, parents: list[str], top: bool = False) -> Loaded:
         """parseAndMerge, then imports, then phases (what an importer folds). Memoized per session

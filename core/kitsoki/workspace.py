@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.kitsoki.build import build_story
+from core.kitsoki.checked import memo_for as checked_memo
 from core.kitsoki.config import DEV_STORY, KitsokiConfig, load_config
 from core.kitsoki.imports import KITSOKI_PREFIX, Sources, SourceError, resolve_source
 from core.kitsoki.library import describe as describe_library
@@ -302,6 +303,7 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
         raise WorkspaceError(exc.issues) from None
     sources = workspace_sources(workspace, config, env, home)
     session = LoadSession(sources=sources, overlay=overlay, story_root=workspace)
+    session.checked = checked_memo(workspace) if env is None and home is None else None
     seen: dict[str, bool] = {}
     issues: list[ConfigIssue] = []
     warnings: list[ConfigIssue] = list(config.warnings)
@@ -332,15 +334,18 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
     model.root_instance = root
     model.dev_story = source
     model._read = read
+    if session.checked is not None:
+        session.checked.flush()
     return model
 
 
 def clear_caches() -> None:
     """Forget every parsed file and loaded story in this process (a cold start, for benchmarks)."""
-    from core.kitsoki import inventory, loader
+    from core.kitsoki import checked, inventory, loader
     from core.kitsoki.parse import PARSE_CACHE
 
     PARSE_CACHE.clear()
+    checked.forget()
     with _LOCK:
         _STORIES.clear()
         _ROOTS.clear()

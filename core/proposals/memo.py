@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from core import authn, statefs
+from core.kitsoki.checked import code_digest
 from core.kitsoki.model import RefusedStory, Workspace
 from core.kitsoki.parse import RACY_SECONDS
 from core.proposals.model import Mapping
@@ -50,25 +51,6 @@ PURPOSE = "proposer-memo"
 VERSION = 1
 MAX_BYTES = 32 << 20
 _VOLATILE_ENV = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES"})
-_CODE: str | None = None
-
-
-def code_digest() -> str:
-    """Which code made a memo: every file under core/ by path, size and mtime (once per process)."""
-    global _CODE
-    if _CODE is None:
-        root = Path(__file__).resolve().parent.parent
-        h = hashlib.sha256()
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith((".pyc", ".pyo")):
-                    continue
-                info = os.stat(os.path.join(folder, name))
-                h.update(f"{os.path.relpath(os.path.join(folder, name), root)}\0{info.st_size}\0"
-                         f"{info.st_mtime_ns}\n".encode())
-        _CODE = h.hexdigest()
-    return _CODE
 
 
 def env_digest(env: dict[str, str] | None = None) -> str:

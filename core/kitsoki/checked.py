@@ -1,0 +1,165 @@
+"""The loader's memo of its load-time checks, kept across processes: `.artifacts/cache/checked.json`.
+
+kitsoki's load-time checks (core.kitsoki.checks.validate_definition: states, views, expressions) are
+close to half of what loading a story costs, and every CLI command is a new process that loads the
+workspace again. The checks read nothing but the story's definition, which is made from the files
+its load read (its own, its includes, its imports' files) and our code. So their verdict (the
+issues, usually none) is kept under a key made of exactly that: the code (core.proposals.memo's
+every source file of core/ and the library we carry, by path, size and mtime), the app's path, and the sha256 of every file the load read (of the
+overlay's bytes for a staged draft). A story whose files did not change is not checked again; one
+whose bytes changed has another key. The agent checks are not kept (they look at files on disk
+beyond the definition).
+
+It is written only into a workspace that already has kitsoki-miner's state (`.artifacts/`): loading a
+checkout never starts one. The file is signed like every state file the tool acts on (core.authn; read through core.statefs):
+one that does not verify is never used, and checks run as before. Deleting it is always safe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from core.kitsoki.yamlread import ConfigIssue
+
+log = logging.getLogger("kitsoki_miner.kitsoki")
+
+CHECKED_FILE = Path(".artifacts") / "cache" / "checked.json"
+PURPOSE = "checked"
+MAX_BYTES = 16 << 20
+MAX_ENTRIES = 4096
+_CODE: str | None = None
+
+
+class CheckedMemo:
+    """One workspace's memo (shared by the loads of a process; thread-safe)."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = Path(workspace)
+        self.path = self.workspace / CHECKED_FILE
+        self._lock = threading.Lock()
+        self._entries: dict[str, list[dict]] | None = None
+        self._used: set[str] = set()
+        self._dirty = False
+
+    def _load(self) -> dict[str, list[dict]]:
+        if self._entries is None:
+            from core import authn, statefs
+
+            entries: dict[str, list[dict]] = {}
+            try:
+                raw = statefs.read_bytes(self.path, MAX_BYTES, what=CHECKED_FILE.name)
+                data = authn.unseal(raw, purpose=PURPOSE, rel=CHECKED_FILE.as_posix(), path=self.path,
+                                    what=CHECKED_FILE.name, workspace=self.workspace)
+                if isinstance(data.get("entries"), dict):
+                    entries = data["entries"]
+            except FileNotFoundError:
+                pass
+            except (OSError, ValueError) as exc:  # unsigned, planted, another key, no key: not used
+                log.info("%s not used: %s", self.path, exc)
+            self._entries = entries
+        return self._entries
+
+    def key(self, app: str, signatures: dict[str, Any], overlay: dict[str, bytes]) -> tuple[str, bool] | None:
+        """(the key, whether a verdict may be stored under it), or None when a file the load read
+        changed since (its signature differs): the bytes hashed now may not be the ones checked."""
+        from core.kitsoki.parse import RACY_SECONDS, signature
+        h = hashlib.sha256(f"{code_digest()}\0{app}\n".encode())
+        settled = True
+        now = time.time()
+        for file in sorted(signatures):
+            data = overlay.get(file)
+            if data is None:
+                sig = signatures[file]
+                try:
+                    with open(file, "rb") as handle:
+                        data = handle.read()
+                except OSError:
+                    return None  # gone or unreadable since: nothing to key on
+                if sig is None or signature(file) != sig:
+                    return None
+                settled = settled and now - sig.mtime_ns / 1e9 > RACY_SECONDS
+            h.update(file.encode() + b"\0" + hashlib.sha256(data).digest())
+        return h.hexdigest(), settled
+
+    def get(self, key: str) -> list[ConfigIssue] | None:
+        with self._lock:
+            found = self._load().get(key)
+            if found is None:
+                return None
+            self._used.add(key)
+        try:
+            return [ConfigIssue.model_validate(issue) for issue in found]
+        except ValueError:
+            return None
+
+    def put(self, key: str, issues: list[ConfigIssue]) -> None:
+        with self._lock:
+            self._load()[key] = [issue.model_dump(mode="json") for issue in issues]
+            self._used.add(key)
+            self._dirty = True
+
+    def flush(self) -> None:
+        """Write what this process learned (entries used now first, then older ones up to the bound)."""
+        with self._lock:
+            if not self._dirty or self._entries is None:
+                return
+            if not (self.workspace / ".artifacts").is_dir():
+                return  # a load alone never starts a workspace's state (a read-only checkout stays untouched)
+            kept = {k: self._entries[k] for k in self._used if k in self._entries}
+            for k, v in self._entries.items():
+                if len(kept) >= MAX_ENTRIES:
+                    break
+                kept.setdefault(k, v)
+            self._dirty = False
+        from core import authn, statefs
+
+        try:
+            data = authn.seal({"entries": kept}, purpose=PURPOSE, rel=CHECKED_FILE.as_posix(),
+                              workspace=self.workspace)
+            statefs.ensure_dir(self.path.parent)
+            statefs.write_atomic(self.path, data, what=CHECKED_FILE.name)
+        except (OSError, ValueError) as exc:  # only costs time later
+            log.info("the load checks' memo was not written: %s", exc)
+
+
+def code_digest() -> str:
+    """Which code made a memo: every file under core/ by path, size and mtime (once per process)."""
+    global _CODE
+    if _CODE is None:
+        root = Path(__file__).resolve().parent.parent
+        h = hashlib.sha256()
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".pyc", ".pyo")):
+                    continue
+                info = os.stat(os.path.join(folder, name))
+                h.update(f"{os.path.relpath(os.path.join(folder, name), root)}\0{info.st_size}\0"
+                         f"{info.st_mtime_ns}\n".encode())
+        _CODE = h.hexdigest()
+    return _CODE
+
+
+_MEMOS: dict[str, CheckedMemo] = {}
+_MEMOS_LOCK = threading.Lock()
+
+
+def memo_for(workspace: Path) -> CheckedMemo:
+    key = os.path.abspath(workspace)
+    with _MEMOS_LOCK:
+        memo = _MEMOS.get(key)
+        if memo is None:
+            memo = _MEMOS[key] = CheckedMemo(Path(key))
+        return memo
+
+
+def forget() -> None:
+    """Drop every memo held in this process (a cold start, for benchmarks and tests)."""
+    with _MEMOS_LOCK:
+        _MEMOS.clear()
