@@ -69,12 +69,15 @@ class CheckedMemo:
         """(the key, whether a verdict may be stored under it), or None when a file the load read
         changed since (its signature differs): the bytes hashed now may not be the ones checked."""
         from core.kitsoki.parse import RACY_SECONDS, signature
+
         h = hashlib.sha256(f"{code_digest()}\0{app}\n".encode())
         settled = True
         now = time.time()
         for file in sorted(signatures):
             data = overlay.get(file)
-            if data is None:
+            if data is not None:
+                settled = False  # a staged draft's: looked up, never kept (the next pass drafts anew)
+            else:
                 sig = signatures[file]
                 try:
                     with open(file, "rb") as handle:
