@@ -42,6 +42,7 @@ bench: venv
 	$(BIN)/python tests/bench/gate.py
 	$(BIN)/python tests/bench/adversarial.py
 	$(BIN)/python tests/bench/quality.py
+	$(BIN)/python tests/bench/propose.py $(if $(KITSOKI_SRC),--repo $(KITSOKI_SRC))
 
 clean:
 	rm -rf $(VENV) build *.egg-info
