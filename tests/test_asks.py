@@ -281,3 +281,69 @@ def test_a_slot_template_takes_a_value_not_a_sentence(tmp_path):
     assert mapped("run manifest.yaml").classification == "ALREADY-MODELED"
     weak = mapped("run のシェルスクリプトを全部チェックしてエラーを直して")
     assert weak.classification == "GAP" and "only shares words" in weak.reason
+
+
+# -- what real histories showed (issue 23's card reading) -------------------------------------------------
+
+def test_codex_ide_and_desktop_wrappers_keep_only_what_the_person_typed():
+    ide = ("# Context from my IDE setup:\n\n## Open tabs:\n- orders.py: src/shop/orders.py\n\n"
+           "## My request for Codex:\nbump the version\n")
+    assert own_words(ide).strip() == "bump the version"
+    handed_over = ('\n## Prior conversation with Codex:\n{"conversation":[{"role":"assistant","content":[{"text":'
+                   '"Added a new intake brief at `!/BRIEF-LAF-19.md`, including structured frontmatter"}]}]}\n'
+                   "## My request for Codex:\nupdate the changelog\n")
+    assert understand(handed_over).phrasing == "update the changelog"
+
+
+def _edit(path: str) -> tuple:
+    return ("Edit", {"file_path": path, "old_string": "a", "new_string": "b"}, "ok", False)
+
+
+def _intents(tmp_path: Path) -> list:
+    return [r for r in _mine(tmp_path) if r.kind == "intent"]
+
+
+def test_requests_glued_only_by_a_file_name_are_not_one_ask(tmp_path):
+    app = _app(tmp_path)
+    target = f"{app}/.devenv/config.template.toml"
+    for n, text in enumerate([".devenv/config.template.toml のコメントを修正したい",
+                              ".devenv/direnv/template/config.toml は .devenv/config.template.toml に移動して",
+                              "move .devenv/template/config.toml to .devenv/config.template.toml"]):
+        _session(tmp_path / "t", f"s{n}", n + 1, app, [(text, [_edit(target), _edit(target)])])
+    assert _intents(tmp_path) == []
+
+
+def test_answers_to_the_agent_and_reports_of_what_was_done_are_not_asks(tmp_path):
+    app = _app(tmp_path)
+    for text in ("これを採用", "1 だけを採用", "ビルドした拡張機能をchromeにインストールした"):
+        assert understand(text).terms == (), text
+    for n, text in enumerate(["chrome拡張機能を作りたい", "ビルドした拡張機能をchromeにインストールした",
+                              "PLAN.md に沿ってchrome拡張機能を作成して"]):
+        _session(tmp_path / "t", f"s{n}", n + 1, app, [(text, [_edit(f"{app}/manifest.json"),
+                                                              _edit(f"{app}/manifest.json")])])
+    assert _intents(tmp_path) == []  # two requests and a report: not three occasions
+
+
+def test_seed_is_a_verb_not_a_past_participle():
+    assert "a:seed" in understand("could you reset and seed the database with fixtures").terms
+
+
+@pytest.mark.parametrize("fan_out, expect", [(True, 0), (False, 1)])
+def test_one_request_sent_to_several_sessions_at_once_is_one_occasion(tmp_path, fan_out, expect):
+    """The same words pasted into three sessions within a minute (what a person does to fan a request out) are
+    one occasion, not a request they kept coming back to; on three days they are."""
+    app = _app(tmp_path)
+    for n in range(3):
+        day = 1 if fan_out else n + 1
+        _session(tmp_path / "t", f"s{n}", day, app, [("regenerate the api client", [
+            ("Bash", {"command": "make client"}, "ok", False), _edit(f"{app}/client/api.py")])])
+    assert len(_intents(tmp_path)) == expect
+
+
+def test_other_words_soon_after_are_another_occasion(tmp_path):
+    """"CONCERN 1 を修正して", then in a new session minutes later "CONCERN 3 を解決したい": a person working
+    through a list comes back to the same request; each is an occasion."""
+    app = _app(tmp_path)
+    for n, text in enumerate(["CONCERN 1 を修正して", "CONCERN 3 を解決したい", "CONCERN.md の 2 を解決したい"]):
+        _session(tmp_path / "t", f"s{n}", 1, app, [(text, [_edit(f"{app}/CONCERN.md"), _edit(f"{app}/src/a.ts")])])
+    assert len(_intents(tmp_path)) == 1

@@ -120,7 +120,7 @@ def session_file(folder: Path, sid: str, n_prompts: int, start: int = 0) -> list
         a, b, c = uid(), uid(), uid()
         records += [
             prompt(a, parent, f"run the linter and fix what it finds #{i}", session=sid,
-                   ts=f"2026-03-0{1 + i % 9}T10:00:00Z"),
+                   ts=f"2026-03-0{1 + i % 9}T{10 + sum(map(ord, sid)) % 12}:00:00Z"),  # sessions an hour or more apart
             tool_use(b, a, f"m{sid}{i}", f"t{sid}{i}", "Bash", {"command": "ruff check --fix ."}, session=sid),
             tool_result(c, b, f"t{sid}{i}", "All checks passed!", session=sid),
         ]

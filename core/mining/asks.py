@@ -60,9 +60,17 @@ _INDENTED = re.compile(r"^(?: {4,}|\t)")
 _LETTERS = re.compile(r"[^\W\d_]", re.U)
 
 
+_CODEX_REQUEST = "## My request for Codex:"
+"""Codex's IDE extension and desktop app put what a person typed after this line, and before it context the
+client gathered: "# Context from my IDE setup:" (open tabs, the selection) or "## Prior conversation with
+Codex:" (a thread handed over from another surface, quoting its messages as JSON)."""
+
+
 def own_words(text: str) -> str | None:
     """The person's own words in a prompt: client wrappers, pasted code, logs and stack traces removed.
     None when the whole prompt is something a client wrote (a compaction summary quoting earlier prompts)."""
+    if _CODEX_REQUEST in text:
+        text = text.rpartition(_CODEX_REQUEST)[2]
     head = text.lstrip()[:120].lower()
     if head.startswith(_SUMMARY_OPENERS):
         return None
@@ -104,7 +112,7 @@ def _script(ch: str) -> str:
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？\n]+|(?<=[?!])")
 _URL = re.compile(r"https?://\S+|www\.\S+")
-_PATH = re.compile(r"(?:[\w.~@-]*/)+([\w@-]+)(?:\.\w+)?/?|\b([\w-]+)\.(?:py|go|ts|tsx|js|jsx|rs|rb|md|ya?ml|json|toml|sh|"
+_PATH = re.compile(r"(?:[\w.~@-]*/)+([\w@-]+)(?:\.[\w-]+)*/?|\b([\w-]+)(?:\.[\w-]+)*\.(?:py|go|ts|tsx|js|jsx|rs|rb|md|ya?ml|json|toml|sh|"
                    r"css|html|txt|lock|cfg|ini|sql|proto|java|kt|swift|c|h|cpp|cs|php)(?![A-Za-z0-9])")
 _NOISE = re.compile(r"#\d+|\b[0-9a-f]{7,40}\b|\b\d+(?:[.:]\d+)*[a-z]{0,2}\b|\bv\d+(?:\.\d+)+\b")
 
@@ -352,7 +360,7 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
             if word in lx.FILLER or len(word) < 2:
                 continue
             sense = lex.word(word)
-            if sense is not None and word.endswith("ed") and sense.action and not sense.obj and \
+            if sense is not None and word.endswith("ed") and _stem(word) != word and sense.action and not sense.obj and \
                     any(i[0] in ("act", "both", "unk") for i in out):
                 continue  # "clean the merged worktrees", "regenerate the generated client": a modifier
             if sense is not None:
@@ -497,6 +505,11 @@ def _particle(out: list, text: str) -> None:
         out.append(("brk", text, None))
 
 
+_JA_REPORT = re.compile(r"(?:[しっいえけげせてねべめれん]た|でした|ました)(?:よ|ね|けど|が)?[。．.！!、,\s]*$")
+"""A Japanese sentence ending in the past tense (した, った, ました...) reports what happened; a request ends in
+て, たい, ください or the plain form."""
+
+
 def _terms(items: tuple, clause: str) -> tuple[str, ...]:
     """k:/a:/o:/g: terms of a sentence's items: the main verb's kind, its verbs, and its object."""
     if not items:
@@ -505,6 +518,8 @@ def _terms(items: tuple, clause: str) -> tuple[str, ...]:
     objects: list[tuple[str, str]] = []  # (tag, term)
     question = any(i[0] == "wh" for i in items) or clause.rstrip().endswith(("?", "？"))
     japanese = any(i[0] in ("wo", "post") for i in items) or _HIRAGANA.search(clause) is not None
+    if japanese and _JA_REPORT.search(clause) is not None:
+        return ()  # "ビルドした拡張機能をchromeにインストールした": what was done, not a request
     if japanese:
         verbs, objects = _japanese(items)
     else:
@@ -572,8 +587,13 @@ def _svo(items: tuple) -> tuple[list, list]:
         item = items[n]
         if item[0] == "brk":
             # "reset and seed the db": a verb after "and" is the same request's; anything else ends the object.
-            if n + 1 < len(items) and items[n + 1][0] == "act" and not objs:
-                verbs.append((items[n + 1][1], items[n + 1][2]))
+            if n + 1 < len(items) and items[n + 1][0] in ("act", "both") and not objs:
+                nxt = items[n + 1]
+                if nxt[0] == "act":
+                    verbs.append((nxt[1], nxt[2]))
+                else:  # "reset and seed the db": seed, a verb here, though also a thing
+                    action, _, kind = nxt[2].partition("|")
+                    verbs.append((action, kind or None))
                 n += 2
                 continue
             if any(tag == "o" for tag, _ in objs):

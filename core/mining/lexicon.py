@@ -22,7 +22,7 @@ INQUIRE, CHANGE, RUN, SHIP, REVIEW = "inquire", "change", "run", "ship", "review
 
 # concept -> (kind, surface forms)
 ACTIONS: dict[str, tuple[str, str]] = {
-    "explain": (INQUIRE, "explain describe tell summarize summarise clarify understand walk-through "
+    "explain": (INQUIRE, "explain describe tell summarize summarise clarify understand walk-through read 読ん 読み 読む 阅读 읽 "
                          "説明 解説 教え 要約 まとめ 解释 讲解 说明 介绍 总结 설명 요약 explic* expliqu* erklär* spieg* объясн*"),
     "find": (INQUIRE, "find locate search where grep list show display print 探し 検索 一覧 表示 找 查找 搜索 列出 显示 "
                       "찾 검색 보여 busc* cherch* such* trov* найд* покаж*"),
@@ -31,13 +31,13 @@ ACTIONS: dict[str, tuple[str, str]] = {
                              "разбер* исслед*"),
     "check": (INQUIRE, "check verify confirm validate see 確認 チェック 検証 检查 确认 验证 查看 看看 看一下 확인 검증 "
                        "comprob* verific* vérifi* prüf* controll* провер*"),
-    "fix": (CHANGE, "fix repair resolve correct solve sort-out 直 修正 修理 解決 修复 修正 修一下 修好 修 解决 改正 "
+    "fix": (CHANGE, "fix repair resolve correct solve sort-out 直し 直す 直して 直せ 直っ 修正 修理 解決 修复 修正 修一下 修好 修 解决 改正 "
                     "고치 수정 해결 arregl* corrig* repar* behebe* behebt korrigier* ripar* исправ* почин*"),
     "update": (CHANGE, "update refresh sync resync synchronize synchronise fill amend revise edit modify adjust tweak change "
-                       "retake redo redraw bring-up-to-date 更新 アップデート 同期 撮り直 変え 変更 書き換え 修改 同步 刷新 调整 改 업데이트 "
+                       "retake redo redraw bring-up-to-date 更新 アップデート 同期 撮り直 変え 変更 反映 書き換え 修改 同步 刷新 调整 改 업데이트 "
                        "갱신 동기화 변경 actualiz* atualiz* mettre-à-jour mets-à-jour aktualisier* synchronisier* "
                        "änder* aggiorn* sincroniz* обнов* измен* синхрониз*"),
-    "add": (CHANGE, "add append insert include introduce fill-in 追加 追記 加え 入れ 添加 加上 加一个 加个 增加 追加 "
+    "add": (CHANGE, "add append insert include introduce fill-in 追加 追記 加え 入れ 付け 付与 添加 加上 加一个 加个 增加 追加 "
                     "추가 넣 agreg* añad* adicion* ajout* hinzufüg* ergänz* aggiung* добав*"),
     "create": (CHANGE, "create make write draft generate scaffold init initialize compose author produce "
                        "put-together 作成 作っ 作り 作る 書い 書く 書き 生成 新規 起草 写 撰写 创建 新建 生成 编写 "
@@ -83,6 +83,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "merge": (SHIP, "merge マージ 合并 병합 fusion* zusammenführ* смерж*"),
     "rebase": (SHIP, "rebase cherry-pick リベース 变基 리베이스"),
     "open_pr": (SHIP, "open-a-pr open-a-pull-request create-a-pr pr-を作 プルリク 提pr 开pr 提个pr pr-올려"),
+    "approve": (REVIEW, "approve adopt 採用 承認 採択 采用 批准 승인 채택 aprueb* approuv* genehmig*"),
     "review": (REVIEW, "review audit triage assess evaluate compare grade レビュー 監査 トリアージ 評価 比較 审查 审核 "
                        "评审 分类 评估 比较 리뷰 검토 평가 비교 revis* évalu* überprüf* valut* ревью оцен* сравн*"),
 }

@@ -24,7 +24,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Literal
 
 from dataclasses import dataclass
@@ -47,12 +47,17 @@ MIN_SESSIONS = 2
 """A binding or world recipe must recur across sessions: once is an anecdote."""
 MIN_ASK_SESSIONS = 3
 """An ask (intent) or a decision (gate) is recurring when it comes back in at least this many sessions."""
+OCCASION_GAP = timedelta(minutes=10)
+"""Sessions sent the very same words within this of each other are one occasion: one request pasted into
+several sessions at once (four threads in a minute, a fan-out to parallel agents), not a request a person kept
+coming back to. An ask recurs when it comes back on MIN_ASK_SESSIONS occasions. Other words, however soon
+after ("fix concern 1", then in a new session "fix concern 3"), are another occasion."""
 GATE_SHARE = 0.25
 """A gate: people decided at the action in at least this share of the sessions it ran in."""
 RECENCY_HALF_LIFE_DAYS = 30.0
 TRIVIAL = frozenset(f"{tool}: {head}" for tool in ("Bash", "bash") for head in (
-    "ls", "cat", "head", "tail", "grep", "rg", "find", "echo", "pwd", "wc", "which", "tree", "sed", "awk", "sort",
-    "diff", "git status", "git diff", "git log", "git show"))
+    "ls", "cat", "nl", "less", "stat", "head", "tail", "grep", "rg", "find", "echo", "pwd", "wc", "which", "tree", "sed",
+    "awk", "sort", "diff", "git status", "git diff", "git log", "git show", "Get-Content", "Get-ChildItem", "Select-String"))
 """Looking around is not how a request is answered: these never define an intent's signature."""
 WORLD_AGREEMENT = 0.8
 """The share of a project's evidence for a world key or an iface one value must win."""
@@ -243,6 +248,28 @@ def _shell_buckets(action: Action) -> list[tuple[str, str, str]]:
     return found
 
 
+def occasions(group) -> int:
+    """How many occasions these episodes were asked on: each session counts once, except that a session whose
+    first ask of the group has the same words as an occasion's, within OCCASION_GAP after it, is that
+    occasion."""
+    first: dict[str, tuple[datetime | None, str]] = {}
+    for ep in group:
+        ts = ep.timestamp
+        if ts is not None and ts.tzinfo is None:
+            ts = ts.replace(tzinfo=timezone.utc)
+        seen = first.get(ep.session)
+        if seen is None or (ts is not None and (seen[0] is None or ts < seen[0])):
+            first[ep.session] = (ts, " ".join(ep.phrasing.split()).casefold())
+    count = sum(1 for ts, _ in first.values() if ts is None)
+    started: dict[str, datetime] = {}  # words -> when the latest occasion asked with them began
+    for ts, words in sorted((v for v in first.values() if v[0] is not None), key=lambda v: v[0]):
+        began = started.get(words) if words else None
+        if began is None or ts - began > OCCASION_GAP:
+            count += 1
+            started[words] = ts
+    return count
+
+
 def _family(signature: str) -> str:
     """A signature with its tool named by kind (shell, edit, read): the same action in any agent."""
     tool, sep, key = signature.partition(": ")
@@ -253,6 +280,10 @@ def _family(signature: str) -> str:
     if tool in FILE_TOOLS:
         return "read: " + key
     return signature
+
+
+_TRIVIAL_FAMILIES = frozenset(_family(sig) for sig in TRIVIAL)
+"""TRIVIAL in any agent's words (Codex's `shell_command: sed`, `exec_command: rg` too)."""
 
 
 def _is_setting_command(signature: str) -> bool:
@@ -505,7 +536,7 @@ class RecipeIndex:
 
     def _intent(self, cid: int) -> Recipe | None:
         group = [self.eps[k] for k in self.members[cid]]
-        if len({m.session for m in group}) < MIN_ASK_SESSIONS:
+        if len({m.session for m in group}) < MIN_ASK_SESSIONS or occasions(group) < MIN_ASK_SESSIONS:
             return None
         # How the ask is answered: the project's own actions, not looking around or the agent's machinery.
         # Claude's `Bash: pytest`, Pi's `bash: pytest` and Codex's `shell: pytest` are one action.
@@ -514,7 +545,7 @@ class RecipeIndex:
             for sig in m.signature:
                 shown.setdefault(_family(sig), sig)
         counts = Counter(fam for m in group for fam in {_family(sig) for sig in m.signature}
-                         if shown[fam] not in TRIVIAL and shown[fam].partition(": ")[0] not in MACHINERY_TOOLS)
+                         if fam not in _TRIVIAL_FAMILIES and shown[fam].partition(": ")[0] not in MACHINERY_TOOLS)
         consistent = [f for f, n in counts.items() if n >= 2 and n / len(group) > CONSISTENT_SHARE]
         if not consistent:
             return None  # the same ask, answered differently each time: not a recipe (yet)
