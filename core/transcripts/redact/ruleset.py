@@ -1,0 +1,330 @@
+"""Provider rules from a maintained ruleset: gitleaks' default config, vendored and pinned.
+
+`gitleaks.toml` beside this module is gitleaks' `config/gitleaks.toml` at GITLEAKS_VERSION, byte for
+byte (GITLEAKS_SHA256; licence in `gitleaks.LICENSE`, MIT). Why gitleaks rather than detect-secrets'
+plugins: it is maintained (hundreds of provider rules, new providers every release) where the pinned
+detect-secrets on PyPI has ~25 plugins and misses GitLab, Vault, DigitalOcean, Google OAuth and more;
+and every gitleaks rule names *keywords*, literals one of which any match contains, so finding the
+rules worth running on a text is one Aho-Corasick pass, which keeps a text with no secret nearly free
+(the same idea as the package's anchor characters, derived from the ruleset instead of written by hand).
+To update: copy the new release's config/gitleaks.toml here, set the two constants below, run
+tests/test_redact_ruleset.py (it re-checks the file's digest and every rule's samples).
+
+What is used of each rule: its regex (RE2 syntax, translated by `go_to_python`), `secretGroup`, its
+`entropy` floor (Shannon bits per character of the secret, as gitleaks computes it), its allowlists'
+`regexes` (on the secret, the match or the line) and `stopwords`, and the global allowlist's. `paths`
+allowlists never apply (a transcript's text has no path of its own). Left out on purpose:
+
+- `generic-api-key`: a key-like name, then any 10+ characters. The package's assignment rules do that
+  job with the judgement of what is code, a reference or a placeholder (`password=get_password()`),
+  plus an entropy check of their own (see assignments.py); gitleaks' version redacts identifiers.
+- `pkcs12-file`: a rule on file names only.
+- `hashicorp-tf-password`: meant for `.tf` files only (its `path`), its regex takes any quoted value of
+  any `password` key; the assignment rules cover passwords everywhere. The other rules gitleaks scopes
+  to a kind of file (Kubernetes secrets, nuget.config, Freemius PHP) are specific enough to run on any
+  text, since a transcript quotes such files without their names.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import re
+import tomllib
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+RULES_FILE = Path(__file__).with_name("gitleaks.toml")
+LOCAL_RULES_FILE = Path(__file__).with_name("local-rules.toml")  # kinds gitleaks lacks, same format
+GITLEAKS_VERSION = "v8.30.1"  # tag commit 83d9cd684c87d95d656c1458ef04895a7f1cbd8e
+GITLEAKS_SHA256 = "e163e53b9e7e8a8511e77271e2b323ed057759542a6d988258afe3a1fa329caf"
+LEFT_OUT = frozenset({"generic-api-key", "pkcs12-file", "hashicorp-tf-password"})
+
+
+_POSIX = {"alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "digit": "0-9", "xdigit": "0-9a-fA-F", "upper": "A-Z",
+          "lower": "a-z", "space": r"\s", "word": r"\w", "punct": r"!-/:-@\[-`{-~", "blank": r" \t"}
+
+
+def go_to_python(pattern: str) -> str:
+    """An RE2 pattern as Python `re` reads it the same way.
+
+    RE2 lets a flag group such as `(?i)` stand anywhere: it applies from there to the end of the group
+    it is in (across `|`). Python takes such flags only at the very start, so each becomes a scoped
+    group `(?i:...)` closed before every `|` and reopened after it, and closed with its group. RE2's
+    `\\z` (end of text) is Python's `\\Z`.
+    """
+    out: list[str] = []
+    scopes: list[list[str]] = [[]]  # per open group: the flag sets opened inside it
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            out.append("\\Z" if nxt == "z" and not in_class else pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            posix = re.match(r"\[:(\w+):\]", pattern[i:])
+            if posix and posix.group(1) in _POSIX:
+                out.append(_POSIX[posix.group(1)])
+                i += posix.end()
+                continue
+            in_class = c != "]"
+            out.append(c)
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            out.append(c)
+            i += 1
+            for lead in ("^", "]"):
+                if pattern[i : i + 1] == lead:
+                    out.append(lead)
+                    i += 1
+            continue
+        if c == "(":
+            m = re.match(r"\(\?([imsU\-]+)\)", pattern[i:])
+            if m and out:
+                out.append(f"(?{m.group(1)}:")
+                scopes[-1].append(m.group(1))
+                i += m.end()
+                continue
+            scopes.append([])
+        elif c == ")":
+            out.append(")" * len(scopes.pop()))
+        elif c == "|" and scopes[-1]:
+            out.append(")" * len(scopes[-1]) + "|" + "".join(f"(?{f}:" for f in scopes[-1]))
+            i += 1
+            continue
+        out.append(c)
+        i += 1
+    out.append(")" * len(scopes[0]))
+    return "".join(out)
+
+
+# gitleaks' usual end of a token: a quote, a space, `;`, an escaped newline or the end. A transcript
+# also ends one with a path separator (a token as a folder of a cwd), JSON and prose punctuation, a
+# URL's `@` or `:`, a sentence's full stop, and the `…` our cut() leaves.
+_GITLEAKS_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+_OUR_END = r"""(?:[\x60'"\s;/,)\]}>|&@:…]|\.(?=\s|$)|\\[nr]|$)"""
+
+
+_AZURE_START = r"""(?:^|[\\'"\x60\s>=:(,)])"""  # azure-ad-client-secret's own ends
+_AZURE_END = r"""(?:$|[\\'"\x60\s<),])"""
+
+
+def _adapt(pattern: str) -> str:
+    return (pattern.replace(_GITLEAKS_END, _OUR_END).replace(_AZURE_START, _AZURE_START[:-2] + "/])")
+            .replace(_AZURE_END, _AZURE_END[:-2] + "/])"))
+
+
+def shannon(s: str) -> float:
+    """Bits per character, as gitleaks' `shannonEntropy`."""
+    if not s:
+        return 0.0
+    counts: dict[str, int] = {}
+    for ch in s:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    target: str  # "secret" | "match" | "line"
+    regexes: tuple[re.Pattern, ...]
+    stopwords: tuple[str, ...]
+    need_all: bool  # condition = "AND"
+
+    def allows(self, secret: str, match: str, line: str) -> bool:
+        s = {"secret": secret, "match": match, "line": line}[self.target]
+        checks = []
+        if self.regexes:
+            checks.append(any(rx.search(s) for rx in self.regexes))
+        if self.stopwords:
+            low = secret.lower()
+            checks.append(any(w in low for w in self.stopwords))
+        if not checks:
+            return False
+        return all(checks) if self.need_all else any(checks)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    rx: re.Pattern
+    keywords: tuple[str, ...]
+    entropy: float
+    group: int
+    allow: tuple[Allow, ...]
+    reach: int  # how far past a keyword a match can end (its regex's widest match, bounded)
+
+
+@dataclass(frozen=True, slots=True)
+class Ruleset:
+    rules: tuple[Rule, ...]
+    keywords: tuple[str, ...]  # lowercase, as gitleaks matches them
+    rules_by_keyword: tuple[tuple[int, ...], ...]  # keyword index -> rule indices
+    always: tuple[int, ...]  # rules without keywords: run on every text that passes the gate
+    allow: tuple[Allow, ...]  # the global allowlist
+    skipped: tuple[tuple[str, str], ...]  # (rule id, why) for rules that could not be used
+
+
+def _compile(pattern: str) -> re.Pattern:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # "possible nested set": RE2's `[[` is literal
+        return re.compile(go_to_python(pattern))
+
+
+def _allowlist(spec: dict) -> Allow | None:
+    if spec.get("paths") and (spec.get("condition", "OR").upper() == "AND" or not (spec.get("regexes") or spec.get("stopwords"))):
+        return None  # only a file path could satisfy it
+    return Allow(
+        target=spec.get("regexTarget", "secret"),
+        regexes=tuple(_compile(r) for r in spec.get("regexes", ())),
+        stopwords=tuple(w.lower() for w in spec.get("stopwords", ())),
+        need_all=spec.get("condition", "OR").upper() == "AND",
+    )
+
+
+_BEFORE = 80
+"""A margin around a rule's widest match: a match holds its keyword, or (`airtable pat…`) has it close by.
+A rule runs on the text within (its widest match + this margin) of each keyword found."""
+
+
+def _reach(rx: re.Pattern) -> int:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        import sre_parse  # the width of a compiled pattern: only sre_parse tells it
+
+        hi = sre_parse.parse(rx.pattern, rx.flags).getwidth()[1]
+    return min(hi, 4096)
+
+
+def file_digest() -> str:
+    return hashlib.sha256(RULES_FILE.read_bytes()).hexdigest()
+
+
+@functools.cache
+def ruleset() -> Ruleset:
+    """The rules, compiled once per process (on first use: the CLI's start-up does not pay for it)."""
+    config = tomllib.loads(RULES_FILE.read_text("utf-8"))
+    local = tomllib.loads(LOCAL_RULES_FILE.read_text("utf-8"))
+    rules: list[Rule] = []
+    skipped: list[tuple[str, str]] = []
+    for spec in (*config["rules"], *local["rules"]):
+        rid = spec["id"]
+        if rid in LEFT_OUT:
+            skipped.append((rid, "left out on purpose"))
+            continue
+        if "regex" not in spec:
+            skipped.append((rid, "no regex (a file-name rule)"))
+            continue
+        try:
+            rx = _compile(_adapt(spec["regex"]))
+            allow = tuple(a for a in (_allowlist(s) for s in spec.get("allowlists", ())) if a is not None)
+        except re.error as e:  # a construct Python's re lacks: named and counted by the tests
+            skipped.append((rid, f"regex: {e}"))
+            continue
+        rules.append(Rule(rid, rx, tuple(k.lower() for k in spec.get("keywords", ())), float(spec.get("entropy", 0.0)),
+                          int(spec.get("secretGroup", 0)), allow, _reach(rx)))
+    keywords = sorted({k for r in rules for k in r.keywords})
+    index = {k: i for i, k in enumerate(keywords)}
+    by_kw: list[list[int]] = [[] for _ in keywords]
+    for ri, r in enumerate(rules):
+        for k in r.keywords:
+            by_kw[index[k]].append(ri)
+    glob = config.get("allowlist") or {}
+    return Ruleset(
+        rules=tuple(rules),
+        keywords=tuple(keywords),
+        rules_by_keyword=tuple(tuple(x) for x in by_kw),
+        always=tuple(i for i, r in enumerate(rules) if not r.keywords),
+        allow=tuple(a for a in (_allowlist(glob),) if a is not None) if glob else (),
+        skipped=tuple(skipped),
+    )
+
+
+@functools.cache
+def rule_ids() -> tuple[str, ...]:
+    """Every rule id of the file (a placeholder's kind), without compiling anything."""
+    return tuple(id for path in (RULES_FILE, LOCAL_RULES_FILE)
+                 for id in re.findall(r'(?m)^id = "([^"]+)"$', path.read_text("utf-8")))
+
+
+def secret_of(rule: Rule, m: re.Match) -> tuple[int, int]:
+    """The span of the secret in a match: `secretGroup`, else the first group that matched (gitleaks'
+    choice), else all. A first group shorter than 8 characters is a piece of the pattern's structure
+    (`([a-z0-9]{4}-){3}` in the Teams webhook), not the secret: then the whole match is redacted."""
+    if rule.group:
+        return m.span(rule.group)
+    for g in range(1, (m.re.groups or 0) + 1):
+        if m.group(g):
+            s, e = m.span(g)
+            return (s, e) if e - s >= 8 else m.span()
+    return m.span()
+
+
+def rule_spans(rule: Rule, text: str, allow: tuple[Allow, ...], start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Spans of `rule`'s secrets in text[start:end] that pass its entropy floor and allowlists."""
+    out = []
+    for m in rule.rx.finditer(text, start, len(text) if end is None else end):
+        s, e = secret_of(rule, m)
+        if e <= s:
+            continue
+        secret = text[s:e]
+        if "[REDACTED:" in secret or (rule.entropy and shannon(secret) <= rule.entropy):
+            continue
+        if rule.allow or allow:
+            ls = text.rfind("\n", 0, m.start()) + 1
+            le = text.find("\n", m.end())
+            line = text[ls : len(text) if le == -1 else le]
+            if any(a.allows(secret, m.group(), line) for a in (*rule.allow, *allow)):
+                continue
+        out.append((s, e))
+    return out
+
+
+@functools.cache
+def _automaton():
+    import ahocorasick_rs  # the keyword pass: one scan for every keyword of every rule
+
+    return ahocorasick_rs.AhoCorasick(ruleset().keywords)
+
+
+def ruleset_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, rule id) of every secret the ruleset finds in `text`: only the rules one of whose
+    keywords the text contains are run (as gitleaks does)."""
+    rs = ruleset()
+    low = text.lower()
+    found = _automaton().find_matches_as_indexes(low, overlapping=True)
+    if not found and not rs.always:
+        return []
+    n = len(text)
+    exact = len(low) == n  # lower() kept every position (it does for ASCII): look only near keywords
+    windows: dict[int, list[list[int]]] = {ri: [[0, n]] for ri in rs.always}
+    by_kw = rs.rules_by_keyword
+    rules = rs.rules
+    for k, ks, ke in found:
+        for ri in by_kw[k]:
+            w = windows.get(ri)
+            if w is not None and w[-1][1] >= n:
+                continue
+            reach = rules[ri].reach + _BEFORE
+            lo, hi = (max(0, ks - reach), min(n, ke + reach)) if exact else (0, n)
+            if w is None:
+                windows[ri] = [[lo, hi]]
+            elif lo <= w[-1][1]:
+                w[-1][1] = max(w[-1][1], hi)
+            else:
+                w.append([lo, hi])
+    out = []
+    for ri in sorted(windows):
+        rule = rules[ri]
+        for lo, hi in windows[ri]:
+            out.extend((s, e, rule.id) for s, e in rule_spans(rule, text, rs.allow, lo, hi))
+    return out

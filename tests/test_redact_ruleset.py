@@ -1,0 +1,99 @@
+"""The pinned ruleset (gitleaks' default config, vendored): it is the pinned file, every rule is used
+(or left out by name, with why), and every rule's sample is redacted wherever it stands in a text.
+What readers make of the samples in every field of every format is tests/adversarial/
+test_secrets_ruleset.py's."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from core.transcripts import redact as R
+from core.transcripts.redact import KINDS, redact_text, redact_value, ruleset
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
+from ruleset_samples import ISSUE_KINDS, SELF_EVIDENT, rule_samples  # noqa: E402
+
+SAMPLES = rule_samples()
+RULES = {r.id: r for r in ruleset.ruleset().rules}
+
+
+def test_the_vendored_file_is_the_pinned_release():
+    """gitleaks.toml is gitleaks' config/gitleaks.toml at GITLEAKS_VERSION byte for byte (its digest
+    was taken from the release's tree), and its licence travels with it."""
+    assert hashlib.sha256(ruleset.RULES_FILE.read_bytes()).hexdigest() == ruleset.GITLEAKS_SHA256
+    assert ruleset.GITLEAKS_VERSION.startswith("v8.")
+    assert "MIT License" in ruleset.RULES_FILE.with_name("gitleaks.LICENSE").read_text()
+    assert re.search(r'(?m)^minVersion = "v8\.\d+\.\d+"$', ruleset.RULES_FILE.read_text())
+
+
+def test_every_rule_is_used_or_left_out_by_name():
+    rs = ruleset.ruleset()
+    ids = ruleset.rule_ids()
+    assert len(ids) > 200 and len(set(ids)) == len(ids)
+    assert {r.id for r in rs.rules} | {rid for rid, _ in rs.skipped} == set(ids)
+    assert {rid for rid, _ in rs.skipped} == ruleset.LEFT_OUT  # no rule lost to a regex Python cannot read
+    assert set(ids) <= set(KINDS)  # each rule's placeholder is a kind mapper.holds_redaction knows
+
+
+def test_every_rule_has_a_sample_that_is_its_secret():
+    assert set(SAMPLES) == set(RULES)
+    rs = ruleset.ruleset()
+    for rid, (sample, secret) in SAMPLES.items():
+        spans = ruleset.rule_spans(RULES[rid], f"x {sample} y", rs.allow)
+        assert spans, rid
+        s, e = spans[0]
+        assert f"x {sample} y"[s:e] == secret, rid
+
+
+CONTEXTS = ["{s}", "x {s} y", "said: {s}.", '{{"k": "{s}"}}', "/home/u/{s}/src", "cd {s} && ls", "- {s}\n- next",
+            "`{s}`", "({s})"]
+
+
+@pytest.mark.parametrize("rid", sorted(SAMPLES))
+def test_every_rule_sample_is_redacted_in_every_context(rid):
+    sample, secret = SAMPLES[rid]
+    for context in CONTEXTS:
+        text = context.format(s=sample)
+        out = redact_text(text)
+        assert secret not in out, (context, out)
+        assert redact_text(out) == out
+    assert secret not in str(redact_value({"note": sample, "args": [sample], sample: 1}))
+
+
+def test_issue_28_kinds_are_redacted():
+    import random
+
+    rnd = random.Random(28)
+    for kind, (make, context) in ISSUE_KINDS.items():
+        for _ in range(20):
+            secret = make(rnd)
+            wraps = ["{t}", "run: {t} now", '{{"text": "{t}"}}'] + (["/home/u/{s}/app"] if kind in SELF_EVIDENT else [])
+            for wrap in wraps:
+                text = wrap.format(t=context.format(s=secret), s=secret)
+                out = redact_text(text)
+                assert secret not in out and secret[:16] not in out, (kind, out)
+
+
+def test_no_rule_matches_fewer_characters_than_the_stage_gate():
+    """redact_text skips the ruleset for texts shorter than _RULESET_MIN_LEN: no rule can match one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import sre_parse
+
+        for rule in RULES.values():
+            assert sre_parse.parse(rule.rx.pattern, rule.rx.flags).getwidth()[0] >= R._RULESET_MIN_LEN, rule.id
+
+
+def test_go_to_python_keeps_re2_meaning():
+    py = ruleset.go_to_python
+    assert re.fullmatch(py(r"SG\.(?i)[a-z]{3}"), "SG.AbC") and not re.fullmatch(py(r"SG\.(?i)[a-z]{3}"), "sg.abc")
+    # a flag set in one alternative lasts to the end of its group, across `|`, and no further
+    rx = re.compile(py(r'(?:"(?i)(?:ab)"|\'(?i)(?:cd)\')X'))
+    assert rx.fullmatch('"AB"X') and rx.fullmatch("'CD'X") and not rx.fullmatch("'CD'x")
+    assert re.fullmatch(py(r"a[[:alnum:]]{2}\z"), "a1Z")
