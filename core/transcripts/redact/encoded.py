@@ -15,11 +15,14 @@ import base64
 import binascii
 import re
 
-MIN_RUN = 24  # base64 of an 18-byte secret: the shortest provider token we know is longer
+MIN_RUN = 28  # base64 of 21 bytes: `deploy:` and a 14-character password; provider tokens are longer
 MAX_RUN = 8192
 # The class comes first (a leading look-behind would make sre try every position); the left boundary
 # is checked after the run.
-_TABLE = bytes(0x61 if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "/+-_=") else 0x20 for i in range(256))
+# Base64's standard alphabet only (what `base64`, Docker and Kubernetes write): with '-' and '_' every
+# snake-case identifier and tool-call id would be a run. URL-safe base64 is judged beside key-like
+# names (judgement.wrapped_credentials) and as JWTs.
+_TABLE = bytes(0x61 if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "/+=") else 0x20 for i in range(256))
 _NEEDLE = b"a" * MIN_RUN
 _HEX = frozenset("0123456789abcdefABCDEF")
 PLACEHOLDER = "[REDACTED:base64-secret]"
@@ -47,7 +50,7 @@ def _runs(text: str, by_regex: bool = False):
         i = b.find(_NEEDLE, j)
 
 
-_ANY_RUN = re.compile(r"[A-Za-z0-9+/=_\-]{%d,}+" % MIN_RUN)
+_ANY_RUN = re.compile(r"[A-Za-z0-9+/=]{%d,}+" % MIN_RUN)
 
 
 def _decoded(run: str, urlsafe: bool) -> str | None:
@@ -101,6 +104,8 @@ def redact_encoded(text: str, redact_text, by_regex: bool = False) -> str:
         run = text[rs:re_]
         if run.islower() or run.isupper() or run.isdigit():
             continue  # words, paths, constants, hashes: base64 of text has both cases
+        if (rs and text[rs - 1] in "_-") or text[re_ : re_ + 1] in ("_", "-"):
+            continue  # a piece of an identifier (toolu_01…, msg_01…)
         for s, e, urlsafe in _pieces(run, rs):
             inner = _decoded(text[s:e], urlsafe)
             if inner is not None and len(inner) >= 7 and (_CREDENTIALS.fullmatch(inner) or redact_text(inner) is not inner):
