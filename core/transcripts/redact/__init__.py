@@ -52,7 +52,16 @@ from core.transcripts.redact.tokens import (
     _client_passwords, _has_b64_run,
 )
 
-KINDS: tuple[str, ...] = (*_OWN_KINDS, "base64-secret", *(k for k in ruleset.rule_ids() if k not in _OWN_KINDS))
+def __getattr__(name: str):
+    # KINDS reads the ruleset file's rule ids: only for whoever asks (the proposer), not at every start-up
+    if name == "KINDS":
+        global KINDS
+        KINDS = (*_OWN_KINDS, "base64-secret", *(k for k in ruleset.rule_ids() if k not in _OWN_KINDS))
+        return KINDS
+    raise AttributeError(name)
+
+
+KINDS: tuple[str, ...]
 """Every placeholder kind: the package's own, then one per rule of the pinned ruleset (its rule id)."""
 
 __all__ = ["KINDS", "redact_text", "redact_value"]

@@ -28,10 +28,8 @@ allowlists never apply (a transcript's text has no path of its own). Left out on
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import re
-import tomllib
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +116,7 @@ _AZURE_END = r"""(?:$|[\\'"\x60\s<),])"""
 
 def _adapt(pattern: str) -> str:
     return (pattern.replace(_GITLEAKS_END, _OUR_END).replace(_AZURE_START, _AZURE_START[:-2] + "/])")
-            .replace(_AZURE_END, _AZURE_END[:-2] + "/])"))
+            .replace(_AZURE_END, _AZURE_END[:-2] + r"/]|\.(?=\s|$))"))
 
 
 def shannon(s: str) -> float:
@@ -152,15 +150,48 @@ class Allow:
         return all(checks) if self.need_all else any(checks)
 
 
-@dataclass(frozen=True, slots=True)
 class Rule:
-    id: str
-    rx: re.Pattern
-    keywords: tuple[str, ...]
-    entropy: float
-    group: int
-    allow: tuple[Allow, ...]
-    reach: int  # how far past a keyword a match can end (its regex's widest match, bounded)
+    """One rule. Its regex, allowlists and reach are compiled on first use: most rules never meet one of
+    their keywords in a process's life, and compiling all of them costs a few hundred milliseconds."""
+
+    __slots__ = ("id", "keywords", "entropy", "group", "_spec", "_compiled")
+
+    def __init__(self, spec: dict) -> None:
+        self.id: str = spec["id"]
+        self.keywords: tuple[str, ...] = tuple(k.lower() for k in spec.get("keywords", ()))
+        self.entropy = float(spec.get("entropy", 0.0))
+        self.group = int(spec.get("secretGroup", 0))
+        self._spec = spec
+        self._compiled: tuple | None = None
+
+    def _compile(self) -> tuple:
+        try:
+            rx = _compile(_adapt(self._spec["regex"]))
+            allow = tuple(a for a in (_allowlist(s) for s in self._spec.get("allowlists", ())) if a is not None)
+            self._compiled = (rx, allow, _reach(rx), None)
+        except re.error as e:  # a construct Python's re lacks: the rule never matches, tests name it
+            self._compiled = (_NEVER, (), 0, str(e))
+        return self._compiled
+
+    @property
+    def rx(self) -> re.Pattern:
+        return (self._compiled or self._compile())[0]
+
+    @property
+    def allow(self) -> tuple[Allow, ...]:
+        return (self._compiled or self._compile())[1]
+
+    @property
+    def reach(self) -> int:
+        """How far from a keyword a match can end: the regex's widest match, bounded."""
+        return (self._compiled or self._compile())[2]
+
+    @property
+    def error(self) -> str | None:
+        return (self._compiled or self._compile())[3]
+
+
+_NEVER = re.compile(r"(?!)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +201,7 @@ class Ruleset:
     rules_by_keyword: tuple[tuple[int, ...], ...]  # keyword index -> rule indices
     always: tuple[int, ...]  # rules without keywords: run on every text that passes the gate
     allow: tuple[Allow, ...]  # the global allowlist
-    skipped: tuple[tuple[str, str], ...]  # (rule id, why) for rules that could not be used
+    skipped: tuple[tuple[str, str], ...]  # (rule id, why) for rules left out
 
 
 def _compile(pattern: str) -> re.Pattern:
@@ -206,12 +237,17 @@ def _reach(rx: re.Pattern) -> int:
 
 
 def file_digest() -> str:
+    import hashlib
+
     return hashlib.sha256(RULES_FILE.read_bytes()).hexdigest()
 
 
 @functools.cache
 def ruleset() -> Ruleset:
-    """The rules, compiled once per process (on first use: the CLI's start-up does not pay for it)."""
+    """The rules, read once per process on first use (the CLI's start-up does not pay for it); each
+    rule's regex is compiled when a text first holds one of its keywords."""
+    import tomllib
+
     config = tomllib.loads(RULES_FILE.read_text("utf-8"))
     local = tomllib.loads(LOCAL_RULES_FILE.read_text("utf-8"))
     rules: list[Rule] = []
@@ -224,14 +260,7 @@ def ruleset() -> Ruleset:
         if "regex" not in spec:
             skipped.append((rid, "no regex (a file-name rule)"))
             continue
-        try:
-            rx = _compile(_adapt(spec["regex"]))
-            allow = tuple(a for a in (_allowlist(s) for s in spec.get("allowlists", ())) if a is not None)
-        except re.error as e:  # a construct Python's re lacks: named and counted by the tests
-            skipped.append((rid, f"regex: {e}"))
-            continue
-        rules.append(Rule(rid, rx, tuple(k.lower() for k in spec.get("keywords", ())), float(spec.get("entropy", 0.0)),
-                          int(spec.get("secretGroup", 0)), allow, _reach(rx)))
+        rules.append(Rule(spec))
     keywords = sorted({k for r in rules for k in r.keywords})
     index = {k: i for i, k in enumerate(keywords)}
     by_kw: list[list[int]] = [[] for _ in keywords]
