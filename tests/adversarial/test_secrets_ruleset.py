@@ -41,10 +41,22 @@ def _plant(files: dict, make) -> dict[str, tuple]:
     return planted
 
 
-def _check(tmp_path, files, planted) -> None:
-    answers = W.run_everything(tmp_path, W.write_world(files, tmp_path / "transcripts"))
-    stored = [text for name, text in answers.items() if ".episodes." in name or "/mining/state/" in name]
-    assert stored and any("[REDACTED:" in text for text in stored), "no redacted text reached the store"
+def _check(tmp_path, files, planted, *, own_paths: bool = False) -> None:
+    """`own_paths`: the transcripts' own paths on disk are not searched. An agent that ran in a folder
+    named by a secret stores its transcript under a folder named after it (Claude's `-home-dev-<cwd>`,
+    Pi's `--home-dev-<cwd>--`); that path is where the file is, which the store, the cites and run
+    packets name so that they can open it again. Everything read from inside the file is searched."""
+    root = W.write_world(files, tmp_path / "transcripts")
+    answers = W.run_everything(tmp_path, root)
+    if own_paths:
+        paths = sorted({str(root / rel) for rel in files} | {str((root / rel).parent) for rel in files}, key=len, reverse=True)
+        for name, text in answers.items():
+            for path in paths:
+                text = text.replace(path, "<transcript path>")
+            answers[name] = text
+    else:
+        stored = [text for name, text in answers.items() if ".episodes." in name or "/mining/state/" in name]
+        assert stored and any("[REDACTED:" in text for text in stored), "no redacted text reached the store"
     leaks = []
     for secret, (rel, path) in planted.items():
         where = [name for name, text in answers.items() if W.leaked(secret, text)]
@@ -87,4 +99,4 @@ def test_a_secret_as_a_folder_of_the_cwd_never_leaves(tmp_path, fmt, kind):
     files: dict[str, object] = {}
     for sid, day in zip(W.SESSION_IDS[fmt], ("2026-11-02", "2026-11-09", "2026-11-16")):
         files.update(W.FORMATS[fmt](sid, day, cwd))
-    _check(tmp_path, files, {secret: ("cwd", ())})
+    _check(tmp_path, files, {secret: ("cwd", ())}, own_paths=True)

@@ -104,9 +104,9 @@ def redact_encoded(text: str, redact_text, by_regex: bool = False) -> str:
         run = text[rs:re_]
         if run.islower() or run.isupper() or run.isdigit():
             continue  # words, paths, constants, hashes: base64 of text has both cases
-        if (rs and text[rs - 1] in "_-") or text[re_ : re_ + 1] in ("_", "-"):
-            continue  # a piece of an identifier (toolu_01…, msg_01…)
         for s, e, urlsafe in _pieces(run, rs):
+            if (s and text[s - 1] in "_-") or text[e : e + 1] in ("_", "-"):
+                continue  # a piece of an identifier (toolu_01…, msg_01…)
             inner = _decoded(text[s:e], urlsafe)
             if inner is not None and len(inner) >= 7 and (_CREDENTIALS.fullmatch(inner) or redact_text(inner) is not inner):
                 spans.append((s, e))

@@ -105,16 +105,25 @@ def go_to_python(pattern: str) -> str:
 
 # gitleaks' usual end of a token: a quote, a space, `;`, an escaped newline or the end. A transcript
 # also ends one with a path separator (a token as a folder of a cwd), JSON and prose punctuation, a
-# URL's `@` or `:`, a sentence's full stop, and the `…` our cut() leaves.
+# URL's `@` or `:`, a sentence's full stop, the `…` our cut() leaves, and any backslash (an escaped
+# newline or quote, once or twice JSON-encoded: `tok\\n`).
 _GITLEAKS_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
-_OUR_END = r"""(?:[\x60'"\s;/,)\]}>|&@:…]|\.(?=\s|$)|\\[nr]|$)"""
+_OUR_END = r"""(?:[\x60'"\s;/,)\]}>|&@:…\\]|\.(?=\s|$)|$)"""
 
 
 _AZURE_START = r"""(?:^|[\\'"\x60\s>=:(,)])"""  # azure-ad-client-secret's own ends
 _AZURE_END = r"""(?:$|[\\'"\x60\s<),])"""
 
 
+# gitleaks' keyed rules (`heroku_api_key = "…"`) allow spaces and quotes round the separator; in a
+# JSON-encoded text (a run packet's excerpt, a tool input quoted in a tool input) those are escaped.
+_KEYED_SPACES = (r"""[\s'"]{0,3}""", r"""(?:[\s'"]|\\[tnr"']){0,3}""")
+_KEYED_LEAD = (r"""[\x60'"\s=]{0,5}""", r"""(?:[\x60'"\s=]|\\[tnr"']){0,5}""")
+
+
 def _adapt(pattern: str) -> str:
+    """gitleaks' regex, widened where a transcript's text differs from a file's (see above)."""
+    pattern = pattern.replace(*_KEYED_SPACES).replace(*_KEYED_LEAD)
     return (pattern.replace(_GITLEAKS_END, _OUR_END).replace(_AZURE_START, _AZURE_START[:-2] + "/])")
             .replace(_AZURE_END, _AZURE_END[:-2] + r"/]|\.(?=\s|$))"))
 
