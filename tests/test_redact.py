@@ -144,6 +144,8 @@ CASES = [
     ("secret", "cache_key: a1B2c3D4e5F6g7H8i9J0kLmN\nttl: 60", "a1B2c3D4e5F6g7H8i9J0kLmN", "ttl: 60"),
     ("secret", "export SENTRY_DSN=Zk3mQ9vR2wLp8TnY4bHc6Jd1", "Zk3mQ9vR2wLp8TnY4bHc6Jd1", "export SENTRY_DSN="),
     ("secret", "REGISTRY_KEY=Y2ktYm90Omh1bnRlcjJ4", "Y2ktYm90Omh1bnRlcjJ4", "REGISTRY_KEY="),
+    # a provider token cut short by a reader (normalize.cut): too short for its rule, still redacted
+    ("secret", "vault login hvs.CAESIJ9x2Kq7Lm…[61 more chars]", "hvs.CAESIJ9x2Kq7Lm", "vault login "),
 ]
 
 
@@ -217,6 +219,8 @@ UNTOUCHED = [
     "Read SKILL.md and the tests. Ask the SK team; see docs/api/auth and the key, token and secret pages.",
     "echo aGVsbG8gd29ybGQsIHRoaXMgaXMgbm90IGEgc2VjcmV0 | base64 -d",
     "ya29 is a prefix; hvs. and glpat- and dop_v1_ and SG. and pypi- are prefixes too",
+    "see /home/alice/projects/kitsoki/stories/release/flows/smoke…[40 more chars]",
+    "the api-gateway-service-handler…[12 more chars]",
 ]
 
 
@@ -290,7 +294,8 @@ def reference(text: str) -> str:
     text = R._apply(R._J_RULES, text)
     text = _ruleset_reference(text)
     text = encoded.redact_encoded(text, redact_text, by_regex=True)
-    return R._apply(R._AWS_BARE_RULES, text)
+    text = R._apply(R._AWS_BARE_RULES, text)
+    return R._cut_token(text) if text.endswith(" more chars]") else text
 
 
 def _ruleset_reference(text: str) -> str:

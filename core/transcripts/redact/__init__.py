@@ -47,9 +47,10 @@ from core.transcripts.redact import encoded, ruleset
 from core.transcripts.redact.assignments import _AUTH_SCHEMES, _AUTHZ, _redact_assignments
 from core.transcripts.redact.judgement import KINDS as _OWN_KINDS
 from core.transcripts.redact.judgement import _MIN_LEN, _PH, _is_placeholder, _key_info, _value_ok, keylike, random_token, wrapped_credentials
+from core.transcripts.redact.tokens import _B64_RUN
 from core.transcripts.redact.tokens import (
     _A_RULES, _AWS_BARE_RULES, _B_RULES, _DASH_RULES, _FLAG_TAIL, _J_RULES, _UNDERSCORE_RULES, _URL_RULES, _apply,
-    _client_passwords, _has_b64_run,
+    _client_passwords,
 )
 
 def __getattr__(name: str):
@@ -174,12 +175,40 @@ def redact_text(text: str) -> str:
         text = _apply(_J_RULES, text)  # a JWT with no `Bearer` or key in front of it
     if len(text) >= _RULESET_MIN_LEN:
         text = _ruleset_stage(text)
-    if len(text) >= encoded.MIN_RUN and encoded.has_run(text):
-        text = encoded.redact_encoded(text, redact_text)
-    if len(text) >= 40 and _has_b64_run(text):
-        text = _apply(_AWS_BARE_RULES, text)  # last: a key with its name beside it has its kind by now
+    if len(text) >= encoded.MIN_RUN:
+        # one bytes.translate pass serves both base64 stages (its runs are a superset of the bare key's)
+        runs = text.encode("utf-8", "surrogatepass").translate(encoded.TABLE)
+        if encoded.NEEDLE in runs:
+            before = text
+            text = encoded.redact_encoded(text, redact_text, translated=runs)
+            if text is not before:
+                runs = text.encode("utf-8", "surrogatepass").translate(encoded.TABLE)
+        if len(text) >= 40 and _B64_RUN in runs:
+            text = _apply(_AWS_BARE_RULES, text)  # last: a key with its name beside it has its kind by now
+    if text.endswith(" more chars]"):
+        text = _cut_token(text)
     return text
 
+
+_CUT_TAIL = re.compile(r"[A-Za-z0-9+/=_\-.~]{8,}+(?=…\[\d+ more chars\]\Z)")
+
+
+def _cut_token(text: str) -> str:
+    """A token cut short by a reader (normalize.cut: `…[N more chars]`) is too short for its rule's
+    regex; it is redacted when it starts like one of the ruleset's tokens (a keyword of 4+ characters:
+    `glpat-`, `hvs.`, `dop_v1_`, and a digit after it: `api-gateway…` is a name) or reads as random."""
+    m = _CUT_TAIL.search(text)
+    if m is None or m.group().startswith(_MARK_PREFIX):
+        return text
+    token = m.group()
+    low = token.lower()
+    prefixed = any(low.startswith(k) for k in ruleset.prefix_keywords()) and any(ch.isdigit() for ch in token)
+    if not (prefixed or random_token(token)):
+        return text
+    return text[: m.start()] + _PH["secret"] + text[m.end() :]
+
+
+_MARK_PREFIX = "[REDACTED"
 
 _RULESET_MIN_LEN = 10
 """No rule of the ruleset matches fewer characters (tests/test_redact_ruleset.py checks)."""

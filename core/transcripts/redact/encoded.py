@@ -22,17 +22,17 @@ MAX_RUN = 8192
 # Base64's standard alphabet only (what `base64`, Docker and Kubernetes write): with '-' and '_' every
 # snake-case identifier and tool-call id would be a run. URL-safe base64 is judged beside key-like
 # names (judgement.wrapped_credentials) and as JWTs.
-_TABLE = bytes(0x61 if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "/+=") else 0x20 for i in range(256))
-_NEEDLE = b"a" * MIN_RUN
+TABLE = bytes(0x61 if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "/+=") else 0x20 for i in range(256))
+NEEDLE = b"a" * MIN_RUN
 _HEX = frozenset("0123456789abcdefABCDEF")
 PLACEHOLDER = "[REDACTED:base64-secret]"
 
 
 def has_run(text: str) -> bool:
-    return _NEEDLE in text.encode("utf-8", "surrogatepass").translate(_TABLE)
+    return NEEDLE in text.encode("utf-8", "surrogatepass").translate(TABLE)
 
 
-def _runs(text: str, by_regex: bool = False):
+def _runs(text: str, by_regex: bool = False, translated: bytes | None = None):
     """(start, end) of every run of MIN_RUN+ base64 characters (either alphabet, '=' included), found
     on the translated bytes with bytes.find (C speed); a regex scan when the text is not ASCII (and in
     the tests' reference)."""
@@ -40,14 +40,14 @@ def _runs(text: str, by_regex: bool = False):
         for m in _ANY_RUN.finditer(text):
             yield m.span()
         return
-    b = text.encode("ascii").translate(_TABLE)
-    i = b.find(_NEEDLE)
+    b = translated if translated is not None else text.encode("ascii").translate(TABLE)
+    i = b.find(NEEDLE)
     while i != -1:
         j = b.find(b" ", i)
         if j == -1:
             j = len(b)
         yield i, j
-        i = b.find(_NEEDLE, j)
+        i = b.find(NEEDLE, j)
 
 
 _ANY_RUN = re.compile(r"[A-Za-z0-9+/=]{%d,}+" % MIN_RUN)
@@ -97,10 +97,11 @@ _CREDENTIALS = re.compile(r"[\w.@+\-]{1,64}:(?=[^\s:]*[A-Za-z])(?=[^\s:]*[\d\W])
 _PADDED = re.compile(r"[^=]+={0,2}")
 
 
-def redact_encoded(text: str, redact_text, by_regex: bool = False) -> str:
-    """`text` with every base64 run whose decoded text holds a secret replaced by PLACEHOLDER."""
+def redact_encoded(text: str, redact_text, by_regex: bool = False, translated: bytes | None = None) -> str:
+    """`text` with every base64 run whose decoded text holds a secret replaced by PLACEHOLDER.
+    `translated`: the text's bytes through TABLE, when the caller has them."""
     spans = []
-    for rs, re_ in _runs(text, by_regex):
+    for rs, re_ in _runs(text, by_regex, translated):
         run = text[rs:re_]
         if run.islower() or run.isupper() or run.isdigit():
             continue  # words, paths, constants, hashes: base64 of text has both cases

@@ -159,6 +159,14 @@ class Allow:
         return all(checks) if self.need_all else any(checks)
 
 
+ALLOWLIST_FIXES = {
+    # Meant to let a legacy `s.` token that is all letters (a word) go, but searched (as gitleaks does)
+    # it also lets go every `hvs.` token whose first 24 characters after `s.` are letters (0.7% of them):
+    # anchored to the whole secret.
+    ("vault-service-token", r"s\.[A-Za-z]{24}"): r"^s\.[A-Za-z]{24}$",
+}
+
+
 class Rule:
     """One rule. Its regex, allowlists and reach are compiled on first use: most rules never meet one of
     their keywords in a process's life, and compiling all of them costs a few hundred milliseconds."""
@@ -176,7 +184,9 @@ class Rule:
     def _compile(self) -> tuple:
         try:
             rx = _compile(_adapt(self._spec["regex"]))
-            allow = tuple(a for a in (_allowlist(s) for s in self._spec.get("allowlists", ())) if a is not None)
+            specs = [dict(a, regexes=[ALLOWLIST_FIXES.get((self.id, r), r) for r in a.get("regexes", ())])
+                     for a in self._spec.get("allowlists", ())]
+            allow = tuple(a for a in (_allowlist(s) for s in specs) if a is not None)
             self._compiled = (rx, allow, _reach(rx), None)
         except re.error as e:  # a construct Python's re lacks: the rule never matches, tests name it
             self._compiled = (_NEVER, (), 0, str(e))
@@ -285,6 +295,17 @@ def ruleset() -> Ruleset:
         allow=tuple(a for a in (_allowlist(glob),) if a is not None) if glob else (),
         skipped=tuple(skipped),
     )
+
+
+@functools.cache
+def prefix_keywords() -> tuple[str, ...]:
+    """Keywords of 4+ characters that start their rule's token (`glpat-`, `hvs.`): a token cut short
+    that begins with one is that rule's (redact._cut_token)."""
+    out = set()
+    for rule in ruleset().rules:
+        head = re.sub(r"^(?:\\b|\(\?:|\()+", "", rule._spec["regex"].removeprefix("(?i)")).lower()
+        out.update(k for k in rule.keywords if len(k) >= 4 and head.startswith(re.escape(k).replace("\\-", "-")))
+    return tuple(sorted(out - {"curl", "-----begin"}))  # a command's name; a PEM block (the package's own rule)
 
 
 @functools.cache
