@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "adversarial"))
 from ruleset_samples import ISSUE_KINDS, SELF_EVIDENT, rule_samples  # noqa: E402
 
 SAMPLES = rule_samples()
+PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 RULES = {r.id: r for r in ruleset.ruleset().rules}
 
 
@@ -107,3 +108,34 @@ def test_a_vault_token_is_not_let_go_by_its_legacy_forms_allowlist():
     assert token not in redact_text(f"deploy {token}\n")
     for rid, rx in ruleset.ALLOWLIST_FIXES:  # each fix still names a regex of the pinned file
         assert any(rx in a.get("regexes", ()) for a in RULES[rid]._spec.get("allowlists", ())), rid
+
+
+@pytest.mark.parametrize("fmt", ["claude", "pi", "codex"])
+def test_every_rule_sample_in_every_field_never_leaves_the_readers(tmp_path, fmt):
+    """Every rule's sample appended to every content field of a format's full history (each record shape
+    the reader takes apart), read by the real reader: nothing of it in the model. What the commands,
+    stores and the language server make of it is tests/adversarial/test_secrets_ruleset.py's."""
+    import orjson
+
+    import transcript_world as W
+    from core.transcripts.discover import discover
+    from core.transcripts.ingest import read_sessions
+    from core.transcripts.model import session_to_json
+
+    leaks = []
+    for i, (rid, (sample, secret)) in enumerate(sorted(SAMPLES.items())):
+        files = W.world(fmt)
+        for rel, path in W.content_fields(files):
+            old = files[rel]
+            for key in path:
+                old = old[key]
+            W.set_at(files[rel], path, f"{old} {sample}")
+        root = W.write_world(files, tmp_path / str(i))
+        sessions = read_sessions(discover(None, [root]), workers=1)
+        assert sessions, rid
+        # (a placeholder names its rule: `[REDACTED:aws-amazon-bedrock-api-key-short-lived]` is no leak of
+        # that rule's fixed `bedrock-api-key-` prefix)
+        dumped = PLACEHOLDER.sub("\0", orjson.dumps([session_to_json(s) for s in sessions]).decode())
+        if W.leaked(secret, dumped) or W.leaked(orjson.dumps(secret).decode()[1:-1], dumped):
+            leaks.append(rid)
+    assert not leaks, f"{fmt}: {leaks}"

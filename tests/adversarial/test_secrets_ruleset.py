@@ -13,6 +13,7 @@ format (each case plants its secret in every content field of the format at once
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -23,6 +24,7 @@ from ruleset_samples import ISSUE_KINDS, SELF_EVIDENT, rule_samples
 pytestmark = pytest.mark.adversarial("secrets")
 
 SAMPLES = rule_samples()
+PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
 ISSUE = [(fmt, kind) for fmt in W.FORMATS for kind in ISSUE_KINDS]
 RULES = [(fmt, rid) for fmt in W.FORMATS for rid in sorted(SAMPLES)]
 CWD = [(fmt, kind) for fmt in W.FORMATS for kind in sorted(SELF_EVIDENT)]
@@ -48,6 +50,8 @@ def _check(tmp_path, files, planted, *, own_paths: bool = False) -> None:
     packets name so that they can open it again. Everything read from inside the file is searched."""
     root = W.write_world(files, tmp_path / "transcripts")
     answers = W.run_everything(tmp_path, root)
+    for name, text in answers.items():  # a placeholder names its rule, which may spell a token's fixed prefix
+        answers[name] = PLACEHOLDER.sub("\0", text)
     if own_paths:
         paths = sorted({str(root / rel) for rel in files} | {str((root / rel).parent) for rel in files}, key=len, reverse=True)
         for name, text in answers.items():

@@ -174,7 +174,9 @@ def redact_text(text: str) -> str:
     if "J" in text and _j_gate(text):
         text = _apply(_J_RULES, text)  # a JWT with no `Bearer` or key in front of it
     if len(text) >= _RULESET_MIN_LEN:
-        text = _ruleset_stage(text)
+        spans = _ruleset_spans(text)
+        if spans:
+            text = _ruleset_stage(text, spans)
     if len(text) >= encoded.MIN_RUN:
         # one bytes.translate pass serves both base64 stages (its runs are a superset of the bare key's)
         runs = text.encode("utf-8", "surrogatepass").translate(encoded.TABLE)
@@ -214,11 +216,11 @@ _RULESET_MIN_LEN = 10
 """No rule of the ruleset matches fewer characters (tests/test_redact_ruleset.py checks)."""
 
 
-def _ruleset_stage(text: str) -> str:
+_ruleset_spans = ruleset.ruleset_spans
+
+
+def _ruleset_stage(text: str, spans: list) -> str:
     """The pinned ruleset's provider rules (ruleset.py): each secret becomes `[REDACTED:<rule id>]`."""
-    spans = ruleset.ruleset_spans(text)
-    if not spans:
-        return text
     parts, last = [], 0
     for s, e, kind in sorted(spans, key=lambda x: (x[0], -x[1])):
         if s < last:
