@@ -13,10 +13,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from core.transcripts import redact as R
+from core.transcripts.redact import encoded, ruleset
 from core.transcripts.redact import tokens as T
 from core.transcripts.redact import KINDS, redact_text, redact_value
 
-PLACEHOLDER = re.compile(r"\[REDACTED:([a-z\-]+)\]")
+PLACEHOLDER = re.compile(r"\[REDACTED:([a-z0-9\-]+)\]")
 
 # Realistic-looking secrets (all fake).
 ANTHROPIC = "sk-ant-api03-" + "Xq3vLm9TzR2wYp8Kd4Nf6Hs1Bj7Gc5Va0Ue" * 2 + "Xq3vLm9TzR2wYp8Kd4NfAA"
@@ -39,6 +40,8 @@ PEM_BODY = (
 )
 PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----"
 PEM_ONE_LINE = PEM_BODY.replace("\n", "")
+B64_GH = "Z2hwX0FCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaYWJjZGVmZ2hpag=="  # base64 of GH
+B64URL_GH = "Z2hwX0FCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaYWJjZGVmZ2hpag"  # unpadded
 
 
 def gone(secret: str, out: str, n: int = 8) -> bool:
@@ -129,6 +132,20 @@ CASES = [
     ("aws-secret-key", f"the secret is {AWS_SECRET}, keep it safe", AWS_SECRET, ", keep it safe"),
     ("aws-secret-key", f"{AWS_ID},{AWS_SECRET}\n", AWS_SECRET, ","),
     ("aws-secret-key", f'{{"creds": ["{AWS_SECRET}"]}}', AWS_SECRET, '{"creds": ["'),
+    # issue 28: a Basic header in prose, a Sentry DSN, a token wrapped in base64 (also as a folder)
+    ("basic-auth", "then it sent Authorization: Basic YWRtaW46WnE4dlIybUx4OQ== and got 200",
+     "YWRtaW46WnE4dlIybUx4OQ==", " and got 200"),
+    ("url-credential", "SENTRY_DSN=https://8c1f0e2d9b7a4c3e8f6d5b4a3c2e1f0d@o4504.ingest.sentry.io/4505",
+     "8c1f0e2d9b7a4c3e8f6d5b4a3c2e1f0d", "@o4504.ingest.sentry.io/4505"),
+    ("base64-secret", f"echo {B64_GH} | base64 -d > token", B64_GH, " | base64 -d > token"),
+    ("base64-secret", f"cd /home/dev/{B64_GH}/src", B64_GH, "/src"),
+    ("base64-secret", f'{{"value": "{B64URL_GH}"}}', B64URL_GH, '{"value": "'),
+    # a random-looking value beside a key-like name that names no secret kind by itself
+    ("secret", "cache_key: a1B2c3D4e5F6g7H8i9J0kLmN\nttl: 60", "a1B2c3D4e5F6g7H8i9J0kLmN", "ttl: 60"),
+    ("secret", "export SENTRY_DSN=Zk3mQ9vR2wLp8TnY4bHc6Jd1", "Zk3mQ9vR2wLp8TnY4bHc6Jd1", "export SENTRY_DSN="),
+    ("secret", "REGISTRY_KEY=Y2ktYm90Omh1bnRlcjJ4", "Y2ktYm90Omh1bnRlcjJ4", "REGISTRY_KEY="),
+    # a provider token cut short by a reader (normalize.cut): too short for its rule, still redacted
+    ("secret", "vault login hvs.CAESIJ9x2Kq7Lm…[61 more chars]", "hvs.CAESIJ9x2Kq7Lm", "vault login "),
 ]
 
 
@@ -143,7 +160,8 @@ def test_each_kind_in_context(kind, text, secret, kept):
 
 def test_kinds_is_a_tuple_of_every_kind_produced():
     assert type(KINDS) is tuple and len(set(KINDS)) == len(KINDS)
-    assert {c[0] for c in CASES} == set(KINDS)
+    # the ruleset's kinds (one per rule) are tests/test_redact_ruleset.py's
+    assert {c[0] for c in CASES} | set(ruleset.rule_ids()) == set(KINDS)
 
 
 UNTOUCHED = [
@@ -194,6 +212,15 @@ UNTOUCHED = [
     "ls /home/alice/projects/kitsoki/stories/release/flows",
     "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+    # key-like names whose values are names, digests, ids (the entropy check leaves them)
+    "cache_key: build-2024-linux-x86_64-py311\nsort_key: 4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+    'primary_key: users_email_2024_idx_unique\nidempotency_key = "123e4567-e89b-12d3-a456-426614174000"',
+    # words the ruleset's keywords are made of, and base64 that wraps no secret
+    "Read SKILL.md and the tests. Ask the SK team; see docs/api/auth and the key, token and secret pages.",
+    "echo aGVsbG8gd29ybGQsIHRoaXMgaXMgbm90IGEgc2VjcmV0 | base64 -d",
+    "ya29 is a prefix; hvs. and glpat- and dop_v1_ and SG. and pypi- are prefixes too",
+    "see /home/alice/projects/kitsoki/stories/release/flows/smoke…[40 more chars]",
+    "the api-gateway-service-handler…[12 more chars]",
 ]
 
 
@@ -264,7 +291,32 @@ def reference(text: str) -> str:
         m = _EVERY_SEPARATOR.search(text)
         if m is not None:
             text = R._redact_assignments(_EVERY_SEPARATOR, m, text)
-    return R._apply(R._AWS_BARE_RULES, R._apply(R._J_RULES, text))
+    text = R._apply(R._J_RULES, text)
+    text = _ruleset_reference(text)
+    text = encoded.redact_encoded(text, redact_text, by_regex=True)
+    text = R._apply(R._AWS_BARE_RULES, text)
+    return R._cut_token(text) if text.endswith(" more chars]") else text
+
+
+def _ruleset_reference(text: str) -> str:
+    """Every ruleset rule one of whose keywords the text holds (plain `in`, no Aho-Corasick), run over
+    the whole text (no windows round the keywords)."""
+    rs = ruleset.ruleset()
+    low = text.lower()
+    spans = []
+    for rule in rs.rules:
+        if not rule.keywords or any(k in low for k in rule.keywords):
+            spans += [(s, e, rule.id) for s, e in ruleset.rule_spans(rule, text, rs.allow)]
+    if not spans:
+        return text
+    parts, last = [], 0
+    for s, e, kind in sorted(spans, key=lambda x: (x[0], -x[1])):
+        if s < last:
+            continue
+        parts += [text[last:s], f"[REDACTED:{kind}]"]
+        last = e
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 @pytest.mark.parametrize("text", [c[1] for c in CASES] + UNTOUCHED)

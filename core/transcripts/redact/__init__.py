@@ -43,12 +43,27 @@ from __future__ import annotations
 
 import re
 
+from core.transcripts.redact import encoded, ruleset
 from core.transcripts.redact.assignments import _AUTH_SCHEMES, _AUTHZ, _redact_assignments
-from core.transcripts.redact.judgement import KINDS, _MIN_LEN, _PH, _is_placeholder, _key_info, _value_ok
+from core.transcripts.redact.judgement import KINDS as _OWN_KINDS
+from core.transcripts.redact.judgement import _MIN_LEN, _PH, _is_placeholder, _key_info, _value_ok, keylike, random_token, wrapped_credentials
+from core.transcripts.redact.tokens import _B64_RUN
 from core.transcripts.redact.tokens import (
     _A_RULES, _AWS_BARE_RULES, _B_RULES, _DASH_RULES, _FLAG_TAIL, _J_RULES, _UNDERSCORE_RULES, _URL_RULES, _apply,
-    _client_passwords, _has_b64_run,
+    _client_passwords,
 )
+
+def __getattr__(name: str):
+    # KINDS reads the ruleset file's rule ids: only for whoever asks (the proposer), not at every start-up
+    if name == "KINDS":
+        global KINDS
+        KINDS = (*_OWN_KINDS, "base64-secret", *(k for k in ruleset.rule_ids() if k not in _OWN_KINDS))
+        return KINDS
+    raise AttributeError(name)
+
+
+KINDS: tuple[str, ...]
+"""Every placeholder kind: the package's own, then one per rule of the pinned ruleset (its rule id)."""
 
 __all__ = ["KINDS", "redact_text", "redact_value"]
 
@@ -116,7 +131,7 @@ _UNDERSCORE_GATE = re.compile(
     r")"
 )
 _A_GATE = re.compile(r"A(?=KIA|SIA|Iza)")
-_B_GATE = re.compile(r"B(?=earer[ \t]|EARER[ \t])")
+_B_GATE = re.compile(r"B(?=earer[ \t]|EARER[ \t]|asic[ \t]|ASIC[ \t])")
 _J_GATE = re.compile(r"J(?<=eyJ)(?=[A-Za-z0-9_\-]{8,}+\.eyJ)")
 
 
@@ -158,9 +173,62 @@ def redact_text(text: str) -> str:
             text = _redact_assignments(_EQ_GATE, m, text)
     if "J" in text and _j_gate(text):
         text = _apply(_J_RULES, text)  # a JWT with no `Bearer` or key in front of it
-    if len(text) >= 40 and _has_b64_run(text):
-        text = _apply(_AWS_BARE_RULES, text)  # last: a key with its name beside it has its kind by now
+    if len(text) >= _RULESET_MIN_LEN:
+        spans = _ruleset_spans(text)
+        if spans:
+            text = _ruleset_stage(text, spans)
+    if len(text) >= encoded.MIN_RUN:
+        # one bytes.translate pass serves both base64 stages (its runs are a superset of the bare key's)
+        runs = text.encode("utf-8", "surrogatepass").translate(encoded.TABLE)
+        if encoded.NEEDLE in runs:
+            before = text
+            text = encoded.redact_encoded(text, redact_text, translated=runs)
+            if text is not before:
+                runs = text.encode("utf-8", "surrogatepass").translate(encoded.TABLE)
+        if len(text) >= 40 and _B64_RUN in runs:
+            text = _apply(_AWS_BARE_RULES, text)  # last: a key with its name beside it has its kind by now
+    if text.endswith(" more chars]"):
+        text = _cut_token(text)
     return text
+
+
+_CUT_TAIL = re.compile(r"[A-Za-z0-9+/=_\-.~]{8,}+(?=…\[\d+ more chars\]\Z)")
+
+
+def _cut_token(text: str) -> str:
+    """A token cut short by a reader (normalize.cut: `…[N more chars]`) is too short for its rule's
+    regex; it is redacted when it starts like one of the ruleset's tokens (a keyword of 4+ characters:
+    `glpat-`, `hvs.`, `dop_v1_`, and a digit after it: `api-gateway…` is a name) or reads as random."""
+    m = _CUT_TAIL.search(text)
+    if m is None or m.group().startswith(_MARK_PREFIX):
+        return text
+    token = m.group()
+    low = token.lower()
+    prefixed = any(low.startswith(k) for k in ruleset.prefix_keywords()) and any(ch.isdigit() for ch in token)
+    if not (prefixed or random_token(token)):
+        return text
+    return text[: m.start()] + _PH["secret"] + text[m.end() :]
+
+
+_MARK_PREFIX = "[REDACTED"
+
+_RULESET_MIN_LEN = 10
+"""No rule of the ruleset matches fewer characters (tests/test_redact_ruleset.py checks)."""
+
+
+_ruleset_spans = ruleset.ruleset_spans
+
+
+def _ruleset_stage(text: str, spans: list) -> str:
+    """The pinned ruleset's provider rules (ruleset.py): each secret becomes `[REDACTED:<rule id>]`."""
+    parts, last = [], 0
+    for s, e, kind in sorted(spans, key=lambda x: (x[0], -x[1])):
+        if s < last:
+            continue
+        parts += [text[last:s], f"[REDACTED:{kind}]"]
+        last = e
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 _dash_gate = _DASH_GATE.search
@@ -178,7 +246,8 @@ def _redact_by_key(key, value: str) -> str | None:
         return None
     info = _key_info(key)
     if info is None:
-        return None
+        # a key-like name _key_info does not count ({"cache_key": "9xQ…"}): a random-looking value only
+        return _PH["secret"] if keylike(key) and (random_token(value) or wrapped_credentials(value)) else None
     kind, cls = info
     if cls == "authz":
         a = _AUTHZ.fullmatch(value.strip())

@@ -7,7 +7,7 @@ import re
 
 from core.transcripts.redact.judgement import (
     _AWS_SECRET_VALUE, _CODE_REF, _HAS_DIGIT, _IDENT, _IDENT_PATH, _PH, _is_label, _is_placeholder, _key_info, _secretish,
-    _value_ok,
+    _value_ok, keylike, random_token, wrapped_credentials,
 )
 
 _ASSIGN = re.compile(
@@ -94,6 +94,11 @@ def _assignment_at(text: str, i: int, out: list) -> None:
     eq = "=" in sep
     info = _key_info(name, sep == "=" and not quoted_key)
     if info is None:
+        if keylike(name, not (sep == "=" and name.isupper())):  # `cache_key: 9xQ…`, `SENTRY_DSN=…`: a random-looking word
+            v = _VALUE.match(text, m.end(), hi)
+            val = text[v.start(v.lastgroup):v.end(v.lastgroup)] if v is not None else ""
+            if val and (random_token(val) or wrapped_credentials(val)):
+                out.append((*v.span(v.lastgroup), "secret"))
         return
     kind, cls = info
     # `my password: Tr0ub4dor&3` in prose: only a secret-looking word after the colon counts

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 
@@ -251,3 +252,78 @@ def _is_label(s: str) -> bool:
     return any(ch.isspace() for ch in s) and _KEYWORD_IN.search(s) is not None
 
 
+
+
+# --------------------------------------------------------------------------------------------
+# Entropy: a random-looking value beside a key-like name that _key_info does not count
+# --------------------------------------------------------------------------------------------
+
+_KEYLIKE = frozenset(
+    """
+    key keys token tokens secret secrets auth credential credentials password passwd pwd pass apikey dsn
+    signature sig session cookie jwt hmac salt private pat bearer license
+    """.split()
+)
+_TOKEN_VALUE = re.compile(r"[A-Za-z0-9+/=_\-.~]{20,512}\Z")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z")
+
+
+_NAME_SEPARATORS = re.compile(r"[\-_.~]")
+
+
+def _entropy(s: str) -> float:
+    counts: dict[str, int] = {}
+    for ch in s:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+# What a name in running text must end with for the ':' and '=' gates to reach it (their tails).
+_GATED_ENDS = frozenset("key token secret auth credential credentials password passwd pwd pass cookie apikey".split())
+
+
+@functools.lru_cache(maxsize=4096)
+def keylike(name: str, in_text: bool = False) -> bool:
+    """A name with a secret-ish word in it (`cache_key`, `sessionToken`, `SENTRY_DSN`, `X-Signature`)
+    whose last word does not say it holds something else (`_id`, `_path`, `_url`, `_count`). `in_text`:
+    a name in running text, which the gates reach only by its end (or as an upper-case NAME=)."""
+    comps = [c.lower() for c in _SPLIT.findall(name)]
+    if not comps or comps[-1] in _NON_SECRET_SUFFIX or not any(c in _KEYLIKE for c in comps):
+        return False
+    return not in_text or comps[-1] in _GATED_ENDS
+
+
+def random_token(value: str) -> bool:
+    """A value that reads as a random token: one word of 20+ token characters, letters and digits
+    mixed, Shannon entropy of at least 3.5 bits a character (4.0 when it is only hex: a digest), not a
+    UUID, a path or words joined by separators."""
+    s = value.strip()
+    if _TOKEN_VALUE.match(s) is None or _UUID.match(s) or s.startswith(("/", "./", "../", "~")):
+        return False
+    if _HAS_DIGIT.search(s) is None or _HAS_ALPHA.search(s) is None:
+        return False
+    parts = _NAME_SEPARATORS.split(s)
+    if len(parts) >= 3 and sum(1 for p in parts if p.isalpha() or p.isdigit() or len(p) <= 3) >= len(parts) - 1:
+        return False  # words and numbers joined: build-2024-linux-x86_64-py311, v1.2.3-rc.1
+    hexy = all(ch in "0123456789abcdefABCDEF" for ch in s)
+    return _entropy(s) >= (4.0 if hexy else 3.5)
+
+
+def wrapped_credentials(value: str) -> bool:
+    """A base64 value that decodes to `user:password` (a Docker `auth`, a Basic credential kept in a
+    variable): 12+ characters of one base64 alphabet, decoding to printable text with a colon inside."""
+    import base64
+    import binascii
+
+    s = value.strip()
+    if len(s) < 12 or len(s) > 4096 or _TOKEN_VALUE.match(s.rstrip("=") + "=" * 20) is None:
+        return False
+    body = s.rstrip("=")
+    try:
+        raw = (base64.urlsafe_b64decode if ("-" in body or "_" in body) else base64.b64decode)(body + "=" * (-len(body) % 4))
+        plain = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    user, sep, pw = plain.partition(":")
+    return bool(sep and user and len(pw) >= 4 and plain.isprintable())

@@ -67,7 +67,7 @@ _CURL_USER = re.compile(rf"""({_DASH_LEFT}(?:u|-user)(?:[ \t]+|=)["']?([^\s:"'@]
 
 def _curl_user(m: re.Match) -> str:
     user, pw = m.group(2), m.group(3)
-    if _is_placeholder(pw, False) or (user.isdigit() and pw.isdigit()):
+    if _is_placeholder(pw, False) or (user.isdigit() and pw.isdigit()) or user.startswith("[REDACTED"):
         return m.group(0)  # docker -u 1000:1000 is a uid:gid
     return m.group(1) + _PH["basic-auth"]
 
@@ -82,6 +82,47 @@ def _bearer(m: re.Match) -> str:
     return m.group(1) + m.group(2) + _PH["bearer-token"]
 
 
+# `Basic <base64 of user:password>` anywhere (a header pasted into prose, a log line): the scheme word,
+# then base64 that decodes to text holding a colon.
+_BASIC = re.compile(r"(B(?<!\wB)(?:asic|ASIC))([ \t]+)([A-Za-z0-9+/]{8,}+={0,2})(?![\w\-.~+=])")
+
+
+def _basic(m: re.Match) -> str:
+    import base64
+    import binascii
+
+    body = m.group(3)
+    rest = ""
+    while True:  # the credentials may be followed by a path (`Basic dXM6cHc=/x`): cut at '/' from the right
+        try:
+            plain = base64.b64decode(body + "=" * (-len(body) % 4), validate=True).decode("utf-8")
+            break
+        except (binascii.Error, ValueError):
+            if "/" not in body:
+                return m.group(0)
+            body, tail = body.rsplit("/", 1)
+            rest = "/" + tail + rest
+    user, sep, pw = plain.partition(":")
+    if not sep or not pw or not plain.isprintable() or _is_placeholder(pw, True):
+        return m.group(0)
+    return m.group(1) + m.group(2) + _PH["basic-auth"] + rest
+
+
+# A URL whose user part alone is a token: a Sentry DSN (`https://<key>@o1.ingest.sentry.io/2`), a
+# token-as-user clone URL (`https://ghp_…@github.com/…`). Only a long random-looking user counts.
+_URL_TOKEN_USER = re.compile(r"(://(?<=[A-Za-z0-9+.\-]://))([A-Za-z0-9_\-.~+]{16,}+)@(?=[^\s/@\"'<>]*[A-Za-z0-9])")
+
+
+def _url_token_user(m: re.Match) -> str:
+    user = m.group(2)
+    if not _looks_random(user) or not (_HAS_DIGIT_RX.search(user) and _HAS_ALPHA_RX.search(user)):
+        return m.group(0)
+    return f"{m.group(1)}{_PH['url-credential']}@"
+
+
+_HAS_DIGIT_RX = re.compile(r"[0-9]")
+_HAS_ALPHA_RX = re.compile(r"[A-Za-z]")
+
 _URL_CRED = re.compile(
     r"(://(?<=[A-Za-z0-9+.\-]://)[^\s:/?#@\"'<>]*:)([^\s/\"'<>]+)@(?=[^\s/@\"'<>]*[A-Za-z0-9])"
 )
@@ -90,7 +131,8 @@ _URL_PLACEHOLDERS = frozenset({"password", "pass", "passwd", "pwd", "secret", "t
 
 def _url_cred(m: re.Match) -> str:
     pw = m.group(2)
-    if _is_placeholder(pw, True) or pw.lower() in _URL_PLACEHOLDERS:
+    if _is_placeholder(pw, True) or pw.lower() in _URL_PLACEHOLDERS or m.group(1).endswith(_MARK):
+        # ... or `://[REDACTED:url-credential]@`, a user part already redacted
         return m.group(0)
     return f"{m.group(1)}{_PH['url-credential']}@"
 
@@ -138,7 +180,7 @@ _A_RULES = (
     ),
     (re.compile(_tok(r"AIza", r"[A-Za-z0-9_\-]", 30)), _whole("google-api-key")),
 )
-_B_RULES = ((_BEARER, _bearer),)
+_B_RULES = ((_BEARER, _bearer), (_BASIC, _basic))
 _J_RULES = (
     (
         re.compile(rf"eyJ(?<!{_NOT_TOKEN}eyJ)[A-Za-z0-9_\-]{{8,}}+\.eyJ[A-Za-z0-9_\-]{{8,}}+(?:\.[A-Za-z0-9_\-]*+)*+"),
@@ -228,6 +270,7 @@ _AWS_BARE_RULES = ((_AWS_BARE, _aws_bare),)
 _URL_RULES = (
     (_SLACK_HOOK, lambda m: m.group(1) + _PH["slack-webhook"]),
     (_URL_CRED, _url_cred),
+    (_URL_TOKEN_USER, _url_token_user),
 )
 
 

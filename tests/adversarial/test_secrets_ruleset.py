@@ -1,0 +1,106 @@
+"""Planted secrets, second round (issue 28 item 7a): the twelve kinds that leaked, and a sample of every
+rule of the pinned ruleset, in every field of every transcript format, and as a folder of the cwd.
+
+Pass rule: no planted secret (nor any 12-character piece of it) appears in any answer of `sessions`
+(JSON and table), `mine`, `propose`, `proposals`, `evolve analyze`, `runs projects|coverage|confirm|
+prepare`, the language server (status, cards, proposal details, lenses, hovers), or in any file those
+wrote (the episode store under .artifacts/mining/state, recipes, drafts, run packets).
+
+`make test` runs a spread sample; `KITSOKI_ADVERSARIAL=full` runs every kind and every rule in every
+format (each case plants its secret in every content field of the format at once).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+import transcript_world as W
+from conftest import adversarial_cases
+from ruleset_samples import ISSUE_KINDS, SELF_EVIDENT, rule_samples
+
+pytestmark = pytest.mark.adversarial("secrets")
+
+SAMPLES = rule_samples()
+PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
+ISSUE = [(fmt, kind) for fmt in W.FORMATS for kind in ISSUE_KINDS]
+RULES = [(fmt, rid) for fmt in W.FORMATS for rid in sorted(SAMPLES)]
+CWD = [(fmt, kind) for fmt in W.FORMATS for kind in sorted(SELF_EVIDENT)]
+
+
+def _plant(files: dict, make) -> dict[str, tuple]:
+    """Append make() -> (text to plant, secret) to every content field. Returns secret -> field."""
+    planted = {}
+    for rel, path in W.content_fields(files):
+        old = files[rel]
+        for key in path:
+            old = old[key]
+        text, secret = make()
+        W.set_at(files[rel], path, f"{old} {text}")
+        planted[secret] = (rel, path)
+    return planted
+
+
+def _check(tmp_path, files, planted, *, own_paths: bool = False) -> None:
+    """`own_paths`: the transcripts' own paths on disk are not searched. An agent that ran in a folder
+    named by a secret stores its transcript under a folder named after it (Claude's `-home-dev-<cwd>`,
+    Pi's `--home-dev-<cwd>--`); that path is where the file is, which the store, the cites and run
+    packets name so that they can open it again. Everything read from inside the file is searched."""
+    root = W.write_world(files, tmp_path / "transcripts")
+    answers = W.run_everything(tmp_path, root)
+    if own_paths:
+        paths = sorted({str(root / rel) for rel in files} | {str((root / rel).parent) for rel in files}, key=len, reverse=True)
+        for name, text in answers.items():
+            for path in paths:
+                text = text.replace(path, "<transcript path>")
+            answers[name] = text
+    else:
+        stored = [text for name, text in answers.items() if ".episodes." in name or "/mining/state/" in name]
+        assert stored and any("[REDACTED:" in text for text in stored), "no redacted text reached the store"
+    for name, text in answers.items():  # a placeholder names its rule, which may spell a token's fixed prefix
+        answers[name] = PLACEHOLDER.sub("\0", text)
+    leaks = []
+    for secret, (rel, path) in planted.items():
+        where = [name for name, text in answers.items() if W.leaked(secret, text)]
+        if where:
+            leaks.append(f"{rel} {'.'.join(map(str, path))}: {secret[:16]}… in {', '.join(where[:4])}")
+    assert not leaks, "planted secrets left a reader:\n" + "\n".join(leaks[:20])
+
+
+@pytest.mark.parametrize("fmt,kind", adversarial_cases(ISSUE, fast=6), ids=lambda v: str(v))
+def test_the_twelve_kinds_never_leave_from_any_field(tmp_path, fmt, kind):
+    files = W.world(fmt)
+    rnd = random.Random(f"{fmt}-{kind}")
+    make, context = ISSUE_KINDS[kind]
+
+    def one():
+        secret = make(rnd)
+        return context.format(s=secret), secret
+
+    planted = _plant(files, one)
+    assert len(planted) >= 50  # every field of the format
+    _check(tmp_path, files, planted)
+
+
+@pytest.mark.parametrize("fmt,rid", adversarial_cases(RULES, fast=6), ids=lambda v: str(v))
+def test_every_rule_sample_never_leaves_from_any_field(tmp_path, fmt, rid):
+    files = W.world(fmt)
+    sample, secret = SAMPLES[rid]
+    planted = _plant(files, lambda: (sample, secret))  # one secret: a leak from any field shows
+    assert planted == {secret: planted[secret]}
+    _check(tmp_path, files, {secret: (rid, ("every field",))})
+
+
+@pytest.mark.parametrize("fmt,kind", adversarial_cases(CWD, fast=3), ids=lambda v: str(v))
+def test_a_secret_as_a_folder_of_the_cwd_never_leaves(tmp_path, fmt, kind):
+    """The sessions ran in /home/dev/<secret>/release-desk: the cwd, the project it names, every path
+    under it in tool inputs, and (Claude) the project folder's name all hold the secret."""
+    make, _ = ISSUE_KINDS[kind]
+    secret = make(random.Random(kind))
+    cwd = f"/home/dev/{secret}/release-desk"
+    files: dict[str, object] = {}
+    for sid, day in zip(W.SESSION_IDS[fmt], ("2026-11-02", "2026-11-09", "2026-11-16")):
+        files.update(W.FORMATS[fmt](sid, day, cwd))
+    _check(tmp_path, files, {secret: ("cwd", ())}, own_paths=True)
