@@ -121,8 +121,11 @@ def _proposals(workspace: Path, args, out) -> int:
         out.write("No proposals waiting for a verdict.\n")
         return 0
     for card in cards:
-        out.write(f"{card.recipe_id}  [{card.status}] rung {card.rung} {card.kind}  priority {card.priority:g}\n")
+        label = ", MOVES ROUTES" if card.impact is not None and card.impact.moved else ""
+        out.write(f"{card.recipe_id}  [{card.status}{label}] rung {card.rung} {card.kind}  priority {card.priority:g}\n")
         out.write(f"  {card.title}\n  {card.mapping.classification}: {card.mapping.reason}\n")
+        if card.impact is not None:
+            out.write("".join(f"  {line}\n" for line in card.impact.lines()))
         if card.failure:
             out.write(f"  last accept reverted: {card.failure}\n")
         if card.proof is not None:

@@ -27,6 +27,7 @@ from core.mining.passes import read_recipes
 from core.mining.recipes import Recipe
 from core.mining.service import trace_path
 from core.proposals import drafter as builtin
+from core.proposals import impact
 from core.proposals.drafter import Draft, DraftError, Reader, intent_name_for
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
 from core.proposals.loaded import stories_being_edited
@@ -257,7 +258,9 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
                 withdrawals.append((outcome, outcome.reason))
         outcome = lead_outcome
         try:
-            proposal, files, artifact = build_proposal(model, inventory, recipe, mapping, draft_fn, name)
+            proposal, files, artifact = impact.weigh(  # what it would have done to past prompts and fixtures
+                model, inventory, routers, recipe, mapping, build_proposal(model, inventory, recipe, mapping, draft_fn, name),
+                lambda narrower: build_proposal(model, inventory, narrower, mapping, draft_fn, name))
         except Exception as exc:  # noqa: BLE001 - one recipe that does not draft never stops the pass
             reason = str(exc) if isinstance(exc, (DraftError, DraftInvalid, ValueError)) \
                 else f"the drafter failed: {type(exc).__name__}: {exc}"
