@@ -94,7 +94,10 @@ def card_of(workspace: Path, proposal: Proposal, waits: str | None = None) -> An
                   classification=proposal.mapping.classification, score=proposal.mapping.score,
                   reason=proposal.mapping.reason, failure=proposal.failure, suggestion_only=proposal.suggestion_only,
                   files=files, question_id=proposal.recipe_id, waits=waits,
-                  proof=proposal.proof.model_dump(mode="json") if proposal.proof is not None else None)
+                  proof=proposal.proof.model_dump(mode="json") if proposal.proof is not None else None,
+                  impact=proposal.impact.model_dump(mode="json") if proposal.impact is not None else None,
+                  impact_says=proposal.impact.says() if proposal.impact is not None else None,
+                  moves_routes=bool(proposal.impact and proposal.impact.moved))
 
 
 def detail_of(workspace: Path, proposal: Proposal, gate: GatePreview | None = None, waits: str | None = None) -> Any:
@@ -355,6 +358,8 @@ def hover_text(card: Proposal) -> str:
     if ev.cites:
         seen += ": " + ", ".join(f"`{w.cite_text(c.path, c.line_start, c.line_end)}`" for c in ev.cites[:5])
     lines += ["", seen]
+    if card.impact is not None and card.impact.says():
+        lines += ["", ("**Impact (moves routes)**: " if card.impact.moved else "Impact: ") + card.impact.says()]
     if card.failure:
         lines += ["", f"Last accept reverted: {w.readable_failure(card.failure)}"]
     return "\n".join(lines)

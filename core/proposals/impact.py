@@ -120,6 +120,31 @@ class Impact(BaseModel):
             parts.append(self.note)
         return "; ".join(parts)
 
+    def says(self) -> str:
+        """A sentence or two for the hover and the confirmation asked before an accept."""
+        parts = []
+        if self.moved:
+            first = self.moved[0]
+            more = f" (and {len(self.moved) - 1} more)" if len(self.moved) > 1 else ""
+            parts.append(f"Moves {len(self.moved)} route{'' if len(self.moved) == 1 else 's'}: \"{first.text}\" "
+                         f"({first.source}) from {first.from_} to {first.to}{more}.")
+        if self.gained:
+            past = self.gained_prompts()
+            shown = "; ".join(f'"{g.text}" ×{g.count}' for g in self.gained[:3])
+            parts.append(f"Gains {len(self.gained)} input{'' if len(self.gained) == 1 else 's'}"
+                         + (f", {past} past prompt{'' if past == 1 else 's'}" if past else "") + f" ({shown}).")
+        if self.replayed:
+            parts.append(f"Replayed {self.replayed} inputs" + ("" if self.moved else "; no route moves") + ".")
+        if self.reads:
+            shown = "; ".join(f"{r.kind} {r.what} ({r.where})" for r in self.reads[:3])
+            more = f" and {len(self.reads) - 3} more" if len(self.reads) > 3 else ""
+            parts.append(f"Read by {shown}{more}.")
+        if self.narrower and self.moved:
+            parts.append("Tried first: " + "; ".join(self.narrower) + ".")
+        if not parts and self.note:
+            parts.append(self.note[0].upper() + self.note[1:] + ".")
+        return " ".join(parts)
+
     def lines(self) -> list[str]:
         """The impact as text lines, for the CLI and the card's markdown."""
         out = [f"impact: {self.headline()}"]
@@ -387,26 +412,29 @@ def _scan(model: Workspace, pattern: re.Pattern[str], flows_pattern: re.Pattern[
           what: str) -> list[Reader]:
     readers: list[Reader] = []
     seen: set[str] = set()
-    for name, story in _stories(model):
-        files = list(story.files) + [f for f in story.import_files if f not in story.files]
-        for file in files:
-            try:
-                text = Path(file).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if not pattern.search(text):
-                continue
-            for n, line in enumerate(text.splitlines(), 1):
-                if pattern.search(line):
-                    where = f"{relative(model.path, file)}:{n}"
-                    if where in seen:
-                        continue
-                    seen.add(where)
-                    state = _enclosing_state(story, Path(file), n)
-                    readers.append(Reader(kind="state", where=where,
-                                          what=f"{name}:{state}" if state else f"{name} ({what})"))
-        if flows_pattern is None:
+    stories = _stories(model)
+    # a file is named by the story it belongs to, and only then by a story importing it
+    owned = [(name, story, f) for name, story in stories for f in story.files]
+    owned += [(name, story, f) for name, story in stories for f in story.import_files if f not in story.files]
+    for name, story, file in owned:
+        try:
+            text = Path(file).read_text(encoding="utf-8", errors="replace")
+        except OSError:
             continue
+        if not pattern.search(text):
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if pattern.search(line):
+                where = f"{relative(model.path, file)}:{n}"
+                if where in seen:
+                    continue
+                seen.add(where)
+                state = _enclosing_state(story, Path(file), n)
+                readers.append(Reader(kind="state", where=where,
+                                      what=f"{name}:{state}" if state else f"{name} ({what})"))
+    for name, _story in stories:
+        if flows_pattern is None:
+            break
         for path in flow_files(model, name):
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
@@ -427,8 +455,8 @@ def world_readers(model: Workspace, key: str) -> list[Reader]:
 
 def binding_readers(model: Workspace, iface: str) -> list[Reader]:
     word = re.escape(iface)
-    return _scan(model, re.compile(rf"invoke:\s*['\"]?(?:root__)?{word}\."),
-                 re.compile(rf"handler:\s*['\"]?(?:root__)?{word}\.|^\s*['\"]?(?:root__)?{word}\.\w+['\"]?\s*:"),
+    return _scan(model, re.compile(rf"invoke:\s*['\"]?(?:iface\.|root__)?{word}\."),
+                 re.compile(rf"handler:\s*['\"]?(?:iface\.|root__)?{word}\.|^\s*['\"]?(?:iface\.|root__)?{word}\.\w+['\"]?\s*:"),
                  f"the {iface} interface")
 
 
