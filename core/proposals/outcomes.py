@@ -143,15 +143,24 @@ def _target_of(proposal) -> str:
     return proposal.mapping.near or ""
 
 
-def _signature_seen(episode, signature: list[str]) -> bool:
-    if not signature:
+def _steps(signature) -> set[str]:
+    # Claude Code says `Bash`, Pi `bash`: the same step
+    return {step.lower() for step in signature}
+
+
+def _signature_seen(episode, signature: list[str], *, every: bool = True) -> bool:
+    """The recipe's actions seen again in `episode`: all of them (an ask, a gated action), or any (a
+    setting's evidence: one command that shows the value in use)."""
+    wanted = _steps(signature)
+    if not wanted:
         return False
-    mine = set(episode.signature)
-    return all(step in mine for step in signature)
+    mine = _steps(episode.signature)
+    return wanted <= mine if every else bool(wanted & mine)
 
 
 def _decided_by_hand(episode, signature: list[str]) -> bool:
-    return any(a.signature in signature and (a.rejected or a.interrupted) for a in episode.actions)
+    wanted = _steps(signature)
+    return any(a.signature.lower() in wanted and (a.rejected or a.interrupted) for a in episode.actions)
 
 
 def follow(workspace: Path, *, now: datetime | None = None, offer_reverts: bool = True) -> OutcomesFile:
@@ -168,6 +177,11 @@ def follow(workspace: Path, *, now: datetime | None = None, offer_reverts: bool 
         previous = {}
     episodes = _later_episodes(workspace)
     routers = None
+    from core.mining.service import trace_path
+    from core.proposals.inbox import history
+    from core.trace import Trace
+
+    states = history(Trace(trace_path(workspace)))
     out = OutcomesFile(window_days=window.total_seconds() / 86400, followed_at=now.isoformat())
     for item in decided(workspace):
         proposal = _staged(workspace, item.recipe_id)
@@ -185,7 +199,7 @@ def follow(workspace: Path, *, now: datetime | None = None, offer_reverts: bool 
             out.outcomes.append(record)
             continue
         if proposal.title.startswith(REVERT_TITLE) and proposal.mapping.near and is_recipe_id(proposal.mapping.near):
-            record.status, record.note = "in use", f"reverted {proposal.mapping.near}"
+            record.status, record.note = "in use", f"took back {proposal.mapping.near}"
             out.outcomes.append(record)
             continue
         record.target = _target_of(proposal)
@@ -212,7 +226,7 @@ def follow(workspace: Path, *, now: datetime | None = None, offer_reverts: bool 
                 elif _signature_seen(ep, signature):
                     used.append(ep.timestamp)
         else:
-            used = [ep.timestamp for ep in later if _signature_seen(ep, signature)]
+            used = [ep.timestamp for ep in later if _signature_seen(ep, signature, every=False)]
         record.uses = len(used)
         record.last_used = max(used).isoformat() if used else None
         record.followed_through = max((ep.timestamp for ep in later), default=since or now).isoformat()
@@ -225,7 +239,9 @@ def follow(workspace: Path, *, now: datetime | None = None, offer_reverts: bool 
             record.status = "not used"
         else:
             record.status = "watching"
-        if record.status in ("not used", "still asked free-form") and age >= window and offer_reverts:
+        if record.revert_offer and states.get(record.revert_offer) == "accepted":
+            record.status, record.note = "reverted", f"reverted through the gate by {record.revert_offer}"
+        elif record.status in ("not used", "still asked free-form") and age >= window and offer_reverts:
             record.revert_offer = offer_revert(workspace, proposal, record) or record.revert_offer
         out.outcomes.append(record)
     write_outcomes(workspace, out)
@@ -245,9 +261,10 @@ def _routers(workspace: Path) -> dict:
 
 
 def did_not_stick(record: Outcome, window_days: float, now: datetime | None = None) -> bool:
+    """Kept, and unused (or only asked free-form) for the whole window, as of the follow-up (`now`)."""
     since = _when(record.decided_at)
     now = now or datetime.now(timezone.utc)
-    return (record.verdict == "accept" and record.status in ("not used", "still asked free-form")
+    return (record.verdict == "accept" and record.status in ("not used", "still asked free-form", "reverted")
             and since is not None and now - since >= timedelta(days=window_days))
 
 
@@ -328,7 +345,8 @@ def weigh_recipes(workspace: Path, recipes: list, threshold: float | None = None
     except (OutcomesError, OSError) as exc:
         log.warning("%s", exc)
         return recipes
-    failed = [o for o in data.outcomes if did_not_stick(o, data.window_days)]
+    followed = _when(data.followed_at)
+    failed = [o for o in data.outcomes if did_not_stick(o, data.window_days, followed)]
     if not failed:
         return recipes
     from core.proposals.reversal import _staged
