@@ -120,7 +120,7 @@ def accept_option(proposal: Proposal, gate: GatePreview | None) -> str:
     where = ", ".join(c.path for c in proposal.files) or "dev-story (a suggestion)"
     brief = _core("core.proposals.wording").accept_brief(gate)
     judged = gate is not None and gate.gated and not gate.held and gate.kind not in ("unknown",) and gate.runs
-    return f"apply to {where}; {brief}" + (", kept only if they pass" if judged and gate.kind != "command" else
+    return f"apply to {where}; {moves_label(proposal)}{brief}" + (", kept only if they pass" if judged and gate.kind != "command" else
                                            ", kept only if it passes" if judged else "")
 
 
@@ -263,9 +263,15 @@ def resolve_lens_impl(ls: Any, lens: types.CodeLens) -> types.CodeLens:
     sidecar, card = found
     brief = _core("core.proposals.wording").accept_brief(sidecar.gate_preview_cached(card.recipe_id))
     verb = "Accept again" if card.status == "held" else "Accept"
-    lens.command = types.Command(title=f"{verb}: {card.title} ({brief})", command=M.CMD_ACCEPT,
+    lens.command = types.Command(title=f"{verb}: {card.title} ({moves_label(card)}{brief})", command=M.CMD_ACCEPT,
                                  arguments=[{"id": card.recipe_id}])
     return lens
+
+
+def moves_label(card: Proposal) -> str:
+    """`MOVES 1 ROUTE; ` before what the gate will do, for a card whose impact moves routes (no flow shows that)."""
+    moved = len(card.impact.moved) if card.impact is not None else 0
+    return f"MOVES {moved} ROUTE{'' if moved == 1 else 'S'}; " if moved else ""
 
 
 def draft_of(sidecar: WorkspaceSidecar, rel: str) -> tuple[Proposal | None, str]:

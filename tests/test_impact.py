@@ -83,8 +83,8 @@ def test_the_demo_synonym_card_shows_its_gains_and_the_route_it_steals(demo):
 def test_rung_1_and_gate_cards_say_who_reads_what_they_set(demo):
     world, binding, gate = card(demo, "world.test_cmd"), card(demo, "Bind ticket"), card(demo, "human decide")
     assert world.impact.reads == [] and world.impact.note == \
-        "nothing in this project reads world.test_cmd (no state, no flow fixture)"
-    assert binding.impact.note == "nothing in this project invokes the ticket interface (no state, no flow fixture)"
+        "nothing in this project reads world.test_cmd"
+    assert binding.impact.note == "nothing in this project invokes the ticket interface"
     reads = [(r.kind, r.where) for r in gate.impact.reads]
     # the arm into rollout, and the flow that drives a deploy through it (the one its gate will turn red)
     assert ("state", "stories/release-desk/rooms/desk.yaml:3") in reads

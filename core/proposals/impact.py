@@ -499,11 +499,11 @@ def assess(model: Workspace, live: Inventory, routers, proposal, files: dict[str
     if proposal.kind == "world" and recipe.iface:
         readers = world_readers(model, recipe.iface)
         return Impact(reads=readers, note="" if readers else
-                      f"nothing in this project reads world.{recipe.iface} (no state, no flow fixture)")
+                      f"nothing in this project reads world.{recipe.iface}")
     if proposal.kind == "binding" and recipe.iface:
         readers = binding_readers(model, recipe.iface)
         return Impact(reads=readers, note="" if readers else
-                      f"nothing in this project invokes the {recipe.iface} interface (no state, no flow fixture)")
+                      f"nothing in this project invokes the {recipe.iface} interface")
     from core.proposals.validate import staged_load
 
     story_files = {rel: data for rel, data in files.items() if not _is_flow(rel)}
