@@ -219,8 +219,8 @@ def _stamp(path: Path) -> tuple | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _cached(path: Path, make: Callable[[], object]) -> object:
-    key, stamp = str(path), _stamp(path)
+def _cached(path: Path, make: Callable[[], object], kind: str = "text") -> object:
+    key, stamp = f"{kind}:{path}", _stamp(path)
     hit = _FILES.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]
@@ -262,7 +262,7 @@ def past_prompts(workspace: Path) -> _Corpus:
             corpus.add(text, count, source)
         return corpus
 
-    return _cached(marks, make)  # type: ignore[return-value]
+    return _cached(marks, make, "prompts")  # type: ignore[return-value]
 
 
 _INPUT_LINE = re.compile(r"^\s*(?:-\s*)?input:\s*(.+?)\s*$")
@@ -289,7 +289,7 @@ def fixture_inputs(path: Path, workspace: Path) -> list[tuple[str, str]]:
                 out.append((value, f"{rel}:{n}"))
         return out
 
-    return _cached(path, make)  # type: ignore[return-value]
+    return _cached(path, make, "inputs")  # type: ignore[return-value]
 
 
 def flow_files(workspace: Workspace, story_name: str) -> list[Path]:
@@ -311,9 +311,9 @@ def flow_files(workspace: Workspace, story_name: str) -> list[Path]:
 # --- replay -----------------------------------------------------------------------------------------
 
 
-def _phrases(inventory: Inventory) -> dict[str, dict[str, set[tuple[str, str]]]]:
+def _phrases(rows) -> dict[str, dict[str, set[tuple[str, str]]]]:
     out: dict[str, dict[str, set[tuple[str, str]]]] = defaultdict(lambda: defaultdict(set))
-    for row in inventory.intents:
+    for row in rows:
         out[row.story][row.name].update((p.kind, p.text) for p in row.phrases)
     return out
 
@@ -326,7 +326,13 @@ def _route(router: Router, text: str) -> str | None:
 def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[str, Router] | None = None,
            before_corpus: _Corpus | None = None) -> Impact:
     """Gains and moves of the staged inventory against the live one (see the module's doc)."""
-    before, after = _phrases(live), _phrases(staged)
+    # Rows a staged inventory shares with the live one (the same objects) are unchanged: only the stories
+    # with rows of their own on either side are compared.
+    live_ids, staged_ids = {id(r) for r in live.intents}, {id(r) for r in staged.intents}
+    touched = ({r.story for r in staged.intents if id(r) not in live_ids}
+               | {r.story for r in live.intents if id(r) not in staged_ids})
+    before = _phrases([r for r in live.intents if r.story in touched])
+    after = _phrases([r for r in staged.intents if r.story in touched])
     changed_stories = sorted(s for s in set(before) | set(after) if before.get(s, {}) != after.get(s, {}))
     impact = Impact()
     if not changed_stories:
@@ -388,6 +394,16 @@ def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[s
 # --- readers of a rung-1 key, an interface, a state --------------------------------------------------
 
 
+def _text(path: Path) -> str | None:
+    """A story or fixture file's text, read once per version of it."""
+    def make() -> str | None:
+        try:
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+    return _cached(path, make)  # type: ignore[return-value]
+
+
 def _enclosing_state(story: Story, file: Path, line: int) -> str | None:
     best, best_line = None, 0
     real = os.path.realpath(file)
@@ -409,17 +425,22 @@ def _stories(model: Workspace) -> list[tuple[str, Story]]:
 
 
 def _scan(model: Workspace, pattern: re.Pattern[str], flows_pattern: re.Pattern[str] | None,
-          what: str) -> list[Reader]:
+          what: str, needle: str) -> list[Reader]:
+    """States and fixtures whose lines match; `needle` is a plain substring every match holds (a fast
+    test before the pattern)."""
     readers: list[Reader] = []
     seen: set[str] = set()
     stories = _stories(model)
     # a file is named by the story it belongs to, and only then by a story importing it
     owned = [(name, story, f) for name, story in stories for f in story.files]
     owned += [(name, story, f) for name, story in stories for f in story.import_files if f not in story.files]
+    done: set[str] = set()
     for name, story, file in owned:
-        try:
-            text = Path(file).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        if str(file) in done:
+            continue
+        done.add(str(file))
+        text = _text(Path(file))
+        if text is None or needle not in text:
             continue
         if not pattern.search(text):
             continue
@@ -436,9 +457,8 @@ def _scan(model: Workspace, pattern: re.Pattern[str], flows_pattern: re.Pattern[
         if flows_pattern is None:
             break
         for path in flow_files(model, name):
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+            text = _text(path)
+            if text is None or needle not in text or not flows_pattern.search(text):
                 continue
             for n, line in enumerate(text.splitlines(), 1):
                 if flows_pattern.search(line):
@@ -447,17 +467,40 @@ def _scan(model: Workspace, pattern: re.Pattern[str], flows_pattern: re.Pattern[
     return readers[:MAX_LISTED]
 
 
+_READERS: dict[tuple, tuple[Workspace, list[Reader]]] = {}
+
+
+def _memo(model: Workspace, kind: str, key: str, make: Callable[[], list[Reader]]) -> list[Reader]:
+    """Per loaded tree: an unchanged workspace is the same model object, so a warm pass scans nothing."""
+    hit = _READERS.get((id(model), kind, key))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    found = make()
+    if len(_READERS) > 64:
+        _READERS.clear()
+    _READERS[(id(model), kind, key)] = (model, found)
+    return found
+
+
 def world_readers(model: Workspace, key: str) -> list[Reader]:
-    word = re.escape(key)
-    return _scan(model, re.compile(rf"\bworld\.{word}\b|\b{word}\s*:\s*\{{\{{|^\s*{word}\s*:\s*world\."),
-                 re.compile(rf"^\s*{word}\s*:"), f"world.{key}")
+    return _memo(model, "world", key, lambda: _world_readers(model, key))
 
 
 def binding_readers(model: Workspace, iface: str) -> list[Reader]:
+    return _memo(model, "binding", iface, lambda: _binding_readers(model, iface))
+
+
+def _world_readers(model: Workspace, key: str) -> list[Reader]:
+    word = re.escape(key)
+    return _scan(model, re.compile(rf"\bworld\.{word}\b|\b{word}\s*:\s*\{{\{{|^\s*{word}\s*:\s*world\.", re.M),
+                 re.compile(rf"^\s*{word}\s*:", re.M), f"world.{key}", key)
+
+
+def _binding_readers(model: Workspace, iface: str) -> list[Reader]:
     word = re.escape(iface)
-    return _scan(model, re.compile(rf"invoke:\s*['\"]?(?:iface\.|root__)?{word}\."),
-                 re.compile(rf"handler:\s*['\"]?(?:iface\.|root__)?{word}\.|^\s*['\"]?(?:iface\.|root__)?{word}\.\w+['\"]?\s*:"),
-                 f"the {iface} interface")
+    return _scan(model, re.compile(rf"invoke:\s*['\"]?(?:iface\.|root__)?{word}\.", re.M),
+                 re.compile(rf"handler:\s*['\"]?(?:iface\.|root__)?{word}\.|^\s*['\"]?(?:iface\.|root__)?{word}\.\w+['\"]?\s*:",
+                            re.M), f"the {iface} interface", f"{iface}.")
 
 
 def state_readers(model: Workspace, story_slug: str, state: str) -> list[Reader]:
@@ -506,15 +549,32 @@ def assess(model: Workspace, live: Inventory, routers, proposal, files: dict[str
                       f"nothing in this project invokes the {recipe.iface} interface")
     from core.proposals.validate import staged_load
 
-    story_files = {rel: data for rel, data in files.items() if not _is_flow(rel)}
-    staged = staged_load(model, story_files)
-    impact = replay(model, live, build_inventory(staged), getattr(routers, "by_story", None))
+    staged = staged_load(model, files)  # the tree the draft's checks just loaded (cached there)
+    impact = replay(model, live, staged_intents(model, live, staged, files), getattr(routers, "by_story", None))
     if proposal.kind == "gate" and proposal.mapping.near and ":" in proposal.mapping.near:
         story_slug, state = proposal.mapping.near.split(":", 1)
         impact.reads = state_readers(model, story_slug, state)
     if not impact.gained and not impact.moved and not impact.reads:
         impact.note = "no past prompt, fixture input or phrase routes differently"
     return impact
+
+
+def staged_intents(model: Workspace, live: Inventory, staged: Workspace, files: dict[str, bytes]) -> Inventory:
+    """The staged tree's intent rows, built only for the stories the draft reloaded (an unchanged story is
+    the same object in both trees); the rest are the live inventory's. A change to `.kitsoki.yaml` (the
+    root instance's synonyms) builds the whole staged inventory."""
+    from core.kitsoki.inventory import _story_rows
+
+    if CONFIG_FILE in files or staged.root_instance is not model.root_instance:
+        return build_inventory(staged)
+    same = {id(story) for story in model.stories}
+    changed = [story for story in staged.stories if id(story) not in same]
+    names = {story.slug for story in changed}
+    rows = [row for row in live.intents if row.story not in names]
+    for story in changed:
+        rows.extend(_story_rows(story, story.slug)[0])
+    return Inventory.model_construct(workspace=live.workspace, intents=rows, agent_calls=[], gates=[], bindings=[],
+                                     world=[])
 
 
 def _is_flow(rel: str) -> bool:
