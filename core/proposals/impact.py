@@ -344,20 +344,7 @@ def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[s
         changed: list[tuple[str, str]] = []
         for name in set(old) | set(new):
             changed.extend(old.get(name, set()) ^ new.get(name, set()))
-        corpus = _Corpus()
-        for item in prompts.inputs:
-            corpus.inputs.append(item)
-        corpus.index = prompts.index
-        extra = _Corpus()
-        for path in flow_files(model, story):
-            for text, where in fixture_inputs(path, model.path):
-                extra.add(text, 1, f"fixture {where}")
-        for row in live.intents:
-            if row.story != story or row.name in added_to:
-                continue
-            for phrase in row.phrases:
-                if "{" not in phrase.text:
-                    extra.add(phrase.text, 1, f"{phrase.kind} of {story}:{row.name}")
+        extra = _extra_corpus(model, live, story, tuple(added_to))
         impact.replayed += len(prompts.inputs) + len(extra.inputs)
         impact.prompts += sum(i.count for i in prompts.inputs)
         candidates: list[_Input] = []
@@ -389,6 +376,63 @@ def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[s
     del impact.gained[MAX_LISTED:]
     del impact.moved[MAX_LISTED:]
     return impact
+
+
+_EXTRA: dict[tuple, tuple[Inventory, tuple, _Corpus]] = {}
+
+
+def _extra_corpus(model: Workspace, live: Inventory, story: str, added_to: tuple[str, ...]) -> _Corpus:
+    """The app's fixture inputs and its other intents' phrases, tokenized once per live inventory and
+    fixture versions (a warm pass builds nothing)."""
+    files = flow_files(model, story)
+    stamps = tuple((str(p), _stamp(p)) for p in files)
+    key = (id(live), story, added_to)
+    hit = _EXTRA.get(key)
+    if hit is not None and hit[0] is live and hit[1] == stamps:
+        return hit[2]
+    extra = _Corpus()
+    for path in files:
+        for text, where in fixture_inputs(path, model.path):
+            extra.add(text, 1, f"fixture {where}")
+    for row in live.intents:
+        if row.story != story or row.name in added_to:
+            continue
+        for phrase in row.phrases:
+            if "{" not in phrase.text:
+                extra.add(phrase.text, 1, f"{phrase.kind} of {story}:{row.name}")
+    if len(_EXTRA) > 64:
+        _EXTRA.clear()
+    _EXTRA[key] = (live, stamps, extra)
+    return extra
+
+
+@dataclass
+class _Phrase:
+    text: str
+    kind: str
+
+
+@dataclass
+class _Row:
+    """An intent row of a reloaded story, as the router and the replay read it (no pydantic: it is built
+    for every story a draft reloads)."""
+
+    story: str
+    name: str
+    examples: list[str]
+    synonyms: list[str]
+    slots: dict
+    phrases: list[_Phrase]
+    source: str = "story"
+
+
+def _light_rows(story: Story, name: str) -> list[_Row]:
+    rows = []
+    for intent in story.all_intents():
+        examples, synonyms = list(intent.examples), list(intent.synonyms)
+        rows.append(_Row(story=name, name=intent.name, examples=examples, synonyms=synonyms, slots=dict(intent.slots),
+                         phrases=[_Phrase(t, "example") for t in examples] + [_Phrase(t, "synonym") for t in synonyms]))
+    return rows
 
 
 # --- readers of a rung-1 key, an interface, a state --------------------------------------------------
@@ -549,7 +593,9 @@ def assess(model: Workspace, live: Inventory, routers, proposal, files: dict[str
                       f"nothing in this project invokes the {recipe.iface} interface")
     from core.proposals.validate import staged_load
 
-    staged = staged_load(model, files)  # the tree the draft's checks just loaded (cached there)
+    # the tree the draft's checks just loaded (cached there: the same files, before its proof was added)
+    proof = proposal.proof.path if proposal.proof is not None else None
+    staged = staged_load(model, {rel: data for rel, data in files.items() if rel != proof})
     impact = replay(model, live, staged_intents(model, live, staged, files), getattr(routers, "by_story", None))
     if proposal.kind == "gate" and proposal.mapping.near and ":" in proposal.mapping.near:
         story_slug, state = proposal.mapping.near.split(":", 1)
@@ -563,16 +609,21 @@ def staged_intents(model: Workspace, live: Inventory, staged: Workspace, files: 
     """The staged tree's intent rows, built only for the stories the draft reloaded (an unchanged story is
     the same object in both trees); the rest are the live inventory's. A change to `.kitsoki.yaml` (the
     root instance's synonyms) builds the whole staged inventory."""
-    from core.kitsoki.inventory import _story_rows
+    from core.kitsoki.inventory import _root_rows
 
-    if CONFIG_FILE in files or staged.root_instance is not model.root_instance:
+    if CONFIG_FILE in files:
         return build_inventory(staged)
     same = {id(story) for story in model.stories}
     changed = [story for story in staged.stories if id(story) not in same]
     names = {story.slug for story in changed}
-    rows = [row for row in live.intents if row.story not in names]
+    root = staged.root_instance is not model.root_instance
+    # the root instance's own rows are rebuilt when it was (its override synonyms come from the unchanged config)
+    rows = [row for row in live.intents
+            if row.story not in names and not (root and row.story == ROOT_INSTANCE and row.source != "override")]
+    if root:
+        rows.extend(_root_rows(staged))
     for story in changed:
-        rows.extend(_story_rows(story, story.slug)[0])
+        rows.extend(_light_rows(story, story.slug))
     return Inventory.model_construct(workspace=live.workspace, intents=rows, agent_calls=[], gates=[], bindings=[],
                                      world=[])
 
