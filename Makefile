@@ -42,6 +42,7 @@ bench: venv
 	$(BIN)/python tests/bench/gate.py
 	$(BIN)/python tests/bench/adversarial.py
 	$(BIN)/python tests/bench/quality.py
+	$(BIN)/python tests/bench/impact.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -362,6 +362,10 @@ class WorkspaceSidecar:
         files = {self._rel(i.file) for i in [*old, *merged]}
         if self.events.problems_changed is not None:
             self.events.problems_changed(self.workspace, files)
+        # a stale card says why it waits (the first problem): its files' cards changed with the problems
+        stale = {change.path for card in self._cards.all if card.status == "stale" for change in card.files}
+        if stale and self.events.proposals_changed is not None:
+            self.events.proposals_changed(self.workspace, list(self._cards.all), stale)
 
     def _rel(self, file: str) -> str:
         path = Path(file)

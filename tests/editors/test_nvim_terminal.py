@@ -156,7 +156,9 @@ def test_the_walkthrough_in_neovim(tmp_path, shots, tmux):
     assert "(restore it from the rejected list)" in screen, screen
     screenshot(tmux, shots / "01-question.png", CHROMIUM, "Neovim: a question, once")
     tmux.keys("Enter")  # later
-    screen = tmux.wait_for(r"kitsoki 2/2: Bind ticket", 10, "the previews of .kitsoki.yaml")
+    anchor = next(i for i, ln in enumerate(config_before.splitlines(), 1) if "base_branch: main" in ln)
+    tmux.type(f"{anchor}Gzt")  # the line at the top: its previews (two headers, impacts, added lines) fit below
+    screen = tmux.wait_for(r"└ :KitsokiMine accept", 10, "the previews of .kitsoki.yaml")
     lines = screen.splitlines()
     at = next(i for i, ln in enumerate(lines) if "base_branch: main" in ln)
     assert [ln.strip() for ln in lines[at + 1:at + 9]] == [
@@ -173,7 +175,6 @@ def test_the_walkthrough_in_neovim(tmp_path, shots, tmux):
     screenshot(tmux, shots / "02-previews.png", CHROMIUM, "Neovim: proposals")
 
     # An accept that is kept: which proposal (two share the line), then the confirmation.
-    anchor = next(i for i, ln in enumerate(config_before.splitlines(), 1) if "base_branch: main" in ln)
     tmux.type(f"{anchor}G")
     command(tmux, ":KitsokiMine accept")
     screen = tmux.wait_for(rf"^Which proposal\?(.|\n)*{PROMPT}", 10)
@@ -225,8 +226,9 @@ def test_the_walkthrough_in_neovim(tmp_path, shots, tmux):
     # The gate: a person decides at rollout. ship.yaml says a deploy goes live by itself: red, as in kitsoki.
     command(tmux, ":e stories/release-desk/rooms/desk.yaml")
     later(tmux, "Let a human decide at release-desk:rollout")
+    decider = [i for i, ln in enumerate(desk.read_text().splitlines(), 1) if "decider: llm" in ln][-1]
+    tmux.type(f"{decider}Gzt")  # rollout's decider at the top: the preview below it is on screen
     tmux.wait_for(r"kitsoki: Let a human decide at release-desk:rollout", 10)
-    decider = next(i for i, ln in enumerate(desk.read_text().splitlines(), 1) if "decider: llm" in ln)
     tmux.type(f"{decider}G")
     command(tmux, ":KitsokiMine accept")
     screen = tmux.wait_for(rf"^Accept \"Let a human decide at release-desk:rollout\"\?(.|\n)*{PROMPT}", 10)
@@ -316,7 +318,7 @@ def test_neovim_with_a_person_s_files(tmp_path, shots, tmux):
     line = next(i for i, ln in enumerate(story.read_text().splitlines(), 1) if ln.startswith("intents:"))
     command(tmux, f":{line}s/intents:/intents: [/")
     command(tmux, ":w")
-    screen = tmux.wait_for(r"waiting: stories/release-desk/app\.yaml:\d+:\d+ does not load", 20, "why it waits")
+    screen = tmux.wait_for(r"waiting: stories/release-desk/app\.yaml:\d+:\d+ does not load", 45, "why it waits")
     assert re.search(r"^E\s", screen, re.MULTILINE), "an error sign on the offending line:\n" + screen
     screenshot(tmux, shots / "11-invalid-yaml.png", CHROMIUM, "Neovim: a story that does not load")
     command(tmux, ":lua vim.diagnostic.open_float({ scope = 'buffer' })")

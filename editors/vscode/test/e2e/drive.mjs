@@ -512,7 +512,7 @@ async function main() {
       await clickLens('Accept this draft (no flow runs: kept after checks)');
       const modal = await answerModal('Save and accept');
       check(modal.message.includes('Accept "Bind ticket to host.gh.ticket"?'), modal.message);
-      check(/the draft of \.kitsoki\.yaml has unsaved edits: they are saved first\. This changes \.kitsoki\.yaml; no flow exercises/
+      check(/the draft of \.kitsoki\.yaml has unsaved edits: they are saved first\. Impact: Nothing in this project invokes the ticket interface\.\s+This changes \.kitsoki\.yaml; no flow exercises/
         .test(modal.detail), `the confirmation: ${modal.detail}`);
       check(JSON.stringify(modal.buttons).includes('Save and accept'), JSON.stringify(modal.buttons));
       await waitForToast(/kept "Bind ticket to host\.gh\.ticket": structural checks passed, no flow exercises it\./, 'the accepted draft');
