@@ -241,10 +241,10 @@ def test_the_walkthrough_in_neovim(tmp_path, shots, tmux):
     assert "reverted \"Let a human decide at release-desk:rollout\"" in screen, screen
     assert sha(desk) == desk_before and sha(story) == story_before, "the reverted accept left the story as it was"
     screenshot(tmux, shots / "07-reverted.png", CHROMIUM, "Neovim: reverted")
-    command(tmux, ":e stories/release-desk/app.yaml")
 
     # The diff split: the draft beside the live file, no previews clashing with the filler lines.
     tmux.keys("Escape")
+    command(tmux, ":e stories/release-desk/app.yaml")
     tmux.type("14G")
     command(tmux, ":KitsokiMine diff")
     screen = tmux.wait_for(r"│\s+synonyms:", 10, "the draft's added lines in the right-hand window")
