@@ -245,6 +245,7 @@ def test_the_walkthrough_in_neovim(tmp_path, shots, tmux):
     # The diff split: the draft beside the live file, no previews clashing with the filler lines.
     tmux.keys("Escape")
     command(tmux, ":e stories/release-desk/app.yaml")
+    tmux.wait_for(r"┌ kitsoki: Add 1 synonym to release-desk's deploy", 10, "the story's preview drawn before the diff")
     tmux.type("14G")
     command(tmux, ":KitsokiMine diff")
     screen = tmux.wait_for(r"│\s+synonyms:", 10, "the draft's added lines in the right-hand window")
