@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -29,7 +31,6 @@ from core.proposals.inbox import inbox
 from core.proposals.mapper import Routers
 from core.proposals.proposer import run_proposer
 from core.proposals.validate import staged_load
-from server.cli import main as cli
 
 KITSOKI_WS = Path(__file__).resolve().parents[2] / "shared" / "kitsoki-workspace"
 DEMO_CWD = "/home/dev/release-desk"
@@ -45,8 +46,10 @@ def write_history(folder: Path, workspace: Path, sessions: list[tuple[str, list[
 
 
 def cli_out(capsys, *argv: str) -> str:
-    assert cli(list(argv)) == 0
-    return capsys.readouterr().out
+    """The console script's output (a process of its own, as a person runs it)."""
+    done = subprocess.run([sys.executable, "-m", "server.cli", *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 # --- the demo ------------------------------------------------------------------------------------------

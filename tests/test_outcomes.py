@@ -10,6 +10,8 @@ tests with pytest (the world key in use), and nothing uses the ticket binding (n
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -24,7 +26,13 @@ from core.mining.recipes import Instance, Recipe, recipe_id
 from core.proposals import outcomes
 from core.proposals.decide import accept
 from core.proposals.inbox import inbox
-from server.cli import main as cli
+
+
+def cli(*argv: str) -> str:
+    """The console script's output (a process of its own: the records are read back from disk)."""
+    done = subprocess.run([sys.executable, "-m", "server.cli", *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 DEMO_CWD = "/home/dev/release-desk"
 
@@ -107,16 +115,14 @@ def test_a_change_that_did_not_stick_lowers_similar_recipes(followed):
 
 def test_outcomes_cli_lists_each_decision_and_the_records_survive_a_restart(followed, capsys):
     workspace, _, _ = followed
-    assert cli(["outcomes", "--repo", str(workspace), "--json"]) == 0
-    data = orjson.loads(capsys.readouterr().out)
+    data = orjson.loads(cli("outcomes", "--repo", str(workspace), "--json"))
     statuses = {o["title"]: o["status"] for o in data["outcomes"]}
     assert statuses["Add 1 synonym to release-desk's deploy"] == "in use"
     assert "Let a human decide at release-desk:rollout" not in statuses  # held (red), never kept: nothing to follow
     assert data["window_days"] == 30
     stored = outcomes.read_outcomes(workspace)  # what a new process reads back: signed, the same records
     assert [o.recipe_id for o in stored.outcomes] == [o["recipe_id"] for o in data["outcomes"]]
-    assert cli(["outcomes", "--repo", str(workspace)]) == 0
-    text = capsys.readouterr().out
+    text = cli("outcomes", "--repo", str(workspace))
     assert "in use" in text and "uses since 1, free-form asks since 0" in text
 
 
