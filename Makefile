@@ -43,6 +43,7 @@ bench: venv
 	$(BIN)/python tests/bench/adversarial.py
 	$(BIN)/python tests/bench/quality.py
 	$(BIN)/python tests/bench/propose.py $(if $(KITSOKI_SRC),--repo $(KITSOKI_SRC))
+	$(BIN)/python tests/bench/impact.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

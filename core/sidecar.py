@@ -111,6 +111,8 @@ class MineStatus(BaseModel):
     """What a person should know about mining here, e.g. where a pass that read 0 sessions looked."""
     problems: list[ConfigIssue] = []
     """Why the workspace does not load (file, line, column, message): proposals wait until it does."""
+    outcomes: str | None = None
+    """Whether the accepted changes stuck (core.proposals.outcomes.status_line), after the last pass."""
 
 
 @dataclass
@@ -218,14 +220,35 @@ class WorkspaceSidecar:
     def status(self) -> MineStatus:
         pending = len(self._cards.all)
         source = dev_story_source(self.workspace, workspace_sources(self.workspace, self.config, self.env, self.home))
+        outcomes = self._outcomes_line()
         if self.miner is None:
             return MineStatus(workspace=str(self.workspace), enabled=False, paused=False, running=False,
                               last_error=self.config_error, pending=pending, proposer_error=self.proposer_error,
-                              dev_story=source, problems=self.problems)
+                              dev_story=source, problems=self.problems, outcomes=outcomes)
         miner: MinerStatus = self.miner.status()
         return MineStatus(workspace=str(self.workspace), pending=pending, proposer_error=self.proposer_error,
-                          dev_story=source, note=mining_note(miner), problems=self.problems,
+                          dev_story=source, note=mining_note(miner), problems=self.problems, outcomes=outcomes,
                           **miner.model_dump(exclude={"slug"}))
+
+    def _outcomes_line(self) -> str | None:
+        """What the last follow-up of the accepted changes found (read from its signed record)."""
+        from core.proposals.outcomes import OutcomesError, read_outcomes, status_line
+
+        try:
+            data = read_outcomes(self.workspace)
+        except (OutcomesError, OSError) as exc:
+            return f"outcomes unreadable: {exc}"
+        return status_line(data) if data.outcomes else None
+
+    def follow_outcomes(self) -> None:
+        """After a pass: follow each decided proposal (uses, free-form asks); a kept change unused for
+        the window is offered for revert as a proposal."""
+        from core.proposals.outcomes import follow
+
+        try:
+            follow(self.workspace)
+        except Exception as exc:  # noqa: BLE001 - following up never stops a pass; the log says why
+            log.warning("outcomes not followed: %s", exc)
 
     def control(self, action: Control, dirs: list[Path] | None = None) -> MineStatus:
         if self.miner is None:
@@ -339,6 +362,10 @@ class WorkspaceSidecar:
         files = {self._rel(i.file) for i in [*old, *merged]}
         if self.events.problems_changed is not None:
             self.events.problems_changed(self.workspace, files)
+        # a stale card says why it waits (the first problem): its files' cards changed with the problems
+        stale = {change.path for card in self._cards.all if card.status == "stale" for change in card.files}
+        if stale and self.events.proposals_changed is not None:
+            self.events.proposals_changed(self.workspace, list(self._cards.all), stale)
 
     def _rel(self, file: str) -> str:
         path = Path(file)
@@ -422,6 +449,7 @@ class WorkspaceSidecar:
             self.events.pass_progress(self.workspace, done, total)
 
     def _after_pass(self, report: PassReport, recipes: list[Recipe]) -> None:
+        self.follow_outcomes()
         proposer = self.propose(recipes)
         if self.events.pass_ran is not None:
             self.events.pass_ran(self.workspace, report, proposer)

@@ -96,6 +96,13 @@ def add_commands(sub, folder_type) -> None:
         p = sub.add_parser(verb, help=text, description=text[0].upper() + text[1:] + ".")
         p.add_argument("id", help="the proposal's recipe id (or a unique prefix of it)")
         workspace_arg(p)
+    outcomes = sub.add_parser("outcomes", help="follow decided proposals: uses since, free-form asks since, status",
+                              description="Follow every decided proposal through the sessions mined since its "
+                                          "verdict: how many later prompts route to what it added, how many still "
+                                          "asked the agent free-form, when it was last used. A kept change unused "
+                                          "for miner.outcome_window (default 30d) is offered for revert as a "
+                                          "proposal (accepted only through the flow gate).")
+    workspace_arg(outcomes)
     flows = sub.add_parser("flows", help="run the workspace's flow fixtures with the built-in runner",
                            description="Run kitsoki flow fixtures (each story's flows/*.yaml and ./flows/*.yaml) "
                                        "with the built-in runner, a documented subset of `kitsoki test flows`. "
@@ -396,7 +403,7 @@ def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
     return build_parser(named if named and named not in HEAVY_COMMANDS and named in _LIGHT else None)
 
 
-_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "accept", "refine", "reject", "decided", "undo",
+_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "outcomes", "accept", "refine", "reject", "decided", "undo",
                     "restore", "flows", "demo", "mcp"})
 
 

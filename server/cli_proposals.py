@@ -24,6 +24,7 @@ from core.locks import WorkspaceBusy
 from core.mining.service import trace_path
 from core.proposals.decide import DecisionRefused, decide
 from core.proposals.inbox import inbox
+from core.proposals.outcomes import OutcomesError
 from core.proposals.proposer import run_proposer
 from core.proposals.settings import SettingsError, configured_drafter
 from core.trace import TraceCorrupt, Trace, TraceBusyError
@@ -80,11 +81,13 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
             return _propose(workspace, args, out)
         if args.command == "proposals":
             return _proposals(workspace, args, out)
+        if args.command == "outcomes":
+            return _outcomes(workspace, args, out)
         if args.command in ("decided", "undo", "restore"):
             return _take_back(workspace, args, out, err)
         return _decide(workspace, args, out, err)
     except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, KeyUnavailable,
-            TraceCorrupt) as exc:
+            TraceCorrupt, OutcomesError) as exc:
         return _fail(err, str(exc))  # a damaged or planted state file is named, never a traceback
     except WorkspaceBusy as exc:
         return _fail(err, str(exc), 3)
@@ -121,8 +124,11 @@ def _proposals(workspace: Path, args, out) -> int:
         out.write("No proposals waiting for a verdict.\n")
         return 0
     for card in cards:
-        out.write(f"{card.recipe_id}  [{card.status}] rung {card.rung} {card.kind}  priority {card.priority:g}\n")
+        label = ", MOVES ROUTES" if card.impact is not None and card.impact.moved else ""
+        out.write(f"{card.recipe_id}  [{card.status}{label}] rung {card.rung} {card.kind}  priority {card.priority:g}\n")
         out.write(f"  {card.title}\n  {card.mapping.classification}: {card.mapping.reason}\n")
+        if card.impact is not None:
+            out.write("".join(f"  {line}\n" for line in card.impact.lines()))
         if card.failure:
             out.write(f"  last accept reverted: {card.failure}\n")
         if card.proof is not None:
@@ -138,6 +144,28 @@ def _proposals(workspace: Path, args, out) -> int:
         if card.diff:
             out.write("".join(f"    {line}\n" for line in card.diff.rstrip("\n").splitlines()))
         out.write("\n")
+    return 0
+
+
+def _outcomes(workspace: Path, args, out) -> int:
+    from core.proposals.outcomes import follow, status_line
+
+    data = follow(workspace)
+    if args.json:
+        _json(out, data.model_dump(mode="json"))
+        return 0
+    if not data.outcomes:
+        out.write("No decided proposals yet.\n")
+        return 0
+    out.write(f"{status_line(data)} (window {data.window_days:g} days)\n")
+    for item in data.outcomes:
+        last = f", last used {item.last_used[:10]}" if item.last_used else ""
+        out.write(f"{item.recipe_id[:12]}  {item.verdict:<6}  {item.decided_at[:10]}  {item.status:<22}  {item.title}\n")
+        if item.verdict == "accept":
+            out.write(f"    uses since {item.uses}, free-form asks since {item.free_form}{last}"
+                      + (f"; {item.target}" if item.target else "") + "\n")
+        if item.note:
+            out.write(f"    {item.note}\n")
     return 0
 
 

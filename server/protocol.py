@@ -157,6 +157,13 @@ class Card(BaseModel):
     what no flow can assert and how that was checked instead."""
     waits: str | None = None
     """A stale proposal that cannot be re-drafted yet: why (the workspace does not load, file:line:col)."""
+    impact: dict[str, Any] | None = None
+    """What it would have done to this project's past prompts and fixtures (core.proposals.impact.Impact:
+    replayed, gained [{text, count}], moved [{text, from, to, source}], reads), computed before accept."""
+    impact_says: str | None = None
+    """`impact` in a sentence or two, as the hover and the accept confirmation say it."""
+    moves_routes: bool = False
+    """The draft moves an input from the intent it routes to today: ranked below the others and labelled."""
 
 
 class ProposalsResult(BaseModel):

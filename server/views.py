@@ -94,7 +94,10 @@ def card_of(workspace: Path, proposal: Proposal, waits: str | None = None) -> An
                   classification=proposal.mapping.classification, score=proposal.mapping.score,
                   reason=proposal.mapping.reason, failure=proposal.failure, suggestion_only=proposal.suggestion_only,
                   files=files, question_id=proposal.recipe_id, waits=waits,
-                  proof=proposal.proof.model_dump(mode="json") if proposal.proof is not None else None)
+                  proof=proposal.proof.model_dump(mode="json") if proposal.proof is not None else None,
+                  impact=proposal.impact.model_dump(mode="json") if proposal.impact is not None else None,
+                  impact_says=proposal.impact.says() if proposal.impact is not None else None,
+                  moves_routes=bool(proposal.impact and proposal.impact.moved))
 
 
 def detail_of(workspace: Path, proposal: Proposal, gate: GatePreview | None = None, waits: str | None = None) -> Any:
@@ -117,7 +120,7 @@ def accept_option(proposal: Proposal, gate: GatePreview | None) -> str:
     where = ", ".join(c.path for c in proposal.files) or "dev-story (a suggestion)"
     brief = _core("core.proposals.wording").accept_brief(gate)
     judged = gate is not None and gate.gated and not gate.held and gate.kind not in ("unknown",) and gate.runs
-    return f"apply to {where}; {brief}" + (", kept only if they pass" if judged and gate.kind != "command" else
+    return f"apply to {where}; {moves_label(proposal)}{brief}" + (", kept only if they pass" if judged and gate.kind != "command" else
                                            ", kept only if it passes" if judged else "")
 
 
@@ -260,9 +263,15 @@ def resolve_lens_impl(ls: Any, lens: types.CodeLens) -> types.CodeLens:
     sidecar, card = found
     brief = _core("core.proposals.wording").accept_brief(sidecar.gate_preview_cached(card.recipe_id))
     verb = "Accept again" if card.status == "held" else "Accept"
-    lens.command = types.Command(title=f"{verb}: {card.title} ({brief})", command=M.CMD_ACCEPT,
+    lens.command = types.Command(title=f"{verb}: {card.title} ({moves_label(card)}{brief})", command=M.CMD_ACCEPT,
                                  arguments=[{"id": card.recipe_id}])
     return lens
+
+
+def moves_label(card: Proposal) -> str:
+    """`MOVES 1 ROUTE; ` before what the gate will do, for a card whose impact moves routes (no flow shows that)."""
+    moved = len(card.impact.moved) if card.impact is not None else 0
+    return f"MOVES {moved} ROUTE{'' if moved == 1 else 'S'}; " if moved else ""
 
 
 def draft_of(sidecar: WorkspaceSidecar, rel: str) -> tuple[Proposal | None, str]:
@@ -355,6 +364,8 @@ def hover_text(card: Proposal) -> str:
     if ev.cites:
         seen += ": " + ", ".join(f"`{w.cite_text(c.path, c.line_start, c.line_end)}`" for c in ev.cites[:5])
     lines += ["", seen]
+    if card.impact is not None and card.impact.says():
+        lines += ["", ("**Impact (moves routes)**: " if card.impact.moved else "Impact: ") + card.impact.says()]
     if card.failure:
         lines += ["", f"Last accept reverted: {w.readable_failure(card.failure)}"]
     return "\n".join(lines)

@@ -40,12 +40,12 @@ def hashes(root: Path) -> dict[str, str]:
 
 @pytest.fixture
 def demo(tmp_path):
-    """The demo workspace, mined and proposed: three pending proposals."""
+    """The demo workspace, mined and proposed: four pending proposals."""
     _, ws, transcripts = lay_out(tmp_path / "demo")
     _, recipes = seed_pass(ws, transcripts)
     run_proposer(ws, recipes)
     cards = {p.kind: p for p in inbox(ws)}
-    assert set(cards) == {"intent", "world", "binding"}
+    assert set(cards) == {"intent", "world", "binding", "gate"}
     return ws, cards
 
 
@@ -76,16 +76,30 @@ def test_accept_on_green_keeps_and_records(demo):
 
 
 def test_accept_on_red_restores_every_byte_and_holds_the_proposal(demo):
+    # A person decides at rollout: ship.yaml expects a deploy to go live by itself (kitsoki's verdict too).
     ws, cards = demo
     before = hashes(ws)
-    result = cli("accept", cards["intent"].recipe_id, "--repo", str(ws))
+    result = cli("accept", cards["gate"].recipe_id, "--repo", str(ws))
     assert result.returncode == 1
-    assert "reverted, every byte restored" in result.stdout and "preview.yaml turn 1" in result.stdout
-    assert "flows:\n  stories/release-desk/app.yaml (edited): failed, 2 passed, 1 failed\n" in result.stdout
+    assert "reverted, every byte restored" in result.stdout and "ship.yaml turn 1" in result.stdout
+    assert 'expect_state: got "rollout", want "__exit__shipped"' in result.stdout
+    assert ("flows:\n  stories/release-desk/app.yaml (edited stories/release-desk/rooms/desk.yaml): failed, 4 passed, "
+            "1 failed\n") in result.stdout
+    assert "proof: stories/release-desk/flows/mined-" in result.stdout  # its own proof passed; ship.yaml did not
     assert hashes(ws) == before
     assert decided(ws)[0]["reverted"] is True and decided(ws)[0]["flows_green"] is False
-    held = next(p for p in inbox(ws) if p.recipe_id == cards["intent"].recipe_id)
-    assert held.status == "held" and "1 of 3 flows failed" in held.failure
+    held = next(p for p in inbox(ws) if p.recipe_id == cards["gate"].recipe_id)
+    assert held.status == "held" and "1 of 5 flows failed" in held.failure
+
+
+def test_a_synonym_that_moves_a_route_is_green_at_the_gate_so_its_impact_says_so_first(demo):
+    # kitsoki resolves a fixture's typed input only through its recording: no flow sees the route it steals.
+    ws, cards = demo
+    synonym = cards["intent"]
+    assert [(m.text, m.from_, m.to) for m in synonym.impact.moved] == [
+        ("take the preview build live", "release-desk:preview", "release-desk:deploy")]
+    decision = accept(ws, synonym.recipe_id)
+    assert decision.flows_green and not decision.reverted
 
 
 def test_a_second_rung_1_accept_on_the_same_file_is_stale_until_redrafted(demo):
@@ -184,9 +198,9 @@ def test_a_leftover_journal_is_rolled_back_on_the_next_start(demo):
 def test_flows_command_prints_kitsokis_report(tmp_path):
     _, ws, _ = lay_out(tmp_path / "d")
     result = cli("flows", "--repo", str(ws))
-    assert result.returncode == 0 and result.stdout.endswith("Summary: 3/3 flows pass\nPASS\n")
+    assert result.returncode == 0 and result.stdout.endswith("Summary: 4/4 flows pass\nPASS\n")
     report = orjson.loads(cli("flows", "--repo", str(ws), "--json").stdout)
-    assert (report["Passed"], report["Failed"]) == (3, 0)
+    assert (report["Passed"], report["Failed"]) == (4, 0)
 
 
 def test_the_demo_runs_from_the_console_script(tmp_path):
@@ -195,7 +209,8 @@ def test_the_demo_runs_from_the_console_script(tmp_path):
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "REVERTED Add 1 synonym to release-desk's deploy" in out and "preview.yaml turn 1" in out
+    assert "REVERTED Let a human decide at release-desk:rollout" in out and "ship.yaml turn 1" in out
+    assert "LEFT     Add 1 synonym to release-desk's deploy: its impact moves 1 route" in out
     assert "KEPT     Set world.test_cmd to 'pytest'" in out and "KEPT     Bind ticket to host.gh.ticket" in out
     assert '"kind":"mining.proposal_decided"' in out
     assert "+      test_cmd: pytest" in out

@@ -211,43 +211,29 @@ def test_several_documents_are_several_results(shop):
 # --- input routing ------------------------------------------------------------------------------
 
 
-def test_input_routes_by_example_synonym_and_template(shop):
-    flow(shop, "typed.yaml", HEADER + """
+def test_an_input_turn_without_a_recording_stops_the_run_as_kitsoki_does(shop):
+    # kitsoki resolves an input: turn only through a recording (flows.go runOneFlowLegacy); the story's own
+    # examples and synonyms are never consulted, so a flow that types text without one aborts the app run.
+    flow(shop, "typed_free.yaml", HEADER + """
+        initial_state: entrance
         turns:
-          - input: "browse the shelves"          # example, exact
+          - input: "browse the shelves"          # an exact example: still no route without a recording
             expect_state: aisle
-          - input: "grab eggs"                    # template synonym fills the slot
-            expect_world: { last_item: eggs, cart_count: 1 }
-          - input: "please checkout"              # bare synonym
-            expect_state: paying
-          - input: "here is my card"
-            expect_state: __exit__done
-        expect_terminal: true
-        expect_no_errors: true
         """)
-    result = only(run_flows(shop))
-    assert result.Passed, failures(result)
+    report = run_flows(shop, "stories/shop/flows/typed_free.yaml")
+    failure = only(report).Turns[0].Failures[0]
+    assert failure == ('turn 1: input "browse the shelves" requires a recording but none was loaded '
+                       "(kitsoki stops the run here)")
+    assert report.fatal() == f"stories/shop/flows/typed_free.yaml: {failure}"
 
 
-def test_ambiguous_and_unrouted_input_fail_the_turn(shop):
-    flow(shop, "vague.yaml", HEADER + """
-        initial_state: aisle
-        turns:
-          - input: "order pay cancel"
-            expect_state: aisle
-          - input: "sing a song"
-        """)
-    result = only(run_flows(shop))
-    assert not result.Passed
-    assert result.Turns[0].Failures == [
-        'input "order pay cancel" routed to no intent (ambiguous: cancel, checkout)']
-    assert result.Turns[1].Failures == ['input "sing a song" routed to no intent']
-
-
-def test_input_routes_only_among_the_states_intents(shop):
-    # "browse" is an example of an intent the aisle has no arm for.
-    flow(shop, "scope.yaml", HEADER + "initial_state: aisle\nturns: [{input: browse the shelves}]\n")
-    assert failures(only(run_flows(shop))) == ['input "browse the shelves" routed to no intent']
+def test_a_recording_routes_the_input_turns_from_the_initial_state_as_written(shop):
+    # The committed typed.yaml walks the shop by text, each turn resolved by its recording.
+    shutil.copy(SHOP / FLOWS / "typed.yaml", shop / FLOWS / "typed.yaml")
+    result = run_flows(shop).Results
+    assert [r.File for r in result] == ["stories/shop/flows/typed.yaml"] * 2
+    assert all(r.Passed for r in result), [failures(r) for r in result]
+    assert [t.NewState for t in result[0].Turns] == ["aisle", "aisle", "paying", "__exit__done"]
 
 
 # --- validation errors --------------------------------------------------------------------------

@@ -656,6 +656,6 @@ def test_a_story_saved_half_way_makes_new_proposals_wait_instead_of_drafting_aro
     assert not (demo.workspace / ".kitsoki" / "stories").exists()  # nothing materialized around it
     story.write_text(text)
     fixed = run_proposer(demo.workspace, recipes)
-    assert len(fixed.raised) == 3 and fixed.problems == []
+    assert len(fixed.raised) == 4 and fixed.problems == []
     intent = next(o for o in fixed.outcomes if o.kind == "intent")
     assert intent.classification == "ENRICH" and "release-desk" in intent.reason

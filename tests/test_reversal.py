@@ -89,7 +89,7 @@ def test_undo_refuses_when_the_file_changed_since_and_writes_nothing(demo):
 
 def test_only_a_kept_accept_can_be_undone(demo):
     ws, cards = demo
-    intent = cards["intent"].recipe_id
+    intent = cards["gate"].recipe_id  # its flows go red
     assert accept(ws, intent).reverted  # held: nothing was kept
     with pytest.raises(ReversalRefused, match="not a kept accept"):
         undo_accept(ws, intent)

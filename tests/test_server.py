@@ -100,18 +100,25 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
     # initialize -> a seed pass -> the proposer -> notifications
     await wait_for(lambda: client.kitsoki.get("kitsoki/passRan"), what="kitsoki/passRan")
     ran = client.kitsoki["kitsoki/passRan"][0]
-    assert ran.report.trigger == "seed" and ran.report.sessions == 4 and len(ran.raised) == 3
+    assert ran.report.trigger == "seed" and ran.report.sessions == 4 and len(ran.raised) == 4
     await wait_for(lambda: client.kitsoki.get("kitsoki/proposalsChanged"), what="proposalsChanged")
     changed = client.kitsoki["kitsoki/proposalsChanged"][-1]
-    assert set(changed.uris) == {config_uri, app_uri} and changed.pending == 3
+    desk_uri = (ws / "stories/release-desk/rooms/desk.yaml").as_uri()
+    proof_uris = {u for u in changed.uris if "/flows/mined-" in u}
+    assert set(changed.uris) - proof_uris == {config_uri, app_uri, desk_uri} and len(proof_uris) == 1
+    assert changed.pending == 4
     questions = client.kitsoki.get("kitsoki/question", [])
-    assert len(questions) == 3 and questions[0].questions[0].header == "Capture as structure?"
+    assert len(questions) == 4 and questions[0].questions[0].header == "Capture as structure?"
     assert [o.label for o in questions[0].questions[0].options] == ["accept", "refine", "dismiss"]
     assert any(reports for reports in client.progress_reports.values()), "the pass reported progress"
 
     cards = (await request(client, "kitsoki/proposals", {}))["proposals"]
     by_kind = {c["kind"]: c for c in cards}
-    assert set(by_kind) == {"intent", "world", "binding"}
+    assert set(by_kind) == {"intent", "world", "binding", "gate"}
+    # every card carries its impact; the synonym's moves a route (labelled, ranked last)
+    assert all({"replayed", "gained", "moved"} <= set(c["impact"]) for c in cards)
+    assert by_kind["intent"]["moves_routes"] and cards[-1]["kind"] == "intent"
+    assert by_kind["intent"]["impact"]["moved"][0]["to"] == "release-desk:deploy"
     assert [c["id"] for c in (await request(client, "kitsoki/proposals", {"uri": app_uri}))["proposals"]] == \
         [by_kind["intent"]["id"]]
 
@@ -139,6 +146,7 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
         text_document=types.TextDocumentIdentifier(uri=app_uri),
         position=types.Position(line=by_kind["intent"]["files"][0]["line"], character=4)))
     assert "take the build live" in hover.contents.value and ".jsonl:" in hover.contents.value
+    assert '**Impact (moves routes)**: Moves 1 route: "take the preview build live"' in hover.contents.value
 
     # a code action that accepts
     actions = await client.text_document_code_action_async(types.CodeActionParams(
@@ -165,13 +173,13 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
     assert result["gated"] is False and decided.gated is False, "no flow reads the demo's root overrides"
     assert [(f["app"], f["status"]) for f in result["flows"]] == [("<root>", "not run")]
 
-    # accept that reverts: every byte as before
+    # accept that reverts (a person decides at rollout; ship.yaml expects the automatic path): every byte as before
     before_all = hashes(ws)
     result = await request(client, "kitsoki/answerQuestion",
-                           {"question_id": by_kind["intent"]["id"], "answers": {by_kind["intent"]["title"]: "accept"}})
-    assert result["reverted"] is True and result["flows_green"] is False and "1 of 3 flows failed" in result["failure"]
+                           {"question_id": by_kind["gate"]["id"], "answers": {by_kind["gate"]["title"]: "accept"}})
+    assert result["reverted"] is True and result["flows_green"] is False and "1 of 5 flows failed" in result["failure"]
     assert [(f["app"], f["failed"]) for f in result["flows"]] == [
-        ("stories/release-desk/app.yaml", ["stories/release-desk/flows/preview.yaml"])]
+        ("stories/release-desk/app.yaml", ["stories/release-desk/flows/ship.yaml"])]
     assert hashes(ws) == before_all
     tokens = [reports for reports in client.progress_reports.values()
               if reports and getattr(reports[0], "title", "").startswith("Accepting")]
@@ -181,7 +189,8 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
     await command(client, "kitsoki.reject", by_kind["binding"]["id"])
     await command(client, "kitsoki.propose")
     remaining = (await request(client, "kitsoki/proposals", {}))["proposals"]
-    assert [(c["id"], c["status"]) for c in remaining] == [(by_kind["intent"]["id"], "held")]
+    assert [(c["id"], c["status"]) for c in remaining] == [(by_kind["gate"]["id"], "held"),
+                                                            (by_kind["intent"]["id"], "pending")]
 
     # bad params and unknown ids: clear errors, and the server keeps serving
     with pytest.raises(JsonRpcException, match="action"):
@@ -193,7 +202,7 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
     with pytest.raises(JsonRpcException, match="must be a proposal id"):
         await command(client, "kitsoki.accept", 42)
     status = (await request(client, "kitsoki/mineStatus", {}))["workspaces"][0]
-    assert status["enabled"] and status["pending"] == 1 and status["last_pass"]["sessions"] == 4
+    assert status["enabled"] and status["pending"] == 2 and status["last_pass"]["sessions"] == 4
 
 
 async def test_refine_opens_the_staged_draft(client: LanguageClient):

@@ -74,7 +74,7 @@ def test_diagnostics_hover_and_actions_cover_the_changed_lines(served):
 
 def test_requests_validate_their_params(served):
     server, sidecar, ws, _ = served
-    assert mine_status_impl(server, {})["workspaces"][0]["pending"] == 3
+    assert mine_status_impl(server, {})["workspaces"][0]["pending"] == 4
     assert len(proposals_impl(server, {"uri": (ws / ".kitsoki.yaml").as_uri()})["proposals"]) == 2
     with pytest.raises(JsonRpcInvalidParams, match="action"):
         mine_control_impl(server, {"action": "later"})

@@ -17,12 +17,17 @@ from pathlib import Path
 CWD = "/home/dev/release-desk"
 OUT = Path(__file__).resolve().parent / "workspace_transcripts"
 
-# (prompt, [(command, stdout, is_error)], answer)
+# (prompt, [(command, stdout or REJECTED, is_error)], answer)
 Episode = tuple[str, list[tuple[str, str, bool]], str]
 
 CHECK_OK = "ruff: all checks passed\nmypy: Success: no issues found in 41 source files"
 DEPLOY_OK = "building release-desk:2026.11 ... done\npushing image ... done\nrollout: 3/3 pods ready"
 TESTS_OK = "........................................ [100%]\n42 passed in 3.18s"
+REJECTED = None
+"""A call the person refused (Claude Code's "Do you want to proceed?" answered no)."""
+REJECTION = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+             "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
+             "tell you how to proceed.")
 TESTS_FAIL = "FAILED tests/test_changelog.py::test_groups_by_type - AssertionError\n1 failed, 41 passed in 3.30s"
 
 CLAUDE_SESSIONS: list[tuple[str, list[Episode]]] = [
@@ -32,16 +37,16 @@ CLAUDE_SESSIONS: list[tuple[str, list[Episode]]] = [
                                                       "11  Preview URL missing from PR comment  bug", False)],
          "Two open bugs: #14 (changelog grouping) and #11 (preview URL in PR comments)."),
         ("take the build live",
-         [("make check", CHECK_OK, False), ("make deploy", DEPLOY_OK, False)],
-         "Checks passed and the build is live: 3/3 pods ready."),
+         [("make check", CHECK_OK, False), ("make deploy", REJECTED, True)],
+         "Checks passed; I stopped before `make deploy` as you asked. Say when and I'll roll it out."),
         ("run the tests before I merge",
          [("pytest -q", TESTS_OK, False)],
          "All 42 tests pass; safe to merge."),
     ]),
     ("2026-11-09T14:02:41", [
         ("take the build live please",
-         [("make check", CHECK_OK, False), ("make deploy", DEPLOY_OK, False)],
-         "Deployed; the rollout finished with 3/3 pods ready."),
+         [("make check", CHECK_OK, False), ("make deploy", REJECTED, True)],
+         "Checks are green; the deploy waits for your go."),
         ("show me issue 14",
          [("gh issue view 14", "Changelog groups fixes under Features\nopen • 2 comments\n\n"
                                "Fix commits end up in the Features section.", False)],
@@ -53,8 +58,8 @@ CLAUDE_SESSIONS: list[tuple[str, list[Episode]]] = [
     ]),
     ("2026-11-16T10:45:12", [
         ("can you take the build live",
-         [("make check", CHECK_OK, False), ("make deploy", DEPLOY_OK, False)],
-         "Live: checks green, rollout complete."),
+         [("make check", CHECK_OK, False), ("make deploy", REJECTED, True)],
+         "Checks green. You declined the deploy, so nothing was rolled out."),
         ("cut a new release for friday",
          [("make release VERSION=0.3.2", "changelog updated\nversion bumped to 0.3.2", False),
           ("git tag v0.3.2", "", False)],
@@ -118,6 +123,11 @@ def claude_session(start: str, episodes: list[Episode]) -> list[dict]:
                 "content": [{"type": "tool_use", "id": call, "name": "Bash",
                              "input": {"command": command, "description": f"Run {command.split()[0]}"}}],
                 "stop_reason": "tool_use", "usage": {"input_tokens": 812, "output_tokens": 64}})
+            if stdout is REJECTED:
+                add("user", message={"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": call, "content": REJECTION, "is_error": True}]},
+                    toolUseResult="User rejected tool use")
+                continue
             output = stdout if not is_error else f"Exit code 1\n{stdout}"
             add("user", message={"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": call, "content": output, "is_error": is_error}]},

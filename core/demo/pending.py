@@ -112,7 +112,11 @@ def describe(demo: PendingDemo) -> str:
     for proposal in demo.proposals:
         where = ", ".join(f"{c.path}:{min(c.changed_lines or [1])}" for c in proposal.files) or "a suggestion"
         brief = accept_brief(planned_gate(demo.workspace, proposal.recipe_id))
-        lines.append(f"  {proposal.priority:5.2f}  {proposal.title}  ({where}; {brief})")
+        moved = len(proposal.impact.moved) if proposal.impact is not None else 0
+        moves = f"MOVES {moved} ROUTE{'' if moved == 1 else 'S'}; " if moved else ""
+        lines.append(f"  {proposal.priority:5.2f}  {proposal.title}  ({where}; {moves}{brief})")
+        if moved:
+            lines.append(f"         impact: {proposal.impact.says()}")
     lines += ["", "Open it in VS Code (with editors/vscode/kitsoki-miner.vsix installed; trust the folder):",
               f"  code {demo.workspace}"]
     if demo.nvim_init is not None:

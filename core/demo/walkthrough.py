@@ -2,9 +2,12 @@
 
 Lays out `release-desk` (a small kitsoki project: `.kitsoki.yaml`, a story with intents, states
 and rooms, flow fixtures) and four weeks of Claude Code and Pi transcripts about it, then runs the
-same core calls the CLI and the language server make: a seed mining pass, the proposer, and two
-accepts through the apply gate with the built-in flow runner: one whose flows go red (every byte
-restored) and one that stays green (kept). Every step is reported through `say`.
+same core calls the CLI and the language server make: a seed mining pass, the proposer (each card
+with its impact: what it would have done to the project's past prompts and fixtures), and accepts
+through the apply gate with the built-in flow runner: the cards that move no route are accepted (one
+goes red, every byte restored; the others are kept); the card whose impact moves a route is left for
+a person, since no flow can see a route move (kitsoki resolves a fixture's typed input only through its
+recording). Every step is reported through `say`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from core.mining.service import record_pass, trace_path
 from core.proposals.decide import Decision, accept
 from core.proposals.inbox import inbox
 from core.proposals.model import Proposal
+from core.proposals.wording import plural
 from core.proposals.proposer import ProposerReport, run_proposer
 from core.trace import Trace
 
@@ -48,6 +52,8 @@ class DemoResult(BaseModel):
     proposer: ProposerReport | None = None
     proposals: list[Proposal] = Field(default_factory=list)
     decisions: list[Decision] = Field(default_factory=list)
+    left: list[str] = Field(default_factory=list)
+    """Recipe ids of the cards left for a person (their impact moves routes)."""
     trace_lines: list[str] = Field(default_factory=list)
     kept_diff: str = ""
 
@@ -113,9 +119,11 @@ def run_demo(into: Path | None = None, say: Callable[[str], None] = print) -> De
         raise DemoError(f"expected at least two proposals, got {len(result.proposals)}")
     for proposal in result.proposals:
         say(f"\n   proposal {proposal.recipe_id} (rung {proposal.rung}, {proposal.mapping.classification}): "
-            f"{proposal.title}\n" + _indent(proposal.diff))
+            f"{proposal.title}\n" + _indent("\n".join(proposal.impact.lines()) if proposal.impact else "")
+            + _indent(proposal.diff))
 
-    say("\n3. Accepting each, in priority order, through the apply gate (built-in flow runner):")
+    say("\n3. Accepting each that moves no route, in the inbox's order, through the apply gate (built-in flow "
+        "runner):")
     for recipe_id in [p.recipe_id for p in inbox(workspace)]:
         current = next((p for p in inbox(workspace) if p.recipe_id == recipe_id), None)
         if current is not None and current.status == "stale":
@@ -124,6 +132,13 @@ def run_demo(into: Path | None = None, say: Callable[[str], None] = print) -> De
             run_proposer(workspace, recipes)
             current = next((p for p in inbox(workspace) if p.recipe_id == recipe_id), None)
         if current is None or current.status != "pending":
+            continue
+        if current.impact is not None and current.impact.moved:
+            result.left.append(current.recipe_id)
+            moved = current.impact.moved[0]
+            say(f"   LEFT     {current.title}: its impact moves {plural(len(current.impact.moved), 'route')} "
+                f'("{moved.text}", {moved.source}, from {moved.from_} to {moved.to}); the flows route that '
+                "input through their recording, so a green gate could not show it: a person decides")
             continue
         decision = accept(workspace, current.recipe_id, gate_kind="builtin")
         result.decisions.append(decision)
@@ -147,6 +162,10 @@ def run_demo(into: Path | None = None, say: Callable[[str], None] = print) -> De
         diff.extend(difflib.unified_diff(before.get(path, []), after.get(path, []), f"a/{path}", f"b/{path}"))
     result.kept_diff = "".join(diff)
     say("\n5. What stayed in the workspace:\n" + _indent(result.kept_diff or "(nothing)"))
+    left = [p for p in inbox(workspace) if p.recipe_id in result.left]
+    if left:
+        say("\nLeft for a person (read its impact, then accept, refine to a narrower phrasing, or reject): "
+            + ", ".join(f"{p.recipe_id} ({p.title})" for p in left))
     held = [p for p in inbox(workspace) if p.status == "held"]
     if held:
         say("\nHeld for a person (accept again after fixing, refine, or reject): "

@@ -3,7 +3,7 @@
 A `kind: recording` file (internal/harness/replay.go) maps (state, input) to an intent call:
 the exact text first, then the text lowercased and trimmed. A miss, or an entry that records a
 clarification, stops kitsoki's run. Without a recording kitsoki stops at the first `input:`
-turn; the built-in runner then routes it through the story's own examples instead.
+turn (`input "..." requires a recording but none was loaded`), and so does the built-in runner.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ cannot pass there). The two paths differ where kitsoki's do:
   clarification instead and fails nothing);
 * `world_override` is applied before every turn (machine-only) or only before `intent:` turns
   (orchestrator); `input:` turns are routed by the fixture's `recording:` on the machine path
-  (core.flows.recording; without one, through the story's own examples, where kitsoki would
-  stop) and are fatal on the orchestrator path, as in kitsoki;
+  (core.flows.recording; without one kitsoki stops the run, and so does this runner) and are
+  fatal on the orchestrator path, as in kitsoki;
 * a turn with `expect_error` checks only that;
 * on the orchestrator path assertions read the journey as kitsoki reloads it after the turn (a
   `set` value's numbers come back as float64, a declared int as int64), and the view is the
@@ -49,7 +49,6 @@ from core.flows.starlark.host import StarlarkDeclined
 from core.flows.values import copy_value, deep_equal, go_quote, go_type, go_value
 from core.flows.views import ViewError, render_state, view_matches
 from core.kitsoki.duration import DurationError
-from core.kitsoki.routing import Router
 from core.kitsoki.story import Story
 
 __all__ = ["Abort", "Unsupported", "deep_equal", "go_quote", "go_value", "run_fixture"]
@@ -111,6 +110,9 @@ class _Run:
         world.update(copy.deepcopy(fixture.initial_world))
         self.orchestrated = fixture.orchestrated
         self.state, self.world = state, world
+        self.recorded_state = fixture.initial_state or ""
+        """The state a recording is looked up in: kitsoki's runner starts from the fixture's initial_state
+        as written ("" when absent), then the state each turn lands in."""
         self.session: Session | None = None
         self.setup_problems: list[str] = []
         self.cassette: Cassette | None = None
@@ -230,20 +232,20 @@ class _Run:
             intent, slots = turn.intent.name, copy.deepcopy(turn.intent.slots)
         elif self.recording is not None:
             try:
-                intent, slots = self.recording.route(self.state, turn.input or "")
+                intent, slots = self.recording.route(self.recorded_state, turn.input or "")
             except RecordingError as exc:
                 raise Abort(str(exc)) from None
         else:
-            intent, slots, failure = self._route(turn.input or "")
-            if failure:
-                self.had_error = True
-                return [failure]
+            # kitsoki resolves an input: turn only through a recording; without one its run stops here
+            # (internal/testrunner/flows.go runOneFlowLegacy), whatever the story's phrasings say.
+            raise Abort(f"input {go_quote(turn.input or '')} requires a recording but none was loaded")
         self.world.update(copy.deepcopy(turn.world_override))
         before = copy_value(self.world)
         outcome = self.machine.turn(self.state, self.world, intent, slots)
         self.events.extend(outcome.events)
         if turn.expect_error is not None:
             return self._expect_error(turn, outcome.error[0] if outcome.error else None, "")
+        self.recorded_state = outcome.state
         if outcome.error:
             self.had_error = True
             code, message, _hint = outcome.error
@@ -324,17 +326,6 @@ class _Run:
             raise Unsupported(f"slot template {go_quote(value)} ({exc})") from None
         except ExprError as exc:
             return f"(renderSlots error for {go_quote(value)}: {exc})"
-
-    def _route(self, text: str) -> tuple[str | None, dict[str, Any], str | None]:
-        key = id(self.app.story)
-        router = self.router_cache.get(key)
-        if router is None:
-            router = self.router_cache[key] = Router(self.app.story.all_intents(), strict=False)
-        verdict = router.route(text, allow=self.machine.allowed(self.state))
-        if verdict.intent is None:
-            why = f" (ambiguous: {', '.join(verdict.candidates)})" if verdict.tier == "tie" else ""
-            return None, {}, f"input {go_quote(text)} routed to no intent{why}"
-        return verdict.intent, dict(verdict.slots), None
 
     # -- assertions --
 

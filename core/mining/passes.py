@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 from core import statefs
 
 from core.mining.episodes import attach_results, episodes, step_episodes
+from core.proposals.outcomes import weigh_recipes
 from core.mining.recipes import Recipe, RecipeIndex, RecipesFile
 from core.mining.watermark import (
     FileMark,
@@ -406,6 +407,7 @@ def _run_pass(
     else:
         index = RecipeIndex(episodes_now, project_of=this_project)
     recipes = index.recipes(priority_threshold)
+    recipes = weigh_recipes(workspace, recipes, priority_threshold)  # like a change that did not stick: lower
     if other_projects and len(own) < len(state.files):
         mine = {r.id for r in recipes}
         ours = {id(ep) for ep in episodes_now}

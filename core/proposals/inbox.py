@@ -91,7 +91,8 @@ def inbox(workspace: Path, *, path: str | None = None, include_stale: bool = Tru
         if path is not None and path not in {change.path for change in proposal.files}:
             continue
         out.append(proposal)
-    out.sort(key=lambda p: (-p.priority, p.recipe_id))
+    # A card that moves routes someone relied on is ranked below those that do not (its impact says which).
+    out.sort(key=lambda p: (bool(p.impact and p.impact.moved), -p.priority, p.recipe_id))
     return out
 
 

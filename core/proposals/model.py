@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from core.proposals.impact import Impact
 from core.trace import ProposalKind
 
 Classification = Literal["ALREADY-MODELED", "ENRICH", "GAP"]
@@ -108,6 +109,9 @@ class Proposal(BaseModel):
     """Why the last accept was reverted (status held)."""
     proof: ProofInfo | None = None
     """What proves the change, run by the flow gate with the app's other flows."""
+    impact: Impact | None = None
+    """What it would have done to this project's past prompts, fixture inputs and phrases (or who reads
+    the key, interface or state it sets), computed before anyone is asked (core.proposals.impact)."""
 
     @property
     def draft_path(self) -> str:

@@ -28,7 +28,7 @@ from core.mining.passes import read_recipes
 from core.mining.recipes import Recipe
 from core.mining.service import trace_path
 from core.proposals import drafter as builtin
-from core.proposals import memo
+from core.proposals import impact, memo
 from core.proposals.drafter import Draft, DraftError, Reader, intent_name_for
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
 from core.proposals.loaded import stories_being_edited
@@ -259,7 +259,10 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
                 withdrawals.append((outcome, outcome.reason))
         outcome = lead_outcome
         try:
-            proposal, files, artifact = build_proposal(tree.model, tree.inventory, recipe, mapping, draft_fn, name)
+            model, inventory = tree.model, tree.inventory
+            proposal, files, artifact = impact.weigh(  # what it would have done to past prompts and fixtures
+                model, inventory, tree.routers, recipe, mapping, build_proposal(model, inventory, recipe, mapping, draft_fn, name),
+                lambda narrower: build_proposal(model, inventory, narrower, mapping, draft_fn, name))
         except Exception as exc:  # noqa: BLE001 - one recipe that does not draft never stops the pass
             reason = str(exc) if isinstance(exc, (DraftError, DraftInvalid, ValueError)) \
                 else f"the drafter failed: {type(exc).__name__}: {exc}"
@@ -330,13 +333,17 @@ class _Tree:
     def facts(self) -> memo.Facts:
         return self._memo if self._memo is not None else memo.facts_of(self.model)
 
+    @property
+    def routers(self) -> Routers:
+        if self._routers is None:
+            self._routers = Routers.build(self.inventory)
+        return self._routers
+
     def map(self, recipe: Recipe) -> Mapping:
         key = memo.recipe_key(recipe)
         mapping = self._mapped.get(key) or (self._memo.mappings.get(key) if self._memo is not None else None)
         if mapping is None:
-            if self._routers is None:
-                self._routers = Routers.build(self.inventory)
-            mapping = map_recipe(recipe, self._routers)
+            mapping = map_recipe(recipe, self.routers)
             self._new = True
         self._mapped[key] = mapping
         return mapping.model_copy(deep=True)

@@ -5,6 +5,7 @@ miner:
   gate_scope: importers     # own | importers: also gate the stories importing a changed one
   ungated: hold             # hold | allow: a change no flow exercises is held, or kept after
                             #   the structural checks (the decision records gated: false)
+  outcome_window: 30d       # a kept change unused this long is offered for revert (Go duration or <n>d)
   flow_gate:                # how an accept is gated (default: auto)
     kind: auto              # auto | kitsoki | command | builtin
     command: ["make", "test"]
@@ -49,7 +50,7 @@ class DrafterSettings(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0, allow_inf_nan=False)
 
 
-MINER_KEYS = ("flow_gate", "drafter", "gate_scope", "ungated")
+MINER_KEYS = ("flow_gate", "drafter", "gate_scope", "ungated", "outcome_window")
 MINER_CHOICES = {"gate_scope": ("own", "importers"), "ungated": ("hold", "allow")}
 """The scalar keys of `miner:` and their values."""
 
@@ -143,3 +144,24 @@ def configured_drafter(workspace: Path, config: KitsokiConfig):
     cassettes = Path(settings.cassettes)
     return AgentDrafter(settings.command, cassettes if cassettes.is_absolute() else Path(workspace) / cassettes,
                         mode=settings.mode, timeout_s=settings.timeout_s)
+
+
+def outcome_window(config: KitsokiConfig):
+    """`miner.outcome_window` as a timedelta (None: not set); `30d` or a Go duration such as `720h`."""
+    from datetime import timedelta
+
+    _block(config, "flow_gate")  # the miner: block's own checks (a mapping, known keys)
+    raw = (config.extra.get("miner") or {}).get("outcome_window")
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    try:
+        if text.endswith("d") and text[:-1].isdigit():
+            seconds = int(text[:-1]) * 86400.0
+        else:
+            seconds = parse_go_duration(text)
+    except DurationError as exc:
+        raise SettingsError(f"{_file(config)}: miner.outcome_window: {exc}") from None
+    if not seconds > 0:
+        raise SettingsError(f"{_file(config)}: miner.outcome_window: {raw} is not a positive duration")
+    return timedelta(seconds=seconds)

@@ -9,6 +9,8 @@ that fails any of these is never surfaced.
 
 from __future__ import annotations
 
+import hashlib
+
 import os
 import stat
 from collections.abc import Mapping
@@ -81,12 +83,29 @@ def check_artifact(artifact: Mapping) -> None:
         raise DraftInvalid(f"author_artifact.json {where}: {exc.message}") from None
 
 
+_STAGED: dict[tuple, Workspace] = {}
+"""The last few staged trees, by live model and draft bytes: the impact replay reads the tree the checks
+just loaded (core.proposals.impact) instead of loading it again."""
+
+
 def staged_load(workspace: Workspace, files: Mapping[str, bytes]) -> Workspace:
     """Load the live tree with `files` (workspace-relative path -> bytes) standing in for what is
     on disk; raise DraftInvalid with the loader's problems, their paths relative to the workspace.
 
     Nothing is copied: the draft's bytes overlay the cached tree, so only the stories that read a
     changed file are loaded again."""
+    key = (id(workspace), tuple(sorted((rel, hashlib.sha256(data).digest()) for rel, data in files.items())))
+    hit = _STAGED.get(key)
+    if hit is not None and hit[0] is workspace:
+        return hit[1]
+    staged = _staged_load(workspace, files)
+    if len(_STAGED) >= 4:
+        _STAGED.pop(next(iter(_STAGED)))
+    _STAGED[key] = (workspace, staged)
+    return staged
+
+
+def _staged_load(workspace: Workspace, files: Mapping[str, bytes]) -> Workspace:
     root = workspace.path
     overlay = {str(Path(os.path.abspath(root / rel))): data for rel, data in files.items()}
     try:

@@ -63,7 +63,7 @@ FAMILIES = {
     # name: (spec maker, the verdict it reaches when not killed)
     "accept-green": (lambda ws: {"op": "accept", "workspace": str(ws), "recipe_id": TEMPLATE["cards"]["world"]},
                      "kept"),
-    "accept-red": (lambda ws: {"op": "accept", "workspace": str(ws), "recipe_id": TEMPLATE["cards"]["intent"]},
+    "accept-red": (lambda ws: {"op": "accept", "workspace": str(ws), "recipe_id": TEMPLATE["cards"]["gate"]},
                    "reverted"),
     "apply-3-files-command-gate-green": (lambda ws: _delta_spec(ws, ["true"]), "kept"),
     "apply-3-files-command-gate-red": (lambda ws: _delta_spec(ws, ["false"]), "reverted"),

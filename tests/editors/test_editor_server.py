@@ -49,14 +49,19 @@ def test_demo_pending_lays_out_what_an_editor_needs(tmp_path):
                            "--pending"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     ws = tmp_path / "d" / "release-desk"
-    assert "3 proposals pending" in done.stdout and f"code {ws}" in done.stdout
+    assert "4 proposals pending" in done.stdout and f"code {ws}" in done.stdout
+    # the card that moves a route says so where the accepts are listed
+    assert ("Add 1 synonym to release-desk's deploy  (stories/release-desk/app.yaml:14; MOVES 1 ROUTE; runs 3 flow "
+            "files)") in done.stdout
+    assert 'impact: Moves 1 route: "take the preview build live" (fixture stories/release-desk/flows/preview.yaml:8)' \
+        in done.stdout
     assert f"-u {tmp_path / 'd' / 'nvim-init.lua'} {ws / '.kitsoki.yaml'}" in done.stdout
     config = (ws / ".kitsoki.yaml").read_text()
     assert f'transcript_dirs:\n    - "{tmp_path / "d" / "transcripts"}"' in config
     assert not (ws / ".kitsoki.local.yaml").exists()  # kitsoki ignores mining: there
     settings = json.loads((ws / ".vscode" / "settings.json").read_text())
     assert Path(settings["kitsoki.serverCommand"][0]).is_file() and settings["kitsoki.serverCommand"][1] == "serve"
-    assert len(list((ws / ".artifacts" / "mining").glob("*/proposal.json"))) == 3
+    assert len(list((ws / ".artifacts" / "mining").glob("*/proposal.json"))) == 4
     shipped = (Path(__file__).parents[2] / "core/demo/workspace/.kitsoki.yaml").read_text().splitlines()
     assert [line for line in config.splitlines() if line in shipped] == shipped, "only lines were added"
 
@@ -109,7 +114,7 @@ def test_a_lone_proposal_s_lenses_say_what_the_gate_will_do_and_put_reject_last(
     assert [lens.command.title for lens in row[1:]] == ["Refine", "Diff", "Reject…"], \
         "the destructive segment is last, apart from Refine, and says it asks"
     resolved = resolve_lens_impl(server, row[0])
-    assert resolved.command.title == "Accept: Add 1 synonym to release-desk's deploy (runs 2 flow files)"
+    assert resolved.command.title == "Accept: Add 1 synonym to release-desk's deploy (MOVES 1 ROUTE; runs 3 flow files)"
     assert resolved.command.command == "kitsoki.accept"
     sidecar.stop()
 
@@ -125,13 +130,19 @@ def test_every_text_says_what_the_gate_preview_says(tmp_path):
     assert detail["accept_says"] == ("This changes .kitsoki.yaml; no flow exercises this change: kept after the "
                                      "structural checks (miner.ungated: allow).")
     gated = proposal_impl(server, {"id": intent.recipe_id})
-    assert gated["accept_says"].startswith("This changes stories/release-desk/app.yaml, then runs the flows in 2 "
+    assert gated["accept_says"].startswith("This changes stories/release-desk/app.yaml, then runs the flows in 3 "
                                            "flow files (stories/release-desk/flows/preview.yaml, ")
+    # the impact, beside what the gate will do: what a green gate cannot show
+    assert gated["moves_routes"] and gated["impact"]["moved"][0]["from"] == "release-desk:preview"
+    assert gated["impact_says"].startswith('Moves 1 route: "take the preview build live" (fixture '
+                                           "stories/release-desk/flows/preview.yaml:8) from release-desk:preview to "
+                                           "release-desk:deploy. Gains 1 input, 4 past prompts")
+    assert detail["impact_says"] == "Nothing in this project reads world.test_cmd." and not detail["moves_routes"]
     card = question_of(world, sidecar.gate_preview(world.recipe_id))
     assert card.questions[0].options[0].description == "apply to .kitsoki.yaml; no flow runs: kept after checks"
     card = question_of(intent, sidecar.gate_preview(intent.recipe_id))
     assert card.questions[0].options[0].description == \
-        "apply to stories/release-desk/app.yaml; runs 2 flow files, kept only if they pass"
+        "apply to stories/release-desk/app.yaml; MOVES 1 ROUTE; runs 3 flow files, kept only if they pass"
     # A preview that holds renders as held, whatever else it says.
     held = GatePreview(kind="builtin", runs=["flows/a.yaml"], held=True, gated=False, note="the flows cannot run here")
     assert accept_brief(held) == "would be held, not kept"
@@ -189,7 +200,8 @@ def test_a_decided_proposal_s_diff_says_so_and_the_gate_names_its_flows(tmp_path
     assert any(w.startswith("a root flow") for w in detail["gate"]["would_exercise"]), detail["gate"]
     intent = next(c for c in sidecar.cards() if c.kind == "intent")
     assert proposal_impl(server, {"id": intent.recipe_id})["gate"]["runs"] == [
-        "stories/release-desk/flows/preview.yaml", "stories/release-desk/flows/release.yaml"]
+        "stories/release-desk/flows/preview.yaml", "stories/release-desk/flows/release.yaml",
+        "stories/release-desk/flows/ship.yaml"]
     assert detail["files"][0]["hunks"] == [{"after": 25, "removed": [], "added": ["      test_cmd: pytest"]}]
     sidecar.decide(world.recipe_id, "accept")
     content = proposal_content_impl(server, {"id": world.recipe_id, "uri": uri})
@@ -268,7 +280,7 @@ def test_two_workspaces_never_share_an_answer(tmp_path):
         sidecars.append(sidecar)
     assert sidecars[0].generation == sidecars[1].generation
     cards = proposals_impl(server, {})["proposals"]
-    assert sorted(c["workspace"].split("/")[-2] for c in cards) == ["a"] * 3 + ["b"] * 3
+    assert sorted(c["workspace"].split("/")[-2] for c in cards) == ["a"] * 4 + ["b"] * 4
     assert {c["id"] for c in cards if "/a/" in c["workspace"]} == {c["id"] for c in cards if "/b/" in c["workspace"]}
     for sidecar in sidecars:
         sidecar.stop()

@@ -183,7 +183,9 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
         {k: v for k, v in before.items() if k != ".kitsoki.yaml"}
     kept_question = steps["accept-kept"]["detail"]["confirmation"]["detail"]
     assert "no flow exercises this change: kept after the structural checks" in kept_question
-    assert len(kept_question) < 160, f"the confirmation reads long: {kept_question!r}"
+    # the impact first (what it would have done: here, nobody reads the key), then what the gate will do
+    assert kept_question.startswith("Impact: Nothing in this project reads world.test_cmd.\n\n"), kept_question
+    assert len(kept_question) < 220, f"the confirmation reads long: {kept_question!r}"
     assert "warning" in steps["accept-reverted"]["detail"]["toast"]["severity"]
     assert not any("proposals: 0" in seen for seen in steps["workbench-with-status"]["detail"]["seen"])
     assert "Save and accept" in steps["save-and-accept-the-draft"]["detail"]["modal"]["buttons"]

@@ -21,7 +21,9 @@ export async function confirmAccept(detail: P.ProposalDetail): Promise<boolean> 
   if (!ask && dirty.length === 0) {
     return true;
   }
-  const says = detail.accept_says ?? 'The flow gate decides whether it is kept.';
+  const gate = detail.accept_says ?? 'The flow gate decides whether it is kept.';
+  // What it would have done to past prompts and fixtures comes first: a green gate cannot show a moved route.
+  const says = detail.impact_says ? `${detail.moves_routes ? 'Impact (moves routes)' : 'Impact'}: ${detail.impact_says}\n\n${gate}` : gate;
   const button = dirty.length > 0 ? 'Save and accept' : 'Accept';
   const unsaved = dirty.length > 0
     ? `${dirty.map((d) => labelOf(d.uri)).join(', ')} ${dirty.length === 1 ? 'has' : 'have'} unsaved edits: ` +

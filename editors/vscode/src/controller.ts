@@ -206,8 +206,10 @@ export class Controller implements vscode.Disposable {
     try {
       const result = await this.request(P.MINE_STATUS, {});
       const notes = result.workspaces.map((w) => w.note).filter((n): n is string => typeof n === 'string' && n !== '');
+      const outcomes = result.workspaces.map((w) => w.outcomes).filter((n): n is string => typeof n === 'string' && n !== '');
       if (this.server.state === 'running' || this.server.state === 'starting') {
-        this.server = { ...this.server, note: notes.length ? notes.join('\n') : undefined };
+        this.server = { ...this.server, note: notes.length ? notes.join('\n') : undefined,
+          outcomes: outcomes.length ? outcomes.join('; ') : undefined };
       }
       for (const note of notes) {
         this.output.appendLine(`mining: ${note}`);

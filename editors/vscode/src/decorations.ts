@@ -95,6 +95,7 @@ export function decorationsFor(cards: Card[], fileUri: string, lineCount = Numbe
           `**kitsoki-miner proposal${spot.entries.length > 1 ? ` ${i + 1} of ${spot.entries.length}` : ''}**: ` +
           `${card.title} (${card.kind}, ${card.status})\n\n` +
           '```yaml\n' + (hunk.added ?? []).join('\n') + '\n```' +
+          (card.impact_says ? `\n\n${card.moves_routes ? '**Impact (moves routes)**' : 'Impact'}: ${card.impact_says}` : '') +
           (card.failure ? `\n\nLast accept reverted: ${card.failure}` : ''),
         )
         .join('\n\n---\n\n');

@@ -96,6 +96,8 @@ export interface MineStatus {
   note?: string | null;
   /** Why the workspace does not load (file, line, column): proposals wait until it does. */
   problems?: ConfigIssue[];
+  /** Whether the accepted changes stuck, after the last pass (core.proposals.outcomes). */
+  outcomes?: string | null;
 }
 
 /** Where the root instance's dev-story came from (kitsoki-repo, checkout, library or missing). */
@@ -175,6 +177,12 @@ export interface Card {
   proof?: Record<string, unknown> | null;
   /** A stale proposal that cannot be re-drafted yet: why (the workspace does not load, file:line:col). */
   waits?: string | null;
+  /** What it would have done to past prompts and fixtures: replayed, gained, moved (text, from, to, source), reads. */
+  impact?: Record<string, unknown> | null;
+  /** `impact` in a sentence or two, as the hover and the confirmation say it. */
+  impact_says?: string | null;
+  /** The draft moves an input from the intent it routes to today. */
+  moves_routes?: boolean;
 }
 
 export interface ProposalsResult {

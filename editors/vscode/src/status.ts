@@ -20,6 +20,8 @@ export interface ServerView {
   reason?: string | undefined;
   /** What mining has to say (e.g. where a pass that read 0 sessions looked). */
   note?: string | undefined;
+  /** Whether the accepted changes stuck (`2 in use, 1 not used (1 revert offered)`), after the last pass. */
+  outcomes?: string | undefined;
   /** Started (or restarted), and the proposals not answered yet: the count would read 0. */
   loading?: boolean | undefined;
   /** A restart is under way (asked for): say so once it runs again. */
@@ -74,7 +76,8 @@ export function statusView(
       command: CLIENT_COMMANDS.showOutput,
     };
   }
-  const note = server.note ? `\n\n${server.note}` : '';
+  const note = (server.note ? `\n\n${server.note}` : '') +
+    (server.outcomes ? `\n\nAccepted changes: ${server.outcomes} (kitsoki-miner outcomes lists each)` : '');
   const each = perWorkspace.size > 1
     ? `\n\n${[...perWorkspace].map(([name, n]) => `${name}: ${plural(n, 'proposal')}`).join('\n')}`
     : '';

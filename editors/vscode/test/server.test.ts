@@ -1,6 +1,6 @@
 /**
  * (a) The real Python server, driven over stdio with vscode-jsonrpc and the extension's own
- * src/protocol.ts: a fresh demo workspace is mined, three proposals arrive as notifications, one
+ * src/protocol.ts: a fresh demo workspace is mined, four proposals arrive as notifications, one
  * accept keeps (the file on disk becomes the staged draft), one reverts (every byte as before).
  */
 
@@ -71,23 +71,26 @@ test('the whole loop against the real server', { timeout: 300_000 }, async (t) =
     return card;
   };
 
-  await t.test('a seed pass raises three proposals, each with a question', async () => {
+  await t.test('a seed pass raises four proposals, each with a question', async () => {
     const ran: P.PassRanNotification = await server.waitFor(P.PASS_RAN, () => server.of(P.PASS_RAN)[0]);
     assert.equal(ran.report.trigger, 'seed');
     assert.equal(ran.report.sessions, 4);
-    assert.equal(ran.raised?.length, 3);
+    assert.equal(ran.raised?.length, 4);
     const changed: P.ProposalsChangedNotification = await server.waitFor(P.PROPOSALS_CHANGED,
-      () => server.of(P.PROPOSALS_CHANGED).find((n: P.ProposalsChangedNotification) => n.pending === 3));
+      () => server.of(P.PROPOSALS_CHANGED).find((n: P.ProposalsChangedNotification) => n.pending === 4));
     assert.ok(changed.uris.some((u) => sameFile(u, configUri)) && changed.uris.some((u) => sameFile(u, appUri)),
       `proposalsChanged names both files: ${changed.uris.join(', ')}`);
-    const questions: P.QuestionNotification[] = await server.waitFor('three kitsoki/question cards',
-      () => server.of(P.QUESTION).length >= 3 && server.of(P.QUESTION));
+    const questions: P.QuestionNotification[] = await server.waitFor('four kitsoki/question cards',
+      () => server.of(P.QUESTION).length >= 4 && server.of(P.QUESTION));
     for (const q of questions) {
       assert.equal(q.questions[0]?.header, P.QUESTION_HEADER);
       assert.deepEqual(q.questions[0]?.options.map((o) => o.label), [...P.ANSWERS]);
     }
     cards = (await request(P.PROPOSALS, {})).proposals;
-    assert.deepEqual(cards.map((c) => c.kind).sort(), ['binding', 'intent', 'world']);
+    assert.deepEqual(cards.map((c) => c.kind).sort(), ['binding', 'gate', 'intent', 'world']);
+    // the synonym's impact moves a route: labelled, and ranked after the others
+    assert.equal(byKind('intent').moves_routes, true);
+    assert.equal(cards.at(-1)?.kind, 'intent');
     assert.deepEqual(new Set(cards.map((c) => c.question_id)), new Set(questions.map((q) => q.question_id)));
     const forApp = (await request(P.PROPOSALS, { uri: appUri })).proposals;
     assert.deepEqual(forApp.map((c) => c.id), [byKind('intent').id]);
@@ -145,7 +148,9 @@ test('the whole loop against the real server', { timeout: 300_000 }, async (t) =
   });
 
   await t.test('an accept that reverts: every byte as before, the failing flow reported', async () => {
-    const intent = byKind('intent');
+    // a person decides at rollout: ship.yaml expects a deploy to go live by itself (red, as in kitsoki)
+    const intent = byKind('gate');
+    const deskUri = fileUri(path.join(demo.ws, 'stories/release-desk/rooms/desk.yaml'));
     const before = hashes(demo.ws);
     const result = await request(P.ANSWER_QUESTION, {
       question_id: intent.question_id,
@@ -154,7 +159,7 @@ test('the whole loop against the real server', { timeout: 300_000 }, async (t) =
     assert.equal(result.verdict, 'accept');
     assert.equal(result.reverted, true);
     assert.equal(result.flows_green, false);
-    assert.match(result.failure ?? '', /1 of 3 flows failed/);
+    assert.match(result.failure ?? '', /1 of 5 flows failed/);
     assert.deepEqual(hashes(demo.ws), before, 'every byte restored');
     const decided: P.ProposalDecidedNotification = await server.waitFor(P.PROPOSAL_DECIDED,
       () => server.of(P.PROPOSAL_DECIDED).find((n: P.ProposalDecidedNotification) => n.recipe_id === intent.id));
@@ -164,7 +169,7 @@ test('the whole loop against the real server', { timeout: 300_000 }, async (t) =
     assert.equal(message.level, 'warning');
     assert.match(message.text, /reverted/);
     assert.deepEqual(message.details.slice(-decided.gate_failures!.length), decided.gate_failures);
-    const held = (await request(P.PROPOSALS, { uri: appUri })).proposals;
+    const held = (await request(P.PROPOSALS, { uri: deskUri })).proposals;
     assert.deepEqual(held.map((c) => [c.id, c.status]), [[intent.id, 'held']]);
   });
 
@@ -203,6 +208,6 @@ test('the whole loop against the real server', { timeout: 300_000 }, async (t) =
     });
     const status = (await request(P.MINE_STATUS, {})).workspaces[0]!;
     assert.equal(status.enabled, true);
-    assert.equal(status.pending, 1, 'only the held intent is left');
+    assert.equal(status.pending, 2, 'the held gate and the synonym are left');
   });
 });

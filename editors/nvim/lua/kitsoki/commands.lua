@@ -213,6 +213,10 @@ function M.confirm_accept(card, cb)
     return cb()
   end
   local says = val(card.accept_says) or 'the flow gate decides whether it is kept'
+  -- What it would have done to past prompts and fixtures comes first: a green gate cannot show a moved route.
+  if val(card.impact_says) then
+    says = ('%s: %s %s'):format(card.moves_routes and 'impact (moves routes)' or 'impact', card.impact_says, says)
+  end
   local items = {}
   if #dirty > 0 then
     table.insert(items, { label = 'save and accept', description = ('%s %s unsaved edits: saved first. %s'):format(
@@ -451,7 +455,7 @@ local function status_line(ws)
   if ws.transcript_dirs and #ws.transcript_dirs > 0 then
     table.insert(parts, 'transcripts: ' .. table.concat(ws.transcript_dirs, ', '))
   end
-  for _, key in ipairs({ 'note', 'last_error', 'proposer_error' }) do
+  for _, key in ipairs({ 'note', 'outcomes', 'last_error', 'proposer_error' }) do
     if val(ws[key]) then
       table.insert(parts, key:gsub('_', ' ') .. ': ' .. ws[key])
     end

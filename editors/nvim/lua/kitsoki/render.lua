@@ -120,6 +120,11 @@ function M.show(bufnr, cards)
       local card, hunk = item.card, item.hunk
       if virt then
         table.insert(virt, header(card, number, count, width))
+        if state.val(card.impact_says) then
+          table.insert(virt, { { gutter('│', width), 'KitsokiProposal' },
+            { (card.moves_routes and 'impact (moves routes): ' or 'impact: ') .. card.impact_says,
+              card.moves_routes and 'WarningMsg' or 'KitsokiProposal' } })
+        end
         for _, text in ipairs(state.val(hunk.added) or {}) do
           table.insert(virt, { { gutter(width >= 3 and '│+' or '+', width), 'KitsokiProposal' },
             { text, 'KitsokiAdded' } })

@@ -327,7 +327,7 @@ async function main() {
       await waitFor(async () => {
         const text = await statusText().catch(() => '');
         seen.add(text);
-        return /proposals: 3/.test(text);
+        return /proposals: 4/.test(text);
       }, 'once trusted, the server starts and reports the pending proposals', 60_000);
       check(![...seen].some((t) => /proposals: 0/.test(t)), `the status said 0 before the server answered: ${[...seen]}`);
       const running = serversFor(config.workspace);
@@ -350,8 +350,9 @@ async function main() {
 
     await step('lenses-on-the-story', async () => {
       await openFile('stories/release-desk/app.yaml');
-      // What the gate will do, from its own preview: the story's two flow files run.
-      await waitForLens("Accept: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
+      // What the gate will do, from its own preview (the story's three flow files run), after what its impact
+      // found: it moves a route no flow can show (a fixture's typed input routes through its recording).
+      await waitForLens("Accept: Add 1 synonym to release-desk's deploy (MOVES 1 ROUTE; runs 3 flow files)");
       const lenses = await lensTexts();
       const row = lenses.slice(lenses.findIndex((l) => l.startsWith('Accept: Add 1 synonym')));
       check(JSON.stringify(row.slice(1, 4)) === JSON.stringify(['Refine', 'Diff', 'Reject…']),
@@ -370,6 +371,8 @@ async function main() {
       const text = await hover.innerText();
       check(/Asked as: "take the build live" ×\d+/.test(text), `the hover does not show the evidence: "${text}"`);
       check(!/score 0|\.jsonl:(\d+)-\1\b|Bash: .*bash: /.test(text), `the hover reads oddly: "${text}"`);
+      check(/Impact \(moves routes\): Moves 1 route: "take the preview build live" \(fixture stories\/release-desk\/flows\/preview\.yaml:8\) from release-desk:preview to release-desk:deploy/.test(text),
+        `the hover does not show the impact: "${text}"`);
       return { hover: text };
     });
 
@@ -395,7 +398,7 @@ async function main() {
       await page.waitForTimeout(500);
       const { confirmation, toast } = await acceptWorld();
       keptDetail = confirmation;
-      await waitForStatus(/proposals: 2/, 'a kept proposal leaves the count');
+      await waitForStatus(/proposals: 3/, 'a kept proposal leaves the count');
       await page.locator('.codelens-decoration a', { hasText: 'Set world.test_cmd' })
         .waitFor({ state: 'detached', timeout: STEP_TIMEOUT }).catch(async () => {
           throw new Error(`the kept proposal's lens stays: ${JSON.stringify(await lensTexts())}`);
@@ -444,15 +447,17 @@ async function main() {
 
     await step('accept-reverted', async () => {
       await closeToasts();
-      await openFile('stories/release-desk/app.yaml');
-      await clickLens("Accept: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
-      const confirmation = await confirmAccept("Add 1 synonym to release-desk's deploy");
-      check(/then runs the flows in 2 flow files \(stories\/release-desk\/flows\/preview\.yaml/.test(confirmation.detail),
-        `the confirmation: ${confirmation.detail}`);
-      const toast = await waitForToast(/reverted "Add 1 synonym to release-desk's deploy"/, 'the reverted accept');
-      check(/Failing: .*preview/.test(toast.text), `the revert does not show the failing flow: "${toast.text}"`);
+      // A person decides at rollout (people stopped the agent's `make deploy`): ship.yaml says a deploy goes
+      // live by itself, so the gate goes red, as kitsoki's own `test flows` does.
+      await openFile('stories/release-desk/rooms/desk.yaml');
+      await clickLens('Accept: Let a human decide at release-desk:rollout (runs 4 flow files)');
+      const confirmation = await confirmAccept('Let a human decide at release-desk:rollout');
+      check(/^Impact: Read by state release-desk:desk --deploy--> rollout/.test(confirmation.detail)
+        && /then runs the flows in 4 flow files/.test(confirmation.detail), `the confirmation: ${confirmation.detail}`);
+      const toast = await waitForToast(/reverted "Let a human decide at release-desk:rollout"/, 'the reverted accept');
+      check(/Failing: .*ship/.test(toast.text), `the revert does not show the failing flow: "${toast.text}"`);
       check(!/got {2}\(/.test(toast.text), `an empty value reads as nothing: "${toast.text}"`);
-      await waitForLens("Accept again: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
+      await waitForLens('Accept again: Let a human decide at release-desk:rollout (runs 4 flow files)');
       return { confirmation, toast };
     });
 
@@ -476,7 +481,7 @@ async function main() {
       await page.keyboard.press('Control+Z');
       await page.keyboard.press('Control+S');
       await waitFor(async () => read('stories/release-desk/app.yaml').includes('\nintents:\n'), 'the story fixed');
-      await waitForLens("Accept again: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
+      await waitForLens("Accept: Add 1 synonym to release-desk's deploy (MOVES 1 ROUTE; runs 3 flow files)");
       return { waiting };
     });
 
@@ -507,7 +512,7 @@ async function main() {
       await clickLens('Accept this draft (no flow runs: kept after checks)');
       const modal = await answerModal('Save and accept');
       check(modal.message.includes('Accept "Bind ticket to host.gh.ticket"?'), modal.message);
-      check(/the draft of \.kitsoki\.yaml has unsaved edits: they are saved first\. This changes \.kitsoki\.yaml; no flow exercises/
+      check(/the draft of \.kitsoki\.yaml has unsaved edits: they are saved first\. Impact: Nothing in this project invokes the ticket interface\.\s+This changes \.kitsoki\.yaml; no flow exercises/
         .test(modal.detail), `the confirmation: ${modal.detail}`);
       check(JSON.stringify(modal.buttons).includes('Save and accept'), JSON.stringify(modal.buttons));
       await waitForToast(/kept "Bind ticket to host\.gh\.ticket": structural checks passed, no flow exercises it\./, 'the accepted draft');
@@ -521,12 +526,12 @@ async function main() {
       check(server !== undefined, 'no server to kill');
       process.kill(server.pid, 'SIGKILL');
       const toast = await waitForToast(/the server was restarted \(it stopped unexpectedly/, 'the restart, said', );
-      await waitForStatus(/proposals: 1/, 'the proposals shown again');
+      await waitForStatus(/proposals: 2/, 'the proposals shown again');
       await waitFor(async () => serversFor(config.workspace).length === 1, 'one server again');
       await closeToasts();
       await command('kitsoki-miner: Restart the server');
       const asked = await waitForToast(/the server was restarted \(you asked for a restart\)/, 'the restart asked for');
-      await waitForStatus(/proposals: 1/, 'the proposals shown again');
+      await waitForStatus(/proposals: 2/, 'the proposals shown again');
       return { toast: toast.text, asked: asked.text, servers: serversFor(config.workspace) };
     });
 
@@ -536,9 +541,9 @@ async function main() {
         await page.goto(`${config.url}/?folder=${encodeURIComponent(config.questionsWorkspace)}`);
         await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
         await answerTrust('Yes, I trust the authors');
-        // The server's own first pass raises three proposals: one question card is shown.
+        // The server's own first pass raises four proposals: one question card is shown.
         const toast = await waitForToast(/Capture as structure\? "Add 1 synonym/, 'the first question card');
-        await waitForStatus(/\$?\(?question\)?|proposals: 3/, 'the questions wait behind the status item');
+        await waitForStatus(/\$?\(?question\)?|proposals: 4/, 'the questions wait behind the status item');
         await page.waitForTimeout(1500);
         const questions = (await collectNotifications()).filter((t) => t.text.includes('Capture as structure?'));
         check(questions.length === 1, `${questions.length} question cards on screen: ${JSON.stringify(questions)}`);
@@ -546,7 +551,7 @@ async function main() {
         // Its options say what an accept does, from the gate's own preview.
         await page.locator('.notifications-toasts a', { hasText: 'Answer…' }).first().click();
         const options = await quickPickRows();
-        check(options.some((o) => /accept\s*apply to stories\/release-desk\/app\.yaml; runs 2 flow files, kept only if they pass/.test(o)),
+        check(options.some((o) => /accept\s*apply to stories\/release-desk\/app\.yaml; MOVES 1 ROUTE; runs 3 flow files, kept only if they pass/.test(o)),
           `the question's accept option: ${JSON.stringify(options)}`);
         check(options.some((o) => /dismiss\s*reject; not raised again \(restore it from the rejected list\)/.test(o)), `${options}`);
         await page.keyboard.press('Escape');
@@ -569,7 +574,7 @@ async function main() {
         await shot('rejected-list');
         await pick("Add 1 synonym to release-desk's deploy");
         await waitForToast(/restored "Add 1 synonym to release-desk's deploy"; it is offered again/, 'the restore');
-        await waitForLens("Accept: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
+        await waitForLens("Accept: Add 1 synonym to release-desk's deploy (MOVES 1 ROUTE; runs 3 flow files)");
         return { rows };
       });
     }

@@ -1,0 +1,195 @@
+"""Impact before accept (core.proposals.impact): every card says what its change would have done to this
+project's past prompts, fixture inputs and other intents' phrases, before anyone is asked.
+
+On the demo: the "take the build live" synonym gains the four past prompts it was mined from and moves the
+fixture input that routes to `preview` today to `deploy`; the card says so, is labelled and ranked below the
+others, and says the drafter tried a narrower phrasing first. On a copy of kitsoki's own workspace, with
+histories written here: a synonym that steals a route, one that gains 20 prompts, a world key and a binding
+(who reads them).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from core.demo.make_transcripts import claude_session, render
+from core.demo.pending import lay_out_pending
+from core.demo.walkthrough import seed_pass
+from core.kitsoki.inventory import build_inventory
+from core.kitsoki.story import load_workspace
+from core.mining.passes import run_pass
+from core.mining.recipes import Instance, Phrasing, Recipe, recipe_id
+from core.proposals import impact
+from core.proposals.inbox import inbox
+from core.proposals.mapper import Routers
+from core.proposals.proposer import run_proposer
+from core.proposals.validate import staged_load
+
+KITSOKI_WS = Path(__file__).resolve().parents[2] / "shared" / "kitsoki-workspace"
+DEMO_CWD = "/home/dev/release-desk"
+
+
+def write_history(folder: Path, workspace: Path, sessions: list[tuple[str, list[str]]]) -> None:
+    """Claude Code sessions run in `workspace`, one per (start, prompts), each prompt answered in words."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for start, prompts in sessions:
+        records = claude_session(start, [(p, [], "Done.") for p in prompts])
+        text = render(records).decode().replace(DEMO_CWD, json.dumps(str(workspace))[1:-1])
+        (folder / f"{records[0]['sessionId']}.jsonl").write_text(text)
+
+
+def cli_out(capsys, *argv: str) -> str:
+    """The console script's output (a process of its own, as a person runs it)."""
+    done = subprocess.run([sys.executable, "-m", "server.cli", *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+# --- the demo ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    return lay_out_pending(tmp_path_factory.mktemp("impact") / "demo")
+
+
+def card(demo, word: str):
+    return next(p for p in inbox(demo.workspace) if word in p.title)
+
+
+def test_the_demo_synonym_card_shows_its_gains_and_the_route_it_steals(demo):
+    synonym = card(demo, "synonym")
+    assert synonym.impact is not None
+    assert [(g.text, g.count, g.to) for g in synonym.impact.gained] == [("take the build live", 4, "release-desk:deploy")]
+    assert synonym.impact.gained[0].source.startswith("session ")
+    moved = [m.model_dump(mode="json") for m in synonym.impact.moved]
+    assert moved == [{"text": "take the preview build live", "from": "release-desk:preview",
+                      "to": "release-desk:deploy", "source": "fixture stories/release-desk/flows/preview.yaml:8",
+                      "count": 1}]
+    # 12 distinct past asks, the fixtures' three typed inputs, and the other intents' phrases
+    assert synonym.impact.replayed >= 12 + 3
+    assert synonym.impact.narrower == ["no narrower phrasing: every phrasing of this ask holds the words that take "
+                                       "the moved inputs"]
+    assert "**Impact** (moves routes)" in synonym.summary_markdown
+    # ranked below every card that moves no route, whatever its priority
+    order = [p.title for p in inbox(demo.workspace)]
+    assert order[-1] == synonym.title and synonym.priority == max(p.priority for p in inbox(demo.workspace))
+
+
+def test_rung_1_and_gate_cards_say_who_reads_what_they_set(demo):
+    world, binding, gate = card(demo, "world.test_cmd"), card(demo, "Bind ticket"), card(demo, "human decide")
+    assert world.impact.reads == [] and world.impact.note == \
+        "nothing in this project reads world.test_cmd"
+    assert binding.impact.note == "nothing in this project invokes the ticket interface"
+    reads = [(r.kind, r.where) for r in gate.impact.reads]
+    # the arm into rollout, and the flow that drives a deploy through it (the one its gate will turn red)
+    assert ("state", "stories/release-desk/rooms/desk.yaml:3") in reads
+    assert ("flow", "stories/release-desk/flows/ship.yaml:6") in reads
+    assert not gate.impact.moved and not gate.impact.gained
+
+
+def test_proposals_json_and_text_carry_the_impact(demo, capsys):
+    data = orjson.loads(cli_out(capsys, "proposals", "--repo", str(demo.workspace), "--json"))
+    assert len(data["proposals"]) == 4
+    for proposal in data["proposals"]:
+        assert set(proposal["impact"]) >= {"replayed", "gained", "moved"}
+    synonym = next(p for p in data["proposals"] if "synonym" in p["title"])
+    assert synonym["impact"]["moved"][0]["from"] == "release-desk:preview"
+    text = cli_out(capsys, "proposals", "--repo", str(demo.workspace))
+    assert "[pending, MOVES ROUTES] rung 2 intent" in text
+    assert ('  MOVES "take the preview build live" from release-desk:preview to release-desk:deploy '
+            "(fixture stories/release-desk/flows/preview.yaml:8)") in text
+    assert "impact: replayed" in text and "gains 1 (4 past prompts); MOVES 1 ROUTE" in text
+
+
+def test_a_narrower_phrasing_that_gains_without_moving_is_drafted_instead(tmp_path):
+    demo = lay_out_pending(tmp_path / "demo", staged=False)
+    write_history(demo.transcripts / "claude", demo.workspace,
+                  [("2026-11-21T09:00:00", ["take the main build live"]),
+                   ("2026-11-22T09:00:00", ["take the main build live"])])
+    seed_pass(demo.workspace, demo.transcripts)
+    recipe = Recipe(id=recipe_id("intent", "main-build"), kind="intent", title="take the main build live",
+                    priority=5.0, sessions=3, determinism="deterministic",
+                    phrasings=[Phrasing(text="take the build live", count=4),
+                               Phrasing(text="take the main build live", count=2)],
+                    instances=[Instance("s", "x.jsonl", 1, 2)])
+    report = run_proposer(demo.workspace, [recipe])
+    assert report.raised == [recipe.id], report.outcomes
+    proposal = next(p for p in inbox(demo.workspace) if p.recipe_id == recipe.id)
+    assert "take the main build live" in proposal.diff and "+      - take the build live" not in proposal.diff
+    assert proposal.impact.moved == []
+    assert [(g.text, g.count) for g in proposal.impact.gained] == [("take the main build live", 2)]
+    assert proposal.impact.narrower[-1].startswith('"take the main build live" instead of the broader phrasing')
+    # the card keeps the whole ask's evidence, not the one phrasing it drafted
+    assert [t for t, _ in proposal.evidence.phrasings] == ["take the build live", "take the main build live"]
+
+
+# --- a copy of kitsoki's workspace, with histories written here ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kitsoki_copy(tmp_path_factory):
+    if not (KITSOKI_WS / "stories").is_dir():
+        pytest.fail(f"{KITSOKI_WS} is missing: the tests need the shared kitsoki workspace")
+    root = tmp_path_factory.mktemp("kitsoki")
+    workspace = root / "kitsoki-workspace"
+    shutil.copytree(KITSOKI_WS, workspace, ignore=shutil.ignore_patterns(".git", ".artifacts"))
+    grab = ["grab the money and ride off"] * 3
+    loot = ["hand over the loot", "ok hand over the loot", "hand over the loot now", "hand over the loot please",
+            "hand over the loot"]
+    sessions = [(f"2026-11-{day:02d}T10:00:00", (grab[:1] if day < 5 else []) + loot) for day in range(2, 6)]
+    write_history(root / "history", workspace, sessions)
+    run_pass(workspace, repo=workspace, dirs=[root / "history"], trigger="seed", workers=1)
+    model = load_workspace(workspace)
+    return workspace, model, build_inventory(model)
+
+
+def synonym_draft(workspace: Path, story: str, intent: str, phrase: str) -> dict[str, bytes]:
+    from core.kitsoki import yamledit
+
+    rel = f"stories/{story}/app.yaml"
+    text = yamledit.append_items((workspace / rel).read_text(), ["intents", intent, "synonyms"], [phrase])
+    return {rel: text.encode()}
+
+
+def test_on_kitsoki_a_synonym_that_steals_a_past_prompt_route(kitsoki_copy):
+    workspace, model, live = kitsoki_copy
+    files = synonym_draft(workspace, "robbery", "pay", "grab the money")
+    result = impact.replay(model, live, build_inventory(staged_load(model, files)), Routers.build(live).by_story)
+    moved = sorted((m.text, m.from_, m.to, m.count) for m in result.moved)
+    # robbery routes it differently, and so do the two stories that import robbery (their own copies of its intents)
+    assert moved == [("grab the money and ride off", "frontier_event:bandits__flee", "frontier_event:bandits__pay", 3),
+                     ("grab the money and ride off", "oregon-trail:frontier__bandits__flee",
+                      "oregon-trail:frontier__bandits__pay", 3),
+                     ("grab the money and ride off", "robbery:flee", "robbery:pay", 3)]
+    assert all(m.source.startswith("session ") for m in result.moved)
+    assert result.replayed > 100  # every distinct past ask plus robbery's other phrases
+
+
+def test_on_kitsoki_a_synonym_that_gains_twenty_past_prompts(kitsoki_copy):
+    workspace, model, live = kitsoki_copy
+    files = synonym_draft(workspace, "robbery", "pay", "hand over the loot")
+    result = impact.replay(model, live, build_inventory(staged_load(model, files)), Routers.build(live).by_story)
+    assert result.moved == []
+    in_robbery = [g for g in result.gained if g.to == "robbery:pay"]
+    # five wordings ("ok ...", "... please") that the miner normalizes to one ask, asked twenty times
+    assert [(g.text, g.count) for g in in_robbery] == [("hand over the loot", 20)]
+    assert {g.to for g in result.gained} == {"robbery:pay", "frontier_event:bandits__pay",
+                                             "oregon-trail:frontier__bandits__pay"}
+
+
+def test_on_kitsoki_a_world_key_and_a_binding_report_who_reads_them(kitsoki_copy):
+    _, model, _ = kitsoki_copy
+    world = impact.world_readers(model, "test_cmd")
+    assert any(r.kind == "state" and r.where.startswith("stories/dev-story/") for r in world), world
+    assert any(r.kind == "flow" for r in world)
+    binding = impact.binding_readers(model, "ticket")
+    searched = [r for r in binding if r.where == "stories/dev-story/rooms/ticket_search.yaml:28"]
+    assert searched and searched[0].what == "dev-story:ticket_search"
