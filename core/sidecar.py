@@ -39,6 +39,8 @@ from core.mining.passes import PassReport
 from core.mining.recipes import Recipe
 from core.mining.service import MinerService, MinerStatus, trace_path
 from core.proposals.decide import VERDICT_LOCK_TIMEOUT, Decision, decide
+from core.attention import attention
+from core.authn import KeyUnavailable
 from core.proposals.inbox import history, inbox
 from core.proposals.model import Proposal
 from core.proposals.proposer import ProposerReport, run_proposer
@@ -84,6 +86,9 @@ class MineStatus(BaseModel):
     library we carry (with the kitsoki commit it was read from)."""
     note: str | None = None
     """What a person should know about mining here, e.g. where a pass that read 0 sessions looked."""
+    attention: list[str] = []
+    """What a person must read first (core.attention): a signing key that cannot be used, an accept
+    that is not settled. Each line says what, where, and how to fix it."""
 
 
 @dataclass
@@ -171,13 +176,15 @@ class WorkspaceSidecar:
     def status(self) -> MineStatus:
         pending = len(self._cards.all)
         source = dev_story_source(self.workspace, Sources.from_env(self.env, self.home))
+        notice = attention(self.workspace)
         if self.miner is None:
             return MineStatus(workspace=str(self.workspace), enabled=False, paused=False, running=False,
                               last_error=self.config_error, pending=pending, proposer_error=self.proposer_error,
-                              dev_story=source)
+                              dev_story=source, attention=notice)
         miner: MinerStatus = self.miner.status()
         return MineStatus(workspace=str(self.workspace), pending=pending, proposer_error=self.proposer_error,
-                          dev_story=source, note=mining_note(miner), **miner.model_dump(exclude={"slug"}))
+                          dev_story=source, note=mining_note(miner), attention=notice,
+                          **miner.model_dump(exclude={"slug"}))
 
     def control(self, action: Control, dirs: list[Path] | None = None) -> MineStatus:
         if self.miner is None:
@@ -220,7 +227,11 @@ class WorkspaceSidecar:
     def refresh(self) -> set[str]:
         """Re-read the inbox; notify the files whose cards changed. Returns those files."""
         with self._cards_lock:
-            fresh = inbox(self.workspace)
+            try:
+                fresh = inbox(self.workspace, show=True)
+            except (KeyUnavailable, OSError) as exc:  # said by the status's attention lines, never a crash
+                log.warning("no proposal can be shown: %s", exc)
+                fresh = []
             old = self._cards
             by_path: dict[str, list[Proposal]] = defaultdict(list)
             for card in fresh:

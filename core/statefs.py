@@ -22,6 +22,7 @@ import os
 import secrets
 import shutil
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -283,3 +284,57 @@ def opened(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "file
         yield fd
     finally:
         os.close(fd)
+
+
+# ── atomic exchange and no-replace rename (Linux renameat2) ───────────────────────────────────
+# A file system has no compare-and-swap on a file's contents. What it has: renameat2's
+# RENAME_EXCHANGE swaps two names atomically (nothing is ever unlinked, so whatever an editor saved
+# in between is still reachable under one of the two names, and can be checked and swapped back),
+# and RENAME_NOREPLACE creates a name only if nobody else did. Elsewhere (no renameat2, or a file
+# system without these flags) both return False and the caller falls back to check-then-rename.
+
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_renameat2 = None
+_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)}
+
+
+def _libc_renameat2():
+    global _renameat2
+    if _renameat2 is None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            func = libc.renameat2
+            func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            func.restype = ctypes.c_int
+            _renameat2 = (func, ctypes)
+        except (OSError, AttributeError):
+            _renameat2 = False
+    return _renameat2
+
+
+def _rename2(dir_fd: int, src: str, dst: str, flags: int) -> bool:
+    found = _libc_renameat2()
+    if not found:
+        return False
+    func, ctypes = found
+    sys.audit("os.rename", src, dst, dir_fd, dir_fd)  # as os.rename raises it: audit hooks see every rename
+    if func(dir_fd, os.fsencode(src), dir_fd, os.fsencode(dst), flags) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in _UNSUPPORTED:
+        return False
+    raise OSError(code, os.strerror(code), dst)
+
+
+def exchange(dir_fd: int, a: str, b: str) -> bool:
+    """Swap the names `a` and `b` in `dir_fd` atomically; False where that is not supported."""
+    return _rename2(dir_fd, a, b, _RENAME_EXCHANGE)
+
+
+def rename_noreplace(dir_fd: int, src: str, dst: str) -> bool:
+    """Rename `src` to `dst` only if `dst` does not exist (FileExistsError if it does); False where
+    that is not supported."""
+    return _rename2(dir_fd, src, dst, _RENAME_NOREPLACE)

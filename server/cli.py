@@ -86,6 +86,19 @@ def add_commands(sub, folder_type) -> None:
         if verdict == "accept":
             p.add_argument("--unsaved", action="append", default=[],
                            help="a workspace-relative file with unsaved editor changes (refused); repeatable")
+    resolve = sub.add_parser("resolve", help="show or settle an accept left unsettled (restore or keep)",
+                             description="An accept that was interrupted and cannot be finished by the tool alone "
+                                         "(its journal is signed with another key, or a file was edited while it "
+                                         "ran) is listed on every command until a person settles it. Without "
+                                         "--restore or --keep, show each such accept: its files' before / after / "
+                                         "now hashes and what a restore would change. --restore puts the pre-accept "
+                                         "bytes back (a version of yours is copied under .artifacts/mining/resolved/ "
+                                         "first); --keep keeps the tree as it is. Either is recorded as the verdict.")
+    resolve.add_argument("id", nargs="?", help="the proposal's recipe id (or a unique prefix of it)")
+    workspace_arg(resolve)
+    choice = resolve.add_mutually_exclusive_group()
+    choice.add_argument("--restore", action="store_true", help="put the pre-accept bytes back")
+    choice.add_argument("--keep", action="store_true", help="keep the tree as it is")
     flows = sub.add_parser("flows", help="run the workspace's flow fixtures with the built-in runner",
                            description="Run kitsoki flow fixtures (each story's flows/*.yaml and ./flows/*.yaml) "
                                        "with the built-in runner, a documented subset of `kitsoki test flows`. "
@@ -376,7 +389,8 @@ def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
     return build_parser(named if named and named not in HEAVY_COMMANDS and named in _LIGHT else None)
 
 
-_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "accept", "refine", "reject", "flows", "demo", "mcp"})
+_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "accept", "refine", "reject", "resolve", "flows",
+                    "demo", "mcp"})
 
 
 def _collector_off_for_good() -> None:

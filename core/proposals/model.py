@@ -90,7 +90,11 @@ class Proposal(BaseModel):
     drafted_at: datetime
     status: Status = "pending"
     failure: str | None = None
-    """Why the last accept was reverted (status held)."""
+    """Why the last accept was reverted (status held), or why a refined draft cannot be accepted."""
+    runs_commands: list[str] = Field(default_factory=list)
+    """Keys of `.kitsoki.yaml` the change sets that decide which commands kitsoki-miner runs
+    (`miner.flow_gate`, `harness_profiles.<name>`...): the card shows them as a warning, and an
+    accept refuses a draft whose keys differ from these (core.proposals.shown)."""
 
     @property
     def draft_path(self) -> str:

@@ -28,6 +28,7 @@ from core.proposals.drafter import Draft, DraftError, Reader
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
 from core.proposals.mapper import Routers, map_recipe
 from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, Proposal
+from core.proposals.shown import command_changes
 from core.proposals.staging import file_change, load_proposal, write_stage
 from core.proposals.validate import DraftInvalid, check_draft
 from core.trace import Trace
@@ -110,7 +111,8 @@ def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, m
         recipe_id=recipe.id, kind=draft.kind, target=draft.target, rung=draft.rung, priority=recipe.priority,
         title=draft.title, mapping=mapping, files=changes, diff="".join(c.diff for c in changes),
         evidence=evidence_of(recipe), summary_markdown=draft.summary_markdown, drafter=drafter_name,
-        suggestion_only=draft.suggestion_only, drafted_at=datetime.now(timezone.utc))
+        suggestion_only=draft.suggestion_only, drafted_at=datetime.now(timezone.utc),
+        runs_commands=[key for rel, data in sorted(draft.files.items()) for key in command_changes(rel, read(rel), data)])
     return proposal, dict(draft.files), artifact
 
 

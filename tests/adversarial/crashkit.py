@@ -92,7 +92,8 @@ def _operation(spec: dict):
 
         def record(outcome) -> None:
             Trace(trace_path(workspace)).proposal_decided(recipe_id=outcome.recipe_id, verdict="accept",
-                                                          flows_green=outcome.flows_green, reverted=outcome.reverted)
+                                                          flows_green=outcome.flows_green, reverted=outcome.reverted,
+                                                          call_id=outcome.call_id)
 
         return lambda: apply_delta(workspace, spec["recipe_id"],
                                    {k: base64.b64decode(v) for k, v in spec["changes"].items()}, spec["expected"],

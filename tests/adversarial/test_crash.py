@@ -6,7 +6,8 @@ operation has, in full mode), then runs recovery and checks the pass rule:
 
 - the workspace's bytes are exactly the before state or exactly the after state (no half tree);
 - nothing outside the workspace, and nothing under `.git/`, changed;
-- a user edit made after the crash is never overwritten (the `edit` family);
+- a user edit made after the crash is never overwritten (the `edit` family); an accept that
+  then cannot be settled without it stays unsettled, said by `attention`, until a person's keep;
 - no journal is left, and the verdict is recorded at most once, and exactly once when the change
   was kept (recoverable: a kept change always ends with its `mining.proposal_decided`);
 - a second recovery has nothing to do.
@@ -31,6 +32,8 @@ from statekit import adversarial_cases, b64, decisions, no_journal_left, sha, sn
 
 from core.apply import recover
 from core.apply.journal import journal_dir
+from core.apply.resolve import resolve_accept, unsettled
+from core.attention import attention
 from core.mining.service import trace_path
 from core.trace import Trace
 
@@ -95,6 +98,11 @@ def _check(ws: Path, outside: Path, spec: dict, name: str, outside_before: dict,
     assert sorted(os.listdir(ws.parent)) == sorted(["outside", "transcripts", WS_NAME]), "a file appeared beside it"
     assert {k: v for k, v in now.items() if k.startswith(".git")} == \
            {k: v for k, v in before.items() if k.startswith(".git")}, ".git/ changed"
+    if edited is not None and not no_journal_left(ws):  # left for the person, and said on every command
+        [item] = unsettled(ws)
+        assert ".kitsoki.yaml" in attention(ws)[0] and item.verified
+        assert decisions(ws, _recipe(spec)) == [], "a verdict was recorded for an accept left unsettled"
+        resolve_accept(ws, item.recipe_id, "keep", trace=trace)
     assert no_journal_left(ws), os.listdir(journal_dir(ws))
     assert recover(ws, trace) == [], "a second recovery still had work"
     decided = decisions(ws, _recipe(spec))
