@@ -321,6 +321,10 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
         return 2
     for warning in kitsoki_config.warnings:  # e.g. a mining: block in .kitsoki.local.yaml, which kitsoki ignores
         err.write(f"warning: {warning}\n")
+    from core.attention import attention
+
+    for line in attention(workspace):  # an unusable key, an unsettled accept: said by every command
+        err.write(f"attention: {line}\n")
     config = kitsoki_config.mining
     dirs = [Path(d).expanduser().resolve() for d in [*config.transcript_dirs, *args.dirs]]
     kwargs = dict(repo=workspace, dirs=dirs, trigger=args.trigger, first_pass_sample=config.first_pass_sample,

@@ -52,7 +52,7 @@ def _fail(err, message: str, code: int = 2) -> int:
     return code
 
 
-def _recover(workspace: Path, err) -> None:
+def _recover(workspace: Path, err) -> list[str]:
     """A leftover journal means an accept was interrupted: finish it before anything else, then say
     what a person must know (an unusable key, an accept left for them to settle)."""
     try:
@@ -76,18 +76,20 @@ def _recover(workspace: Path, err) -> None:
             if record.get("gate"):
                 err.write(f"  its gate: {record['gate']}\n")
     except WorkspaceBusy:
-        return  # another process holds the workspace; it recovers, or we do next time
+        return []  # another process holds the workspace; it recovers, or we do next time
     except TraceBusyError:
         pass
     except OSError as exc:  # a read-only or full workspace, a state folder that is not one
         err.write(f"could not finish an interrupted accept here: {fault_text(exc)}\n")
-    say_attention(workspace, err)
+    return say_attention(workspace, err)
 
 
-def say_attention(workspace: Path, err) -> None:
-    """core.attention's lines, each on its own line of stderr."""
-    for line in attention(workspace):
+def say_attention(workspace: Path, err) -> list[str]:
+    """core.attention's lines, each on its own line of stderr; the lines."""
+    lines = attention(workspace)
+    for line in lines:
         err.write(f"attention: {line}\n")
+    return lines
 
 
 def fault_text(exc: OSError) -> str:
@@ -106,11 +108,12 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
         workspace = _workspace(args)
     except ConfigError:
         return _fail(err, f"no {CONFIG_FILE} here or above: pass --repo with a kitsoki workspace")
+    said: list[str] = []
     try:
         if args.command == "flows":
             say_attention(workspace, err)
             return _flows(workspace, args, out)
-        _recover(workspace, err)
+        said = _recover(workspace, err)
         if args.command == "propose":
             return _propose(workspace, args, out)
         if args.command == "proposals":
@@ -118,8 +121,12 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
         if args.command == "resolve":
             return _resolve(workspace, args, out, err)
         return _decide(workspace, args, out, err)
-    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, KeyUnavailable,
-            ResolveRefused) as exc:
+    except KeyUnavailable as exc:
+        if any(line.startswith("the signing key cannot be used") for line in said):
+            return _fail(err, f"{args.command}: stopped: nothing can be shown or applied without a usable signing key "
+                              "(see above)")
+        return _fail(err, str(exc))
+    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, ResolveRefused) as exc:
         return _fail(err, str(exc))  # a damaged or planted state file is named, never a traceback
     except WorkspaceBusy as exc:
         return _fail(err, str(exc), 3)
