@@ -624,11 +624,16 @@ def restore(workspace: Path, journal: Journal, hook: Callable[[str], None] | Non
             except Exception as exc:  # noqa: BLE001 - named in `left`, the journal is kept
                 out.left.append(entry.path)
                 out.errors.append(f"{entry.path}: {fault_reason(exc)}")
-        for directory in sorted(journal.created_dirs, key=lambda d: d.count("/"), reverse=True):
-            _remove_dir_if_empty(root, directory, out)
+        remove_empty_dirs(root, journal.created_dirs, out)
     finally:
         os.close(root)
     return out
+
+
+def remove_empty_dirs(root: int, dirs: list[str], out: Restored) -> None:
+    """The folders an apply created, deepest first, each only if it is empty (named in `removed`)."""
+    for directory in sorted((d for d in dirs if is_safe_relpath(d)), key=lambda d: d.count("/"), reverse=True):
+        _remove_dir_if_empty(root, directory, out)
 
 
 def fault_reason(exc: BaseException) -> str:

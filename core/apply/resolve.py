@@ -44,8 +44,9 @@ from core.apply.journal import (
     ChangedUnderUs,
     Journal,
     JournalFile,
-    RefusedJournal,
     CorruptJournal,
+    RefusedJournal,
+    Restored,
     Seen,
     delete_journal,
     open_dir,
@@ -53,6 +54,7 @@ from core.apply.journal import (
     pending_journals,
     read_journal,
     remove_checked,
+    remove_empty_dirs,
     sha256_hex,
     write_checked,
 )
@@ -316,6 +318,10 @@ def resolve_accept(workspace: Path, recipe_id: str, choice: Choice, *, trace=Non
             try:
                 for entry in files:
                     _restore_file(workspace, root, entry, folder, out, journal is not None)
+                dirs = journal.created_dirs if journal is not None else body.get("created_dirs")
+                emptied = Restored()
+                remove_empty_dirs(root, [d for d in dirs or [] if isinstance(d, str)], emptied)
+                out.removed.extend(emptied.removed)
             finally:
                 os.close(root)
         trace.proposal_decided(recipe_id=path.stem, verdict="accept", by="human", flows_green=choice == "keep",

@@ -250,3 +250,94 @@ def test_a_recorded_gate_that_is_now_another_process_is_left_alone(tmp_path: Pat
     finally:
         bystander.kill()
         bystander.wait()
+
+
+# ── a killed accept met by another key (rotated, deleted, another user's or HOME's) ─────────────
+
+
+def _killed_mid_gate(ws: Path, tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
+    """An accept of the 3-file delta killed while its gate (sh + sleep, in the workspace) runs."""
+    pids = tmp_path / "gate.pids"
+    spec = _delta_spec(ws, ["sh", "-c", f'sleep 300 & echo $$ $! > "{pids}"; wait'])
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_bytes(orjson.dumps(spec))
+    accept = subprocess.Popen([sys.executable, "-c", GATE_SCRIPT, str(statekit.ROOT), str(ws), str(spec_file)])
+    deadline = time.monotonic() + 30
+    while not (pids.exists() and len(pids.read_text().split()) == 2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    leader, child = (int(p) for p in pids.read_text().split())
+    os.kill(accept.pid, signal.SIGKILL)
+    accept.wait()
+    return accept, leader, child
+
+
+def _cli(ws: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    run = subprocess.run([sys.executable, "-m", "server.cli", *args, "--repo", str(ws)], capture_output=True, text=True,
+                         cwd=statekit.ROOT, env={**os.environ, **env}, timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr
+    return run
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to tell a process apart")
+@pytest.mark.parametrize("how", adversarial_cases(["rotated", "deleted", "another HOME"], fast=2))
+def test_a_killed_accept_met_by_another_key_is_said_on_every_command_until_a_person_settles_it(
+        tmp_path: Path, how: str) -> None:
+    from core.authn import KEY_DIR_ENV
+
+    ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
+    before, outside_before = snapshot(ws), snapshot(outside)
+    _, leader, child = _killed_mid_gate(ws, tmp_path)
+    half = snapshot(ws)
+    assert half != before, "the accept was killed before it wrote"
+    key_dir = Path(os.environ[KEY_DIR_ENV])
+    if how == "rotated":
+        env = {KEY_DIR_ENV: str(tmp_path / "rotated")}
+        (tmp_path / "rotated").mkdir()
+        (tmp_path / "rotated" / "authn.key").write_bytes(os.urandom(32))
+    elif how == "deleted":
+        saved = tmp_path / "saved-key"
+        shutil.copytree(key_dir, saved)
+        env = {KEY_DIR_ENV: str(tmp_path / "emptied")}  # the same user's key, gone: a new one is made
+    else:
+        env = {KEY_DIR_ENV: "", "HOME": str(tmp_path / "other-home"), "XDG_STATE_HOME": ""}
+        env = {k: v for k, v in env.items() if v}
+        env_clean = {**os.environ, **env}
+        env_clean.pop(KEY_DIR_ENV, None)
+    for command in (["proposals"], ["accept", TEMPLATE["cards"]["binding"]]):
+        if how == "another HOME":
+            run = subprocess.run([sys.executable, "-m", "server.cli", *command, "--repo", str(ws)], capture_output=True,
+                                 text=True, cwd=statekit.ROOT, env=env_clean, timeout=120)
+            assert "Traceback" not in run.stderr, run.stderr
+        else:
+            run = _cli(ws, env, *command)
+        assert "is not settled" in run.stderr and "signed with another key" in run.stderr, run.stderr
+        assert "stories/release-desk/app.yaml" in run.stderr and "resolve" in run.stderr
+        assert snapshot(ws) == half, "a journal that could not be verified was acted on"
+    deadline = time.monotonic() + 5
+    while (_alive(leader) or _alive(child)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(leader) and not _alive(child), "the killed accept's gate kept running"
+    if how == "another HOME":
+        return  # the other user's key never verifies it; the owner's command below does
+    run = _cli(ws, env, "resolve")
+    assert "NOT verified" in run.stdout and "--restore would change" in run.stdout
+    run = _cli(ws, env, "resolve", "00000000000000d1", "--restore")
+    assert run.returncode == 0, run.stderr
+    assert snapshot(ws) == before and snapshot(outside) == outside_before, "the restore did not give the before tree"
+    assert no_journal_left(ws) and "is not settled" not in _cli(ws, env, "proposals").stderr
+    assert [(d["flows_green"], d["reverted"]) for d in decisions(ws, "00000000000000d1")] == [(False, True)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to tell a process apart")
+def test_another_homes_command_first_then_the_owners_recovers_it_in_full(tmp_path: Path) -> None:
+    ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
+    before = snapshot(ws)
+    _killed_mid_gate(ws, tmp_path)
+    env = {**os.environ, "HOME": str(tmp_path / "other-home")}
+    env.pop("KITSOKI_MINER_KEY_DIR")
+    run = subprocess.run([sys.executable, "-m", "server.cli", "proposals", "--repo", str(ws)], capture_output=True,
+                         text=True, cwd=statekit.ROOT, env=env, timeout=120)
+    assert "is not settled" in run.stderr and "Traceback" not in run.stderr
+    [report] = recover(ws, Trace(trace_path(ws)))  # the owner's key: verified, restored as any recovery
+    assert report["phase"] == "applying" and sorted(report["restored"] + report["removed"])
+    assert snapshot(ws) == before and no_journal_left(ws)
