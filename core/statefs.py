@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from core.safeio import UnsafeFile, kind_of, read_regular
+from core.safeio import UnsafeFile, kind_of, os_problem, read_regular
 
 STATE_DIR = ".artifacts"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -76,7 +76,7 @@ def _walk(root: Path, parts: tuple[str, ...], create: bool, dir_mode: int = 0o77
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise UnsafeFile(root, f"cannot be opened as a folder: {exc.strerror or exc}", exc.errno or errno.EIO) \
+        raise UnsafeFile(root, f"cannot be opened as a folder: {os_problem(exc)}", exc.errno or errno.EIO) \
             from None
     try:
         for i, part in enumerate(parts):
@@ -113,7 +113,7 @@ def _dir_problem(root: Path, parts: tuple[str, ...], i: int, exc: OSError) -> Un
         return _link_problem(where)
     if exc.errno == errno.ENOTDIR:
         return UnsafeFile(where, "is not a folder (kitsoki-miner keeps its state in a folder here)", errno.ENOTDIR)
-    return UnsafeFile(where, f"cannot be opened as a folder: {exc.strerror or exc}", exc.errno or errno.EIO)
+    return UnsafeFile(where, f"cannot be opened as a folder: {os_problem(exc)}", exc.errno or errno.EIO)
 
 
 def open_dir(path: Path | str, *, create: bool = False, root: Path | str | None = None,
@@ -154,7 +154,7 @@ def open_file(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "f
             if exc.errno == errno.ENXIO:  # O_WRONLY|O_NONBLOCK on a FIFO nobody reads
                 raise UnsafeFile(path, f"{what} is a named pipe (FIFO); only a regular file is used", exc.errno) \
                     from None
-            raise UnsafeFile(path, f"{what} cannot be opened: {exc.strerror or exc}", exc.errno or errno.EIO) \
+            raise UnsafeFile(path, f"{what} cannot be opened: {os_problem(exc)}", exc.errno or errno.EIO) \
                 from None
     finally:
         os.close(dir_fd)

@@ -55,6 +55,15 @@ def path_arg(text: str) -> Path:
     return Path(text)
 
 
+def fault_text(exc: OSError) -> str:
+    """A file-system fault in a person's words, with the file ("disk full: <path> (No space ...)")."""
+    from core.safeio import FAULTS
+
+    word = FAULTS.get(exc.errno or 0, "cannot write")
+    where = f": {exc.filename}" if isinstance(exc.filename, (str, bytes)) else ""
+    return f"{word}{where} ({exc.strerror or exc})"
+
+
 def no_workspace_message(repo: Path | None) -> str:
     """The refusal of a command that needs a kitsoki workspace (mine, propose, proposals, accept ...)."""
     from core.kitsoki.config import CONFIG_FILE
@@ -352,6 +361,9 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     except (RecipesFileError, UnsafeFile) as exc:  # our own state files, damaged or planted: named, never a traceback
         err.write(f"{exc}\n")
         return 2
+    except OSError as exc:  # a full disk, a read-only workspace, a folder we may not use
+        err.write(f"mine: {fault_text(exc)}; this pass was not recorded (the last complete pass's recipes stay)\n")
+        return 5
     if args.json:
         result = MineResult(pass_=report, recipes=recipes)
         out.write(orjson.dumps(result.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2).decode())

@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from core.apply import RevertFailed, recover
-from core.apply.journal import FAULTS
 from core.apply.resolve import ResolveRefused, resolve_accept, unsettled
 from core.attention import attention
+from server.cli import fault_text
 from core.authn import KeyUnavailable
 from core.mining.passes import RecipesFileError
 from core.proposals.staging import StagedStateError
@@ -90,15 +90,6 @@ def say_attention(workspace: Path, err) -> list[str]:
     for line in lines:
         err.write(f"attention: {line}\n")
     return lines
-
-
-def fault_text(exc: OSError) -> str:
-    """A file-system fault in the words a person knows it by, with the file."""
-    word = FAULTS.get(exc.errno or 0)
-    where = exc.filename if isinstance(exc.filename, str) else None
-    if word is None:
-        return str(exc)
-    return f"{word}: {where}" if where else f"{word} ({exc.strerror})"
 
 
 def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:

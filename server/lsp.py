@@ -72,7 +72,7 @@ class _Lazy:
 
 P = _Lazy("server.protocol")
 _core = {name: _Lazy(name) for name in ("core.sidecar", "core.proposals.decide", "core.proposals.staging",
-                                         "core.locks", "core.proposals.wording")}
+                                         "core.locks", "core.proposals.wording", "core.apply")}
 
 log = logging.getLogger("kitsoki_miner.server")
 
@@ -140,6 +140,10 @@ class KitsokiServer(LanguageServer):
         self.init_options: Any = None
         self.published: set[str] = set()
         self._pass_tokens: dict[Path, tuple[str, float]] = {}
+        self._progress_live: set[str] = set()
+        """Progress tokens begun and not yet ended (only those get reports and an end)."""
+        self._progress_ended: set[str] = set()
+        self._progress_tasks: set[asyncio.Future] = set()
         self._answers: dict[tuple, tuple[object, Any]] = {}
 
     def cached(self, sidecar: WorkspaceSidecar, key: tuple, compute: Callable[[], Any]) -> Any:
@@ -418,29 +422,60 @@ def _stages() -> dict[str, tuple[int, str]]:
             "after_gate": (90, "flow gate done")}
 
 
+def verdict_error(exc: BaseException) -> Exception | None:
+    """The answer to a verdict that raised: a refusal (invalid params, nothing done), a busy
+    workspace, or a file-system fault said in a person's words with the file; None for anything else."""
+    if isinstance(exc, _core['core.proposals.decide'].DecisionRefused):
+        return JsonRpcInvalidParams(f"refused: {exc}")
+    if isinstance(exc, _core['core.locks'].WorkspaceBusy):
+        return JsonRpcInternalError(str(exc))
+    if isinstance(exc, OSError):
+        from core.apply.journal import FAULTS
+
+        word = FAULTS.get(exc.errno or 0, "file-system error")
+        where = f": {exc.filename}" if isinstance(exc.filename, str) else ""
+        return JsonRpcInternalError(f"{word}{where} ({exc.strerror or exc}); nothing was left half-written")
+    if isinstance(exc, _core['core.apply'].RevertFailed):
+        return JsonRpcInternalError(str(exc))
+    return None
+
+
 async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.DecisionResult:
+    """A verdict, run off the loop. A cancel that arrives before the verdict starts means nothing was
+    done (RequestCancelled); once it has started it runs to its end (an accept is a critical section)
+    and the answer says what happened, with `note` saying the cancel came too late. Progress is
+    optional: the accept never waits for the client to accept a progress token."""
     sidecar, card = ls.find_card(recipe_id)
     unsaved = unsaved_targets(ls, sidecar, card) if verdict == "accept" else []
-    token = None
-    if verdict == "accept":
-        token = await _begin_progress(ls, f"Accepting: {card.title}", cancellable=False)
+    token = _begin_progress_soon(ls, f"Accepting: {card.title}") if verdict == "accept" else None
 
     def hook(name: str) -> None:
         stage = _stages().get(name)
         if token is not None and stage is not None:
-            ls.soon(ls.work_done_progress.report, token,
-                    types.WorkDoneProgressReport(message=stage[1], percentage=stage[0]))
+            ls.soon(_report_progress, ls, token, stage)
 
-    try:
-        decision: Decision = await ls.off_loop(lambda: sidecar.decide(card.recipe_id, verdict, unsaved=unsaved,
-                                                                      hook=hook))
-    except _core['core.proposals.decide'].DecisionRefused as exc:
-        _end_progress(ls, token, f"refused: {exc}")
-        raise JsonRpcInvalidParams(f"refused: {exc}") from None
-    except _core['core.locks'].WorkspaceBusy as exc:
-        _end_progress(ls, token, str(exc))
-        raise JsonRpcInternalError(str(exc)) from None
+    work = asyncio.ensure_future(ls.off_loop(lambda: sidecar.decide(card.recipe_id, verdict, unsaved=unsaved,
+                                                                     hook=hook)))
+    cancelled = False
+    while True:
+        try:
+            decision: Decision = await asyncio.shield(work)
+            break
+        except asyncio.CancelledError:
+            if work.done() and work.cancelled():
+                raise
+            cancelled = True  # started: it cannot be stopped half way; answer what it did
+        except Exception as exc:  # noqa: BLE001 - answered in words, never a traceback
+            error = verdict_error(exc)
+            if error is None:
+                raise
+            _end_progress(ls, token, str(error))
+            raise error from None
     result = _decision_result(sidecar, decision)
+    if cancelled:
+        result.note = (f"the cancel came after the {verdict} had begun, so it was carried out: "
+                       + ("kept" if decision.flows_green else "refined" if verdict == "refine" else
+                          "rejected" if verdict == "reject" else "not kept"))
     if token is not None:
         _end_progress(ls, token, ("kept: flows green" if decision.gated else "kept, not gated") if decision.flows_green
                       else f"{'held' if decision.held else 'reverted'}: {decision.failure}")
@@ -473,7 +508,8 @@ def _decision_result(sidecar: WorkspaceSidecar, decision: Decision) -> P.Decisio
                             flows=list(decision.gate.runs) if decision.gate else [],
                             skipped=list(decision.gate.skipped) if decision.gate else [],
                             kept=wording.kept_text(decision.gated)
-                            if decision.verdict == "accept" and decision.flows_green else None)
+                            if decision.verdict == "accept" and decision.flows_green else None,
+                            unresolved=decision.unresolved, note=decision.note)
 
 
 async def _show(ls: KitsokiServer, uri: str | None) -> None:
@@ -484,6 +520,36 @@ async def _show(ls: KitsokiServer, uri: str | None) -> None:
         await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
     except Exception as exc:  # noqa: BLE001 - opening the draft is a courtesy
         log.warning("showDocument failed: %s", exc)
+
+
+def _begin_progress_soon(ls: KitsokiServer, title: str) -> str | None:
+    """A progress token asked for without waiting: `begin` is sent once the client accepts it, and
+    reports before that (or for a client that never answers) are dropped."""
+    caps = ls.client_capabilities.window
+    if caps is None or not caps.work_done_progress:
+        return None
+    token = str(uuid.uuid4())
+
+    async def create() -> None:
+        try:
+            await asyncio.wait_for(ls.work_done_progress.create_async(token), 30)
+        except Exception as exc:  # noqa: BLE001 - progress is optional
+            log.warning("window/workDoneProgress/create failed: %s", exc)
+            return
+        if token in ls._progress_ended:
+            ls._progress_ended.discard(token)
+            return
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=False))
+        ls._progress_live.add(token)
+
+    ls._progress_tasks.add(task := asyncio.ensure_future(create()))
+    task.add_done_callback(ls._progress_tasks.discard)
+    return token
+
+
+def _report_progress(ls: KitsokiServer, token: str, stage: tuple[int, str]) -> None:
+    if token in ls._progress_live:
+        ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=stage[1], percentage=stage[0]))
 
 
 async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
@@ -498,6 +564,7 @@ async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
         log.warning("window/workDoneProgress/create failed: %s", exc)
         return None
     ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=cancellable))
+    ls._progress_live.add(token)
     if on_cancel is not None:
         future = ls.work_done_progress.tokens.get(token)
         if future is not None:
@@ -507,7 +574,15 @@ async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
 
 def _end_progress(ls: KitsokiServer, token: str | None, message: str) -> None:
     if token is not None:
-        ls.soon(ls.work_done_progress.end, token, types.WorkDoneProgressEnd(message=message[:200]))
+        ls.soon(_end_if_live, ls, token, message)
+
+
+def _end_if_live(ls: KitsokiServer, token: str, message: str) -> None:
+    """End a progress that was begun; one not begun yet never will be."""
+    ls._progress_ended.add(token)
+    if token in ls._progress_live:
+        ls._progress_live.discard(token)
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message[:200]))
 
 
 def _id_arg(args: tuple, command: str) -> str:

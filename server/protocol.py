@@ -219,6 +219,12 @@ class DecisionResult(BaseModel):
     """accept: apps the change reaches that miner.flow_gate.skip leaves ungated."""
     kept: str | None = None
     """accept, kept: what kept it, in words ("flows green"; core.proposals.wording.kept_text)."""
+    unresolved: bool = False
+    """accept: neither kept nor reverted (a file edited while it ran could not be restored without
+    losing the edit); no verdict was recorded and `failure` says how to settle it (kitsoki-miner resolve)."""
+    note: str | None = None
+    """What else the person should know: a cancel that came after the verdict had begun (it was
+    carried out), a verdict that will be recorded by the next command."""
 
 
 class EvolveParams(_Params):

@@ -357,13 +357,13 @@ def _revert(workspace: Path, journal: Journal, journal_file: Path, reload: Calla
             "gate_summary": gate.summary[:2000] if gate is not None else None})
         try:
             write_journal(workspace, unresolved)
-        except Exception:  # noqa: BLE001 - still applying/reverting on disk: recovery finds the same edit
-            log.warning("could not mark the journal of %s as unresolved", journal.recipe_id, exc_info=True)
+        except Exception as exc:  # noqa: BLE001 - still applying/reverting on disk: recovery finds the same edit
+            log.warning("could not mark the journal of %s as unresolved: %s", journal.recipe_id, fault_reason(exc))
         return failure, unresolved, kept  # the tree holds the person's edit over the change: theirs to settle
     try:
         journal = set_phase(workspace, journal, "reverted", failure=failure[:2000])
-    except Exception:  # noqa: BLE001 - still "reverting" on disk: recovery restores (a no-op) again
-        log.warning("could not mark the journal of %s as reverted", journal.recipe_id, exc_info=True)
+    except Exception as exc:  # noqa: BLE001 - still "reverting" on disk: recovery restores (a no-op) again
+        log.warning("could not mark the journal of %s as reverted: %s", journal.recipe_id, fault_reason(exc))
     try:
         reload(workspace)
     except Exception as exc:  # noqa: BLE001 - the bytes are back; mention it, do not fail on it
@@ -380,7 +380,7 @@ def _settle(journal_file: Path, on_outcome: Callable[[ApplyOutcome], None] | Non
         try:
             on_outcome(outcome)
         except Exception as exc:  # noqa: BLE001 - the tree is settled; the journal finishes the record
-            log.warning("the verdict of %s could not be recorded", outcome.recipe_id, exc_info=True)
+            log.warning("the verdict of %s could not be recorded: %s", outcome.recipe_id, fault_reason(exc))
             return outcome.model_copy(update={"unrecorded": _reason(exc)})
     hook("before_journal_delete")
     if delete:

@@ -57,6 +57,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from core import statefs
 from core.apply.processes import GateProcess
 from core.authn import NotAuthentic, seal, unseal
+from core.safeio import FAULTS, os_problem
 from core.ids import BadRecipeId, require_recipe_id
 
 log = logging.getLogger(__name__)
@@ -637,14 +638,7 @@ def remove_empty_dirs(root: int, dirs: list[str], out: Restored) -> None:
 
 
 def fault_reason(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.errno in FAULTS:
-        return f"{FAULTS[exc.errno]} ({exc.strerror})"
-    return str(exc)
-
-
-FAULTS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
-          errno.EACCES: "permission denied", errno.EPERM: "operation not permitted", errno.EIO: "I/O error"}
-"""The file-system faults a person can act on, by the words they know them by."""
+    return os_problem(exc) if isinstance(exc, OSError) and exc.errno in FAULTS else str(exc)
 
 
 def _keep(out: Restored, path: str, why: str) -> None:
@@ -756,6 +750,6 @@ def mark_reverting(workspace: Path, journal: Journal) -> Journal:
     restores the same way from `applying`)."""
     try:
         return set_phase(workspace, journal, "reverting")
-    except Exception:  # noqa: BLE001 - informational only
-        log.warning("could not mark the journal of %s as reverting", journal.recipe_id, exc_info=True)
+    except Exception as exc:  # noqa: BLE001 - informational only
+        log.warning("could not mark the journal of %s as reverting: %s", journal.recipe_id, fault_reason(exc))
         return journal

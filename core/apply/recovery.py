@@ -200,8 +200,8 @@ def recover(workspace: Path, trace=None, *, lock_timeout: float = 0.0) -> list[d
         for report in reports:
             try:
                 trace.append("mining.recovered", report)
-            except Exception:  # noqa: BLE001 - the restore happened; the record is returned anyway
-                log.warning("could not record mining.recovered in %s", trace, exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - the restore happened; the record is returned anyway
+                log.warning("could not record mining.recovered in %s: %s", trace.path, fault_reason(exc))
     return reports
 
 

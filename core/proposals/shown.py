@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from core.flows.yaml12 import Yaml12Loader
 from core.kitsoki.config import CONFIG_FILE
 from core.locks import WorkspaceBusy, workspace_lock
 from core.proposals.model import Proposal
@@ -49,15 +50,13 @@ class NotShown(ValueError):
 def _load(data: bytes | None) -> Any:
     if data is None:
         return {}
-    if data.count(b"[") + data.count(b"{") > 100_000:
+    try:
+        loader = Yaml12Loader(data)  # bounded depth: never composed deeper than the C stack takes
+    except yaml.YAMLError:
         return None
     try:
-        loader = yaml.CSafeLoader(data)
-    except AttributeError:  # pragma: no cover - PyYAML without libyaml
-        loader = yaml.SafeLoader(data)
-    try:
         return loader.get_single_data()
-    except (yaml.YAMLError, RecursionError, ValueError):
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):
         return None
     finally:
         loader.dispose()
