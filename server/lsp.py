@@ -442,9 +442,10 @@ def verdict_error(exc: BaseException) -> Exception | None:
 
 async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.DecisionResult:
     """A verdict, run off the loop. A cancel that arrives before the verdict starts means nothing was
-    done (RequestCancelled); once it has started it runs to its end (an accept is a critical section)
-    and the answer says what happened, with `note` saying the cancel came too late. Progress is
-    optional: the accept never waits for the client to accept a progress token."""
+    done (RequestCancelled); once it has started it runs to its end (an accept is a critical
+    section: core.apply) and the answer says what happened, with `note` saying the cancel came too
+    late (server.transport: enter_critical / leave_critical). Progress is optional: the accept
+    never waits for the client to accept a progress token."""
     sidecar, card = ls.find_card(recipe_id)
     unsaved = unsaved_targets(ls, sidecar, card) if verdict == "accept" else []
     token = _begin_progress_soon(ls, f"Accepting: {card.title}") if verdict == "accept" else None
@@ -454,23 +455,21 @@ async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.Deci
         if token is not None and stage is not None:
             ls.soon(_report_progress, ls, token, stage)
 
-    work = asyncio.ensure_future(ls.off_loop(lambda: sidecar.decide(card.recipe_id, verdict, unsaved=unsaved,
-                                                                     hook=hook)))
-    cancelled = False
-    while True:
-        try:
-            decision: Decision = await asyncio.shield(work)
-            break
-        except asyncio.CancelledError:
-            if work.done() and work.cancelled():
-                raise
-            cancelled = True  # started: it cannot be stopped half way; answer what it did
-        except Exception as exc:  # noqa: BLE001 - answered in words, never a traceback
-            error = verdict_error(exc)
-            if error is None:
-                raise
-            _end_progress(ls, token, str(error))
-            raise error from None
+    protocol = ls.protocol
+    if not getattr(protocol, "enter_critical", lambda: True)():
+        _end_progress(ls, token, "cancelled before it began: nothing was done")
+        raise asyncio.CancelledError  # the client was already answered RequestCancelled
+    try:
+        decision: Decision = await ls.off_loop(lambda: sidecar.decide(card.recipe_id, verdict, unsaved=unsaved,
+                                                                      hook=hook))
+    except Exception as exc:  # noqa: BLE001 - answered in words, never a traceback
+        error = verdict_error(exc)
+        if error is None:
+            raise
+        _end_progress(ls, token, str(error))
+        raise error from None
+    finally:
+        cancelled = getattr(protocol, "leave_critical", lambda: False)()
     result = _decision_result(sidecar, decision)
     if cancelled:
         result.note = (f"the cancel came after the {verdict} had begun, so it was carried out: "
@@ -559,7 +558,7 @@ async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
         return None
     token = str(uuid.uuid4())
     try:
-        await ls.work_done_progress.create_async(token)
+        await asyncio.wait_for(ls.work_done_progress.create_async(token), 30)  # a client that never replies
     except Exception as exc:  # noqa: BLE001 - progress is optional
         log.warning("window/workDoneProgress/create failed: %s", exc)
         return None
