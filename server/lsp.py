@@ -496,6 +496,29 @@ async def choose_impl(ls: KitsokiServer, recipe_id: str) -> Any:
     return (await decide_impl(ls, card.recipe_id, picks[answer.title])).model_dump(mode="json")
 
 
+def resolve_impl(ls: KitsokiServer, args: tuple) -> dict:
+    """kitsoki.resolve (core.apply.resolve): list the accepts left unsettled, or settle one."""
+    from core.apply.resolve import ResolveRefused, resolve_accept, unsettled
+
+    p = validated(P.ResolveArgs, args[0] if args else {}, M.CMD_RESOLVE)
+    sidecars = ls.sidecars_for(p.uri)
+    if p.choice is None:
+        return {"unsettled": [u.model_dump(mode="json") | {"workspace": str(s.workspace)}
+                              for s in sidecars for u in unsettled(s.workspace)
+                              if p.id is None or u.recipe_id.startswith(p.id)]}
+    if p.id is None:
+        raise JsonRpcInvalidParams(f"{M.CMD_RESOLVE}: a choice needs the proposal's id")
+    for sidecar in sidecars:
+        if any(u.recipe_id.startswith(p.id) for u in unsettled(sidecar.workspace)):
+            try:
+                result = resolve_accept(sidecar.workspace, p.id, p.choice)
+            except ResolveRefused as exc:
+                raise JsonRpcInvalidParams(f"{M.CMD_RESOLVE}: {exc}") from None
+            sidecar.refresh()
+            return result.model_dump(mode="json")
+    raise JsonRpcInvalidParams(f"{M.CMD_RESOLVE}: no unsettled accept {p.id}")
+
+
 def _decision_result(sidecar: WorkspaceSidecar, decision: Decision) -> P.DecisionResult:
     wording = _core['core.proposals.wording']
     return P.DecisionResult(recipe_id=decision.recipe_id, verdict=decision.verdict, flows_green=decision.flows_green,
@@ -781,6 +804,10 @@ def build_server() -> KitsokiServer:
                 return (await decide_impl(ls, _id_arg(args, name), verdict)).model_dump(mode="json")
             return command
         server.command(name)(make(verdict, name))
+
+    @server.command(M.CMD_RESOLVE)
+    async def resolve(ls: KitsokiServer, *args):
+        return await ls.off_loop(resolve_impl, ls, args)
 
     @server.command(M.CMD_DIFF)
     def diff(ls: KitsokiServer, *args):

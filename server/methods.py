@@ -28,9 +28,11 @@ CMD_RESUME = "kitsoki.resume"
 CMD_PROPOSE = "kitsoki.propose"
 CMD_SHOW = "kitsoki.showProposals"
 CMD_CHOOSE = "kitsoki.choose"
+CMD_RESOLVE = "kitsoki.resolve"
+"""An accept left unsettled: `[{}]` lists them, `[{"id", "choice": "restore" | "keep"}]` settles one."""
 """The one lens of a proposal that shares its line with others: asks what to do with it."""
 COMMANDS = (CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW,
-            CMD_CHOOSE)
+            CMD_CHOOSE, CMD_RESOLVE)
 
 QUESTION_HEADER = "Capture as structure?"
 """kitsoki's TUI card header for a mining proposal (internal/tui/mine_command.go)."""

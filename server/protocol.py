@@ -339,6 +339,14 @@ class IdArgs(_Params):
     id: str = Field(min_length=1)
 
 
+class ResolveArgs(_Params):
+    """kitsoki.resolve: no id lists the accepts left unsettled; an id and a choice settles one."""
+
+    id: str | None = Field(default=None, min_length=1)
+    choice: Literal["restore", "keep"] | None = None
+    uri: str | None = None
+
+
 class DiffArgs(_Params):
     """kitsoki.diff, as the Diff lens sends it."""
 

@@ -116,9 +116,6 @@ def test_an_accept_never_waits_on_a_progress_token_the_client_does_not_answer(tm
 
 # ── floods and broken ranges ──────────────────────────────────────────────────────────────────
 
-_SHARED: dict[str, Served] = {}
-
-
 @pytest.fixture(scope="module")
 def served():
     root = _TMP / "served"
@@ -224,3 +221,41 @@ def test_a_cancel_before_a_verdict_begins_stops_it_and_one_after_is_answered_as_
             CURRENT_REQUEST.reset(token)
     finally:
         loop.close()
+
+
+def test_an_unsettled_accept_is_in_the_status_and_settled_by_kitsoki_resolve(tmp_path: Path) -> None:
+    """An accept a person's edit left unsettled (before the server started): the status says so until
+    the client sends the person's choice, which is recorded once."""
+    from core.apply import GateResult
+    from core.proposals.decide import accept
+    from core.proposals.inbox import inbox
+
+    served = Served(tmp_path)
+    card_id = next(c for c in inbox(served.ws) if c.kind == "world").recipe_id
+
+    def typing_gate(workspace: Path) -> GateResult:
+        config = workspace / ".kitsoki.yaml"
+        config.write_bytes(config.read_bytes() + b"# typed during the gate\n")
+        return GateResult(green=False, gate="test", summary="red")
+
+    assert accept(served.ws, card_id, gate=typing_gate).unresolved
+    typed = (served.ws / ".kitsoki.yaml").read_bytes()
+    server = RawServer(served.ws)
+    served.server = server
+    try:
+        assert server.initialize(served.ws, {"mining": False, "watch": False}) is not None
+        [status] = server.wait_served()
+        assert any(card_id in line and "resolve" in line for line in status["attention"]), status["attention"]
+        mark = server.stderr_mark()
+        listed = server.request("workspace/executeCommand", {"command": "kitsoki.resolve", "arguments": [{}]})
+        [item] = listed["result"]["unsettled"]
+        assert item["recipe_id"] == card_id and item["files"][0]["now_is"] == "other"
+        settled = server.request("workspace/executeCommand", {"command": "kitsoki.resolve",
+                                                              "arguments": [{"id": card_id, "choice": "keep"}]})
+        assert settled["result"]["choice"] == "keep", settled
+        assert (served.ws / ".kitsoki.yaml").read_bytes() == typed
+        assert server.request("kitsoki/mineStatus", {})["result"]["workspaces"][0]["attention"] == []
+        assert [(d["flows_green"], d["reverted"]) for d in statekit.decisions(served.ws, card_id)] == [(True, False)]
+        check_alive_and_clean(served, server, mark)
+    finally:
+        server.stop()
