@@ -45,6 +45,7 @@ from core.proposals.inbox import history, inbox
 from core.proposals.model import Proposal
 from core.proposals.proposer import ProposerReport, run_proposer
 from core.proposals.settings import SettingsError, configured_drafter, gate_settings
+from core.proposals.shown import show_refined
 from core.proposals.staging import load_proposal
 from core.questions import QuestionBook
 from core.trace import Trace, TraceBusyError
@@ -228,7 +229,7 @@ class WorkspaceSidecar:
         """Re-read the inbox; notify the files whose cards changed. Returns those files."""
         with self._cards_lock:
             try:
-                fresh = inbox(self.workspace, show=True)
+                fresh = inbox(self.workspace)
             except (KeyUnavailable, OSError) as exc:  # said by the status's attention lines, never a crash
                 log.warning("no proposal can be shown: %s", exc)
                 fresh = []
@@ -253,6 +254,17 @@ class WorkspaceSidecar:
             self.events.proposals_changed(self.workspace, fresh, changed - {""})
         self._withdraw(self.questions.sweep(new.by_id), "its proposal is no longer open")
         return changed - {""}
+
+    def show_refined(self, recipe_id: str) -> None:
+        """A refined draft the person has in front of them (saved in the editor, or a card they asked
+        to see): validated and signed to be shown, so the card shows its diff and an accept may apply
+        it (core.proposals.shown). Nothing for a proposal that is not being refined."""
+        if history(Trace(trace_path(self.workspace))).get(recipe_id) != "refining":
+            return
+        proposal = load_proposal(self.workspace, recipe_id)
+        if proposal is not None:
+            show_refined(self.workspace, proposal)
+            self.refresh()
 
     def propose(self, recipes: list[Recipe] | None = None) -> ProposerReport | None:
         """Run the proposer (one at a time); refresh and announce what it raised."""

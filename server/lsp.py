@@ -268,9 +268,25 @@ def proposals_impl(ls: KitsokiServer, params: Any) -> dict:
     return {"proposals": cards}
 
 
+def _draft_recipe(sidecar: WorkspaceSidecar, path: Path) -> str | None:
+    """The recipe whose staged draft `path` is (`.artifacts/mining/<recipe_id>/...`), or None."""
+    try:
+        parts = path.absolute().relative_to(sidecar.workspace).parts
+    except ValueError:
+        return None
+    if len(parts) > 3 and parts[:2] == (".artifacts", "mining"):
+        from core.ids import is_recipe_id
+
+        return parts[2] if is_recipe_id(parts[2]) else None
+    return None
+
+
 def proposal_impl(ls: KitsokiServer, params: Any) -> dict:
     p = validated(P.ProposalParams, params, M.PROPOSAL)
     sidecar, card = ls.find_card(p.id)
+    if card.status == "refining":  # the person asked to see it: a refined draft is shown (and signed) now
+        sidecar.show_refined(card.recipe_id)
+        card = sidecar.card(card.recipe_id) or card
     return detail_of(sidecar.workspace, card, gate=sidecar.gate_preview(card.recipe_id)).model_dump(mode="json")
 
 
@@ -503,9 +519,9 @@ def resolve_impl(ls: KitsokiServer, args: tuple) -> dict:
     p = validated(P.ResolveArgs, args[0] if args else {}, M.CMD_RESOLVE)
     sidecars = ls.sidecars_for(p.uri)
     if p.choice is None:
-        return {"unsettled": [u.model_dump(mode="json") | {"workspace": str(s.workspace)}
-                              for s in sidecars for u in unsettled(s.workspace)
-                              if p.id is None or u.recipe_id.startswith(p.id)]}
+        return P.ResolveListResult(unsettled=[
+            P.UnsettledAccept(**u.model_dump(), workspace=str(s.workspace)) for s in sidecars
+            for u in unsettled(s.workspace) if p.id is None or u.recipe_id.startswith(p.id)]).model_dump(mode="json")
     if p.id is None:
         raise JsonRpcInvalidParams(f"{M.CMD_RESOLVE}: a choice needs the proposal's id")
     for sidecar in sidecars:
@@ -748,9 +764,15 @@ def build_server() -> KitsokiServer:
     async def did_save(ls: KitsokiServer, params: types.DidSaveTextDocumentParams) -> None:
         sidecar = ls.sidecar_for(params.text_document.uri)
         path = to_fs_path(params.text_document.uri)
-        # A staged draft being refined lives under .artifacts/: saving it changes no live target.
+        # A staged draft being refined lives under .artifacts/: saving it changes no live target, but
+        # the person saw what they saved, so its card is shown with that draft (when disk holds it).
         if sidecar is not None and path and ".artifacts" not in Path(path).parts:
             await ls.off_loop(sidecar.kitsoki_files_changed, [path])
+        elif sidecar is not None and path:
+            recipe_id = _draft_recipe(sidecar, Path(path))
+            document = ls.workspace.text_documents.get(params.text_document.uri)
+            if recipe_id is not None and document is not None and read_live(Path(path)) == document.source.encode():
+                await ls.off_loop(sidecar.show_refined, recipe_id)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: KitsokiServer, params: types.DidOpenTextDocumentParams) -> None:

@@ -14,6 +14,7 @@ import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from core.apply.gates import FlowRun, GatePreview
+from core.apply.resolve import Resolution, Unsettled
 from core.mining.passes import PassReport
 from core.proposals.hunks import Hunk
 from core.sidecar import MineStatus
@@ -365,6 +366,18 @@ class DiffResult(BaseModel):
     diff: str
 
 
+class UnsettledAccept(Unsettled):
+    """An accept left for a person (core.apply.resolve.Unsettled) and the workspace it is in."""
+
+    workspace: str
+
+
+class ResolveListResult(BaseModel):
+    """kitsoki.resolve without a choice."""
+
+    unsettled: list[UnsettledAccept]
+
+
 class Protocol(BaseModel):
     """Every message shape, for the generated schema."""
 
@@ -390,6 +403,9 @@ class Protocol(BaseModel):
     diff_args: DiffArgs
     uri_args: UriArgs
     diff_result: DiffResult
+    resolve_args: ResolveArgs
+    resolve_list_result: ResolveListResult
+    resolve_result: Resolution
 
 
 def problems(exc: ValidationError, method: str) -> str:

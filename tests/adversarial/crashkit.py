@@ -207,6 +207,21 @@ def _operation(spec: dict):
             finally:
                 sidecar.stop()
         return run_sidecar
+    if op == "sidecar-pass":
+        from core.sidecar import WorkspaceSidecar
+
+        def run_pass_in_server() -> None:
+            sidecar = WorkspaceSidecar(workspace, mining=True, watch=False,
+                                       transcript_dirs=[Path(d) for d in spec.get("dirs", [])], workers=1)
+            sidecar.start()
+            try:
+                sidecar.miner.wait_idle(120)
+                status = sidecar.status()
+                print(f"status: last_error={status.last_error} proposer_error={status.proposer_error} "
+                      f"attention={status.attention}", flush=True)
+            finally:
+                sidecar.stop()
+        return run_pass_in_server
     raise ValueError(f"unknown op {op}")
 
 

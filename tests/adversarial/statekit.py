@@ -48,6 +48,14 @@ def snapshot(root: Path, *, skip_state: bool = True) -> dict[str, object]:
     return out
 
 
+def untouched(ws: Path, outside: Path, ws_before: dict, outside_before: dict) -> None:
+    """The pass rule of a refusal: nothing in the workspace, nothing outside it, changed."""
+    assert snapshot(outside) == outside_before, "something outside the workspace changed"
+    now = snapshot(ws)
+    assert now == ws_before, "a workspace file changed: " + repr(
+        {k for k in set(ws_before) | set(now) if ws_before.get(k) != now.get(k)})
+
+
 def git_and_outside(root: Path, workspace: Path) -> Path:
     """A `.git/` in the workspace and an `outside/` folder beside it, for the pass rules."""
     git = workspace / ".git"

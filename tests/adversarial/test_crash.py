@@ -211,10 +211,8 @@ def _alive(pid: int) -> bool:
     return fields[0] != "Z"
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to tell a process apart")
-def test_a_killed_accepts_gate_process_group_is_ended_by_recovery(tmp_path: Path) -> None:
-    ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
-    before, outside_before = snapshot(ws), snapshot(outside)
+def _killed_mid_gate(ws: Path, tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
+    """An accept of the 3-file delta killed while its gate (sh + sleep, in the workspace) runs."""
     pids = tmp_path / "gate.pids"
     spec = _delta_spec(ws, ["sh", "-c", f'sleep 300 & echo $$ $! > "{pids}"; wait'])
     spec_file = tmp_path / "spec.json"
@@ -226,6 +224,14 @@ def test_a_killed_accepts_gate_process_group_is_ended_by_recovery(tmp_path: Path
     leader, child = (int(p) for p in pids.read_text().split())
     os.kill(accept.pid, signal.SIGKILL)
     accept.wait()
+    return accept, leader, child
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to tell a process apart")
+def test_a_killed_accepts_gate_process_group_is_ended_by_recovery(tmp_path: Path) -> None:
+    ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
+    before, outside_before = snapshot(ws), snapshot(outside)
+    _, leader, child = _killed_mid_gate(ws, tmp_path)
     assert _alive(leader) and _alive(child), "the gate should outlive the killed accept until recovery"
     [report] = recover(ws, Trace(trace_path(ws)))
     assert report["gate"].startswith("ended"), report
@@ -253,22 +259,6 @@ def test_a_recorded_gate_that_is_now_another_process_is_left_alone(tmp_path: Pat
 
 
 # ── a killed accept met by another key (rotated, deleted, another user's or HOME's) ─────────────
-
-
-def _killed_mid_gate(ws: Path, tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
-    """An accept of the 3-file delta killed while its gate (sh + sleep, in the workspace) runs."""
-    pids = tmp_path / "gate.pids"
-    spec = _delta_spec(ws, ["sh", "-c", f'sleep 300 & echo $$ $! > "{pids}"; wait'])
-    spec_file = tmp_path / "spec.json"
-    spec_file.write_bytes(orjson.dumps(spec))
-    accept = subprocess.Popen([sys.executable, "-c", GATE_SCRIPT, str(statekit.ROOT), str(ws), str(spec_file)])
-    deadline = time.monotonic() + 30
-    while not (pids.exists() and len(pids.read_text().split()) == 2) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    leader, child = (int(p) for p in pids.read_text().split())
-    os.kill(accept.pid, signal.SIGKILL)
-    accept.wait()
-    return accept, leader, child
 
 
 def _cli(ws: Path, env: dict, *args: str) -> subprocess.CompletedProcess:

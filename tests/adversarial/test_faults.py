@@ -51,10 +51,12 @@ def _spec(ws: Path, command: str) -> dict:
             "proposals": ["proposals"]}
     if command == "server-accept":
         return {"op": "sidecar-accept", "workspace": str(ws), "recipe_id": WORLD}
+    if command == "server-pass":  # the language server's mining loop: a pass, then the proposer
+        return {"op": "sidecar-pass", "workspace": str(ws), "dirs": [str(transcripts)]}
     return {"op": "cli", "workspace": str(ws), "argv": [*argv[command], "--repo", str(ws)]}
 
 
-COMMANDS = ["accept", "accept-red", "refine", "mine", "server-accept"]
+COMMANDS = ["accept", "accept-red", "refine", "mine", "server-accept", "server-pass"]
 
 
 def _measure(command: str) -> tuple[int, int]:
@@ -70,10 +72,13 @@ CALLS = {command: calls for command, (calls, _) in MEASURED.items()}
 
 
 def _check_output(log: str, code: int | None, fault: int, command: str) -> None:
-    """No traceback; a command that did not end as it does without the fault says why, in words."""
+    """No traceback; a command that did not end as it does without the fault says why, in words
+    (the server's pass: in its status)."""
     assert "Traceback" not in log, log[-4000:]
     if code != MEASURED[command][1]:
         assert WORDS[fault] in log, f"a failed command did not say {WORDS[fault]!r}: {log[-2000:]}"
+    if command == "server-pass" and "last_error=None" not in log:
+        assert WORDS[fault] in log, f"the server's status did not say {WORDS[fault]!r}: {log[-2000:]}"
 
 
 def _settle_and_check(ws: Path, outside: Path, before: dict, outside_before: dict, recipe_id: str | None) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 import statekit
-from statekit import sha, snapshot
+from statekit import sha, snapshot, untouched
 
 from core.apply import ApplyRefused, GateResult, apply_delta, recover
 from core.apply.journal import Journal, JournalFile, journal_dir, write_journal
@@ -44,12 +44,6 @@ WORLD = TEMPLATE["cards"]["world"]
 def case(tmp_path: Path):
     ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
     return ws, outside, snapshot(ws), snapshot(outside)
-
-
-def untouched(ws: Path, outside: Path, ws_before: dict, outside_before: dict) -> None:
-    assert snapshot(outside) == outside_before, "something outside the workspace changed"
-    assert snapshot(ws) == ws_before, "a workspace file changed: " + repr(
-        {k for k in set(ws_before) | set(snapshot(ws)) if ws_before.get(k) != snapshot(ws).get(k)})
 
 
 # ── 1. stored recipe ids never become paths ───────────────────────────────────────────────────

@@ -22,10 +22,10 @@ import orjson
 import pytest
 import statekit
 from conftest import FULL
-from statekit import ROOT, adversarial_cases, decisions, no_journal_left, snapshot
+from statekit import ROOT, adversarial_cases, decisions, no_journal_left, snapshot, untouched
 
 from core.apply import recover
-from core.apply.journal import journal_dir, journal_path
+from core.apply.journal import journal_path
 from core.apply.resolve import resolve_accept, unsettled
 from core.attention import attention
 from core.authn import KEY_DIR_ENV, seal, unsigned_body
@@ -48,13 +48,6 @@ MARK = "kitsoki-miner-planted-gate-ran"
 def case(tmp_path: Path):
     ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
     return ws, outside, snapshot(ws), snapshot(outside)
-
-
-def untouched(ws: Path, outside: Path, ws_before: dict, outside_before: dict) -> None:
-    assert snapshot(outside) == outside_before, "something outside the workspace changed"
-    now = snapshot(ws)
-    assert now == ws_before, "a workspace file changed: " + repr(
-        {k for k in set(ws_before) | set(now) if ws_before.get(k) != now.get(k)})
 
 
 def cli(ws: Path, *args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
