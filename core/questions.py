@@ -7,13 +7,30 @@ the person already has that question, or already answered it. Any verdict settle
 too: the person chose to edit the draft). A proposal that leaves the inbox some other way (a
 verdict from the CLI or another editor, a withdrawal) takes its waiting question with it.
 
+Across sessions, `AskedStore` remembers which proposals were ever asked about in an editor
+(`.artifacts/mining/asked.json`), so a proposal raised while no editor was listening (by
+`kitsoki-miner propose`, or `demo --pending`) is asked once when an editor next serves the
+workspace, and one already asked is not asked again after a restart.
+
 Thread-safe: the sidecar calls it from the proposer's thread, the watcher and verdict threads.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
+from pathlib import Path
+
+import orjson
+
+from core import statefs
+from core.ids import is_recipe_id
+
+log = logging.getLogger(__name__)
+
+ASKED_FILE = Path(".artifacts") / "mining" / "asked.json"
+MAX_ASKED_BYTES = 4 << 20
 
 
 class QuestionBook:
@@ -62,3 +79,43 @@ class QuestionBook:
     def waiting(self) -> list[str]:
         with self._lock:
             return sorted(self._waiting)
+
+
+class AskedStore:
+    """The proposals ever asked about in an editor, kept in `.artifacts/mining/asked.json`. The file
+    is not trusted: one that is unreadable, too big or not a list of recipe ids counts as empty (the
+    worst a planted one does is ask a question again, or not)."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.path = Path(workspace) / ASKED_FILE
+        self._lock = threading.Lock()
+        self._ids: set[str] | None = None
+
+    def ids(self) -> set[str]:
+        with self._lock:
+            return set(self._load())
+
+    def _load(self) -> set[str]:
+        if self._ids is None:
+            self._ids = set()
+            try:
+                value = orjson.loads(statefs.read_bytes(self.path, MAX_ASKED_BYTES, what="asked.json"))
+                if isinstance(value, dict) and isinstance(value.get("asked"), list):
+                    self._ids = {rid for rid in value["asked"] if is_recipe_id(rid)}
+            except FileNotFoundError:
+                pass
+            except (OSError, orjson.JSONDecodeError) as exc:
+                log.info("%s not used: %s", self.path, exc)
+        return self._ids
+
+    def add(self, ids: Iterable[str]) -> None:
+        with self._lock:
+            known = self._load()
+            new = {rid for rid in ids if is_recipe_id(rid)} - known
+            if not new:
+                return
+            known |= new
+            try:
+                statefs.write_atomic(self.path, orjson.dumps({"asked": sorted(known)}), what="asked.json")
+            except OSError as exc:  # the question was asked; only a later session may ask it again
+                log.warning("could not remember the questions asked in %s: %s", self.path, exc)

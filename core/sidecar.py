@@ -9,7 +9,12 @@ here. It owns no domain rules either; it sequences core calls:
 - after each pass: run the proposer on the pass's recipes, then refresh the inbox;
 - when a kitsoki file changes: refresh the inbox (targets may now be stale) and, when a proposal
   went stale, run the proposer so it is re-drafted against the new bytes or withdrawn;
-- a verdict goes through core.proposals.decide (accept through the apply gate).
+- a verdict goes through core.proposals.decide (accept through the apply gate); taking one back
+  (undo an accept, restore a rejection) through core.proposals.reversal, and a saved file that no
+  longer holds a kept accept is that accept undone (noticed on every kitsoki file change);
+- a workspace that does not load (a story edited into invalid YAML) is a list of problems, each
+  with file, line and column, for the editors to show where it is and why proposals wait;
+- a staged draft (`.artifacts/...`) is never a workspace: it is refused (`not_a_workspace`).
 
 The inbox is cached (cards by file) and rebuilt only on those events, so editors can ask for
 lenses on every keystroke.
@@ -31,9 +36,9 @@ from core.apply import recover
 from core.apply.gates import GatePreview
 from core.apply.scoped_gate import gate_preview
 from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError, KitsokiConfig, load_config
-from core.kitsoki.imports import Sources
+from core.kitsoki.yamlread import ConfigIssue
 from core.kitsoki.story import MATERIALIZED_DIR, load_workspace
-from core.kitsoki.workspace import DevStorySource, dev_story_source
+from core.kitsoki.workspace import DevStorySource, dev_story_source, workspace_sources
 from core.locks import WorkspaceBusy
 from core.mining.passes import PassReport
 from core.mining.recipes import Recipe
@@ -44,11 +49,12 @@ from core.authn import KeyUnavailable
 from core.proposals.inbox import history, inbox
 from core.proposals.model import Proposal
 from core.proposals.proposer import ProposerReport, run_proposer
+from core.proposals.reversal import Decided, Reversal, decided, notice_dropped, restore_rejected, undo_accept
 from core.proposals.settings import SettingsError, configured_drafter, gate_settings
 from core.proposals.shown import show_refined
 from core.proposals.staging import load_proposal
-from core.questions import QuestionBook
-from core.trace import Trace, TraceBusyError
+from core.questions import AskedStore, QuestionBook
+from core.trace import TraceCorrupt, Trace, TraceBusyError
 
 log = logging.getLogger("kitsoki_miner.sidecar")
 
@@ -69,6 +75,25 @@ class SidecarEvents:
     """Proposals raised by a proposer run and never asked about before: the question cards to ask."""
     questions_withdrawn: Callable[[Path, list[str], str], None] | None = None
     """(workspace, question ids, why): questions that no longer wait (decided, or no longer open)."""
+    taken_back: Callable[[Path, Reversal], None] | None = None
+    """A verdict taken back (an undo, a restore, or a saved file that dropped a kept accept)."""
+    problems_changed: Callable[[Path, set[str]], None] | None = None
+    """(workspace, files): the load problems of these files changed (to publish or clear)."""
+
+
+STATE_DIR = ".artifacts"
+
+
+def not_a_workspace(root: Path) -> str | None:
+    """Why `root` cannot be served, or None. A staged draft (`.artifacts/mining/<id>/` holds a
+    `.kitsoki.yaml` of its own) is never a workspace: mining there would raise proposals about a
+    draft, and an accept there would change another proposal's draft, not the live file."""
+    parts = Path(root).absolute().parts
+    if STATE_DIR in parts:
+        top = Path(*parts[:parts.index(STATE_DIR)])
+        return (f"{root} is inside {top / STATE_DIR} (kitsoki-miner's own state, where drafts are staged), "
+                f"not a workspace; open {top} instead")
+    return None
 
 
 class MineStatus(BaseModel):
@@ -87,6 +112,8 @@ class MineStatus(BaseModel):
     library we carry (with the kitsoki commit it was read from)."""
     note: str | None = None
     """What a person should know about mining here, e.g. where a pass that read 0 sessions looked."""
+    problems: list[ConfigIssue] = []
+    """Why the workspace does not load (file, line, column, message): proposals wait until it does."""
     attention: list[str] = []
     """What a person must read first (core.attention): a signing key that cannot be used, an accept
     that is not settled. Each line says what, where, and how to fix it."""
@@ -104,6 +131,9 @@ class WorkspaceSidecar:
                  transcript_dirs: Iterable[Path] = (), watch: bool = True, home: Path | None = None,
                  env: dict[str, str] | None = None, workers: int | None = None) -> None:
         self.workspace = Path(workspace).absolute()
+        refused = not_a_workspace(self.workspace)
+        if refused:
+            raise ValueError(refused)
         self.events = events or SidecarEvents()
         self.mining_override = mining
         self.extra_dirs = [Path(d) for d in transcript_dirs]
@@ -115,6 +145,14 @@ class WorkspaceSidecar:
         self.miner: MinerService | None = None
         self._cards = _Cards()
         self.questions = QuestionBook()
+        self.asked = AskedStore(self.workspace)
+        self.problems: list[ConfigIssue] = []
+        """The workspace's load problems, from the last config read or proposer run."""
+        self._config_problems: list[ConfigIssue] = []
+        self._proposer_problems: list[ConfigIssue] = []
+        self._gates: dict[tuple[str, int, int], GatePreview] = {}
+        self.tree_version = 0
+        """Counts kitsoki file changes: a gate preview depends on flows the inbox does not track."""
         self.generation = 0
         """Counts inbox refreshes that changed something: answers built from the cards keep until it moves."""
         self._cards_lock = threading.Lock()
@@ -140,8 +178,14 @@ class WorkspaceSidecar:
         except (WorkspaceBusy, TraceBusyError, OSError) as exc:  # OSError: a state folder that is a link...
             log.warning("could not check for interrupted accepts: %s", exc)
         self._load_config()
+        self._set_problems()
         self.refresh()
-        self.questions.known(card.recipe_id for card in self._cards.all)
+        # Proposals never asked about in an editor (raised by `kitsoki-miner propose`, or by a server
+        # whose editor closed first) are asked once now; the others were asked when raised.
+        asked = self.asked.ids()
+        fresh = [c for c in self._cards.all if c.status == "pending" and c.recipe_id not in asked]
+        self.questions.known(c.recipe_id for c in self._cards.all if c.status != "pending" or c.recipe_id in asked)
+        self._ask(fresh)
         mining = self.config.mining if self.config else None
         enabled = self.mining_override if self.mining_override is not None else bool(mining and mining.enabled)
         if mining is not None:
@@ -151,7 +195,8 @@ class WorkspaceSidecar:
                 self.workspace, enabled=enabled, cadence_seconds=mining.cadence_seconds,
                 first_pass_sample=mining.first_pass_sample, priority_threshold=mining.priority_threshold,
                 transcript_dirs=dirs, mined_through=mining.mined_through, home=self.home, env=self.env,
-                on_pass=self._after_pass, on_progress=self._progress, on_start=self._started, workers=self.workers)
+                on_pass=self._after_pass, on_progress=self._progress, on_start=self._started, workers=self.workers,
+                other_projects=mining.other_projects, project_paths=mining.project_paths)
             self.miner.start(watch=self.watch and enabled, run_first_pass=enabled)
         if self.watch:
             self._watcher = threading.Thread(target=self._watch_kitsoki, name="kitsoki-watch", daemon=True)
@@ -169,22 +214,24 @@ class WorkspaceSidecar:
         try:
             self.config = load_config(self.workspace)
             self.config_error = None
+            self._config_problems = []
         except ConfigError as exc:
             self.config, self.config_error = None, str(exc)
+            self._config_problems = list(exc.issues)
 
     # -- status and control ------------------------------------------------------------------------
 
     def status(self) -> MineStatus:
         pending = len(self._cards.all)
-        source = dev_story_source(self.workspace, Sources.from_env(self.env, self.home))
+        source = dev_story_source(self.workspace, workspace_sources(self.workspace, self.config, self.env, self.home))
         notice = attention(self.workspace)
         if self.miner is None:
             return MineStatus(workspace=str(self.workspace), enabled=False, paused=False, running=False,
                               last_error=self.config_error, pending=pending, proposer_error=self.proposer_error,
-                              dev_story=source, attention=notice)
+                              dev_story=source, problems=self.problems, attention=notice)
         miner: MinerStatus = self.miner.status()
         return MineStatus(workspace=str(self.workspace), pending=pending, proposer_error=self.proposer_error,
-                          dev_story=source, note=mining_note(miner), attention=notice,
+                          dev_story=source, note=mining_note(miner), problems=self.problems, attention=notice,
                           **miner.model_dump(exclude={"slug"}))
 
     def control(self, action: Control, dirs: list[Path] | None = None) -> MineStatus:
@@ -230,6 +277,10 @@ class WorkspaceSidecar:
         with self._cards_lock:
             try:
                 fresh = inbox(self.workspace)
+            except TraceCorrupt as exc:  # kitsoki refuses this trace too: no card can be trusted; say why
+                self.proposer_error = str(exc)
+                log.warning("the trace is refused: %s", exc)
+                fresh = []
             except (KeyUnavailable, OSError) as exc:  # said by the status's attention lines, never a crash
                 log.warning("no proposal can be shown: %s", exc)
                 fresh = []
@@ -273,16 +324,52 @@ class WorkspaceSidecar:
                 drafter = configured_drafter(self.workspace, self.config) if self.config else None
                 report = run_proposer(self.workspace, recipes, drafter=drafter)
                 self.proposer_error = None
+                self._set_problems(report.problems)  # stories refused alone: their reasons, on their lines
             except Exception as exc:  # noqa: BLE001 - a workspace that does not load is a status, not a crash
                 self.proposer_error = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
                 log.warning("proposer did not run: %s", self.proposer_error)
+                self._set_problems(list(exc.issues) if isinstance(exc, ConfigError) else [])
                 self.refresh()
                 return None
         self.refresh()
-        raised = [c for rid in self.questions.ask(report.raised) if (c := self.card(rid)) is not None]
-        if raised and self.events.raised is not None:
-            self.events.raised(self.workspace, raised)
+        self._ask([c for rid in report.raised if (c := self.card(rid)) is not None])
         return report
+
+    def _ask(self, cards: list[Proposal]) -> None:
+        """Send the question cards of these proposals, each once (and remember it across sessions)."""
+        asked = [c for rid in self.questions.ask(c.recipe_id for c in cards) if (c := self.card(rid)) is not None]
+        if asked:
+            self.asked.add(c.recipe_id for c in asked)
+        if asked and self.events.raised is not None:
+            self.events.raised(self.workspace, asked)
+
+    def _set_problems(self, proposer: list[ConfigIssue] | None = None) -> None:
+        """The load problems now known (the config's, and the last proposer run's unless `proposer`
+        replaces them); the files whose problems changed are announced, so editors publish or
+        clear them."""
+        if proposer is not None:
+            self._proposer_problems = proposer
+        merged = list({(i.file, i.line, i.column, i.message): i
+                       for i in [*self._config_problems, *self._proposer_problems]}.values())
+        old, self.problems = self.problems, merged
+        if [(i.file, i.line, i.column, i.message) for i in old] == [(i.file, i.line, i.column, i.message)
+                                                                     for i in merged]:
+            return
+        with self._cards_lock:
+            self.generation += 1  # the lenses of stale proposals say why they wait
+        files = {self._rel(i.file) for i in [*old, *merged]}
+        if self.events.problems_changed is not None:
+            self.events.problems_changed(self.workspace, files)
+
+    def _rel(self, file: str) -> str:
+        path = Path(file)
+        try:
+            return (path if path.is_absolute() else self.workspace / path).relative_to(self.workspace).as_posix()
+        except ValueError:
+            return str(path)
+
+    def problems_for(self, rel: str) -> list[ConfigIssue]:
+        return [issue for issue in self.problems if self._rel(issue.file) == rel]
 
     def decide(self, recipe_id: str, verdict: str, *, unsaved: Iterable[str] = (),
                hook: Callable[[str], None] | None = None) -> Decision:
@@ -303,6 +390,37 @@ class WorkspaceSidecar:
     def gate_preview(self, recipe_id: str) -> GatePreview:
         """What accepting this proposal will run (for the confirmation asked before an accept)."""
         return planned_gate(self.workspace, recipe_id)
+
+    def gate_preview_cached(self, recipe_id: str) -> GatePreview:
+        """`gate_preview`, reused until the inbox or a kitsoki file changes (lenses ask often)."""
+        key = (recipe_id, self.generation, self.tree_version)
+        found = self._gates.get(key)
+        if found is None:
+            found = self.gate_preview(recipe_id)
+            if len(self._gates) > 512:
+                self._gates.clear()
+            self._gates[key] = found
+        return found
+
+    def undo(self, recipe_id: str) -> Reversal:
+        """Undo a kept accept: its bytes put back through the apply journal, the proposal offered again."""
+        return self._took_back(undo_accept(self.workspace, recipe_id))
+
+    def restore(self, recipe_id: str) -> Reversal:
+        """Take a rejection back: the proposal is offered again."""
+        return self._took_back(restore_rejected(self.workspace, recipe_id))
+
+    def decided(self, state: str | None = None) -> list[Decided]:
+        return decided(self.workspace, state=state)
+
+    def _took_back(self, reversal: Reversal) -> Reversal:
+        self.questions.settle(reversal.recipe_id)  # offered again by its lens, not asked again
+        self.refresh()
+        if any(card.status == "stale" for card in self._cards.all):
+            self.propose()
+        if self.events.taken_back is not None:
+            self.events.taken_back(self.workspace, reversal)
+        return reversal
 
     def closed_state(self, recipe_id: str) -> tuple[str | None, Proposal | None]:
         """For a proposal that left the inbox: where it stands (accepted, rejected, withdrawn) and
@@ -332,11 +450,26 @@ class WorkspaceSidecar:
     def kitsoki_files_changed(self, paths: Iterable[str] = ()) -> None:
         """A kitsoki file changed (the watcher, or an editor's didSave): re-check the inbox, and
         re-draft what went stale."""
+        paths = list(paths)
+        self.tree_version += 1
         if any(Path(p).name in (CONFIG_FILE, LOCAL_CONFIG_FILE) for p in paths):
             self._load_config()
+            self._set_problems()
+        rels = [self._rel(p) for p in paths]
+        try:  # a saved file that no longer holds a kept accept: that accept was undone by hand
+            dropped = notice_dropped(self.workspace, rels)
+        except (WorkspaceBusy, TraceBusyError, OSError) as exc:
+            log.warning("could not check for undone accepts: %s", exc)
+            dropped = []
+        for reversal in dropped:
+            self.questions.settle(reversal.recipe_id)
         self.refresh()
-        if any(card.status == "stale" for card in self._cards.all):
+        if any(card.status == "stale" for card in self._cards.all) or \
+                any(self._rel(i.file) in rels for i in self.problems):
             self.propose()
+        for reversal in dropped:
+            if self.events.taken_back is not None:
+                self.events.taken_back(self.workspace, reversal)
 
     def _watched(self) -> tuple[list[Path], list[Path]]:
         """(folders watched recursively, folders watched at the top only): the story folders, the
@@ -385,8 +518,14 @@ def mining_note(miner: MinerStatus) -> str | None:
     if last is None or last.sessions > 0 or (last.trigger == "live" and last.files_seen > 0):
         return None
     where = ", ".join(miner.transcript_dirs) or "no folder"
+    if last.other_projects and not last.reads_other_projects:
+        # The transcripts are there; none was recorded in this workspace (or its worktrees).
+        return (f"the last pass read 0 sessions: the {last.other_projects} it found in {where} belong to other "
+                f"projects. If this project was worked in at another path, list it in mining.project_paths "
+                f"(.kitsoki.yaml); mining.other_projects: true reads them all, for suggestions only")
     return (f"the last pass read 0 sessions; it looked in {where}. Point mining.transcript_dirs "
-            f"(.kitsoki.yaml) or the editor's transcriptDirs at your transcripts")
+            f"(.kitsoki.yaml) or the editor's transcriptDirs at your transcripts (~/.claude/projects is fine: "
+            f"only sessions recorded in this workspace are read)")
 
 
 def planned_gate(workspace: Path, recipe_id: str | None = None) -> GatePreview:

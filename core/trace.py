@@ -38,14 +38,13 @@ from pydantic.json_schema import SkipJsonSchema
 
 from core import statefs
 from core.locks import LockTimeout, acquire
+from core.trace_rules import _SKIP, HEADER_KIND, SCHEMA_VERSION, KitsokiReader, TraceCorrupt  # noqa: F401
 
 try:  # POSIX only; on Windows the `<trace>.lock` file lock is the only guard.
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-HEADER_KIND = "session.header"
-SCHEMA_VERSION = 1
 
 PASS_RAN = "mining.pass_ran"
 PROPOSAL_RAISED = "mining.proposal_raised"
@@ -610,8 +609,9 @@ class Trace:
     def events(self, kinds: Iterable[str] | str | None = None) -> Iterator[Event]:
         """Stream the events (not the header) in file order, optionally only some kinds.
 
-        Never raises on content: bad lines are counted in `self.last_read` and skipped. A missing
-        file has no events.
+        Raises TraceCorrupt where kitsoki refuses the file (TraceCorrupt's docstring), at the first
+        line it refuses; lines kitsoki accepts that we cannot type (an odd but legal field) are
+        counted in `self.last_read.malformed` and skipped. A missing or empty file has no events.
         """
         wanted = None if kinds is None else frozenset((kinds,) if isinstance(kinds, str) else kinds)
         stats = self.last_read = ReadStats()
@@ -619,16 +619,19 @@ class Trace:
             fh = _open_for_reading(self.path)
         except FileNotFoundError:
             return
+        check = KitsokiReader(self.path)
         with fh:
-            for number, line in enumerate(_raw_lines(fh, 0), start=1):
-                if line.complete and not line.data.strip():
-                    continue  # kitsoki allows blank lines
+            for line in _raw_lines(fh, 0):
+                obj = check.line(line)
+                if obj is _SKIP:
+                    continue
                 stats.lines += 1
-                if number == 1:
+                if check.count == 1:
                     stats.header = _parse_header(line)
-                    if stats.header is not None:
-                        continue
-                event = _parse_event(line, wanted, stats)
+                    continue
+                if wanted is not None and obj.get("kind") not in wanted:
+                    continue
+                event = _parse_event(line, None, stats)
                 if event is not None:
                     stats.events += 1
                     yield event
@@ -721,6 +724,9 @@ def _parse_event(line: _RawLine, wanted: frozenset[str] | None, stats: ReadStats
         return None
     if wanted is not None and obj.get("kind") not in wanted:
         return None
+    for key, zero in (("turn", 0), ("seq", 0), ("ts", "0001-01-01T00:00:00Z")):
+        if obj.get(key) is None:  # absent or null: Go's zero value, as kitsoki reads it
+            obj[key] = zero
     try:
         return Event.model_validate(obj)
     except ValidationError:

@@ -95,6 +95,16 @@ def add_commands(sub, folder_type) -> None:
         if verdict == "accept":
             p.add_argument("--unsaved", action="append", default=[],
                            help="a workspace-relative file with unsaved editor changes (refused); repeatable")
+    decided = sub.add_parser("decided", help="list accepted and rejected proposals, and whether each can be "
+                                             "undone (accepted) or restored (rejected)")
+    workspace_arg(decided)
+    decided.add_argument("--state", choices=("accepted", "rejected"), help="only those")
+    for verb, text in (("undo", "undo a kept accept: put back the bytes it replaced (refused when a file changed "
+                                "since) and offer the proposal again"),
+                       ("restore", "take a rejection back: the proposal is offered again")):
+        p = sub.add_parser(verb, help=text, description=text[0].upper() + text[1:] + ".")
+        p.add_argument("id", help="the proposal's recipe id (or a unique prefix of it)")
+        workspace_arg(p)
     resolve = sub.add_parser("resolve", help="show or settle an accept left unsettled (restore or keep)",
                              description="An accept that was interrupted and cannot be finished by the tool alone "
                                          "(its journal is signed with another key, or a file was edited while it "
@@ -192,6 +202,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                       help="start over: mine the most recent sessions as on first launch")
     kind.add_argument("--live", action="store_const", const="live", dest="trigger",
                       help="mine only what is new since the last pass")
+    mine.add_argument("--other-projects", action="store_true", default=None,
+                      help="read the sessions of other projects found in the transcript folders too (as "
+                           "mining.other_projects: true); their evidence only makes dev-story-enrich suggestions")
     mine.add_argument("--json", action="store_true", help="print JSON instead of a table")
     mine.add_argument("--workers", type=int, default=None, help="reader processes (default: CPU count)")
     add_commands(sub, _folder)
@@ -338,7 +351,8 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     dirs = [Path(d).expanduser().resolve() for d in [*config.transcript_dirs, *args.dirs]]
     kwargs = dict(repo=workspace, dirs=dirs, trigger=args.trigger, first_pass_sample=config.first_pass_sample,
                   priority_threshold=config.priority_threshold, mined_through=config.mined_through,
-                  workers=args.workers)
+                  workers=args.workers, other_projects=bool(args.other_projects or config.other_projects),
+                  project_paths=config.project_paths)
     try:
         if err.isatty():
             from rich.console import Console
@@ -380,6 +394,12 @@ def _print_recipes(report, recipes, console: Console) -> None:
 
     console.print(f"{report.trigger} pass: {report.sessions} sessions read ({report.bytes_read} bytes), "
                   f"{report.recipes} recipes -> {report.recipes_path}")
+    if report.other_projects and report.reads_other_projects:
+        console.print(f"other projects: {report.other_projects} sessions, read for suggestions only "
+                      "(mining.other_projects)")
+    elif report.other_projects:
+        console.print(f"other projects: {report.other_projects} sessions left out (recorded outside this workspace "
+                      "and its worktrees; mining.project_paths names other places this project was worked in)")
     if not recipes:
         console.print("No recipe recurs across sessions yet.")
         return
@@ -405,8 +425,8 @@ def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
     return build_parser(named if named and named not in HEAVY_COMMANDS and named in _LIGHT else None)
 
 
-_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "accept", "refine", "reject", "resolve", "flows",
-                    "demo", "mcp"})
+_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "accept", "refine", "reject", "decided", "undo",
+                    "restore", "resolve", "flows", "demo", "mcp"})
 
 
 def _collector_off_for_good() -> None:

@@ -1,5 +1,5 @@
-"""`kitsoki-miner propose | proposals | accept | refine | reject | resolve | flows | demo`: the proposal
-half of the loop for a terminal, over the same core calls the language server makes.
+"""`kitsoki-miner propose | proposals | accept | refine | reject | decided | undo | restore | resolve | flows |
+demo`: the proposal half of the loop for a terminal, over the same core calls the language server makes.
 
 Every workspace command first finishes what an interrupted accept left (recovery) and then says,
 on stderr, what a person must know before anything else (core.attention): a signing key that
@@ -33,7 +33,7 @@ from core.proposals.decide import DecisionRefused, decide
 from core.proposals.inbox import inbox
 from core.proposals.proposer import run_proposer
 from core.proposals.settings import SettingsError, configured_drafter
-from core.trace import Trace, TraceBusyError
+from core.trace import TraceCorrupt, Trace, TraceBusyError
 
 
 def _workspace(args: argparse.Namespace) -> Path:
@@ -103,12 +103,14 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
     try:
         if args.command == "flows":
             say_attention(workspace, err)
-            return _flows(workspace, args, out)
+            return _flows(workspace, args, out, err)
         said = _recover(workspace, err)
         if args.command == "propose":
             return _propose(workspace, args, out)
         if args.command == "proposals":
             return _proposals(workspace, args, out)
+        if args.command in ("decided", "undo", "restore"):
+            return _take_back(workspace, args, out, err)
         if args.command == "resolve":
             return _resolve(workspace, args, out, err)
         return _decide(workspace, args, out, err)
@@ -117,7 +119,8 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
             return _fail(err, f"{args.command}: stopped: nothing can be shown or applied without a usable signing key "
                               "(see above)")
         return _fail(err, str(exc))
-    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, ResolveRefused) as exc:
+    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, ResolveRefused,
+            TraceCorrupt) as exc:
         return _fail(err, str(exc))  # a damaged or planted state file is named, never a traceback
     except WorkspaceBusy as exc:
         return _fail(err, str(exc), 3)
@@ -147,12 +150,12 @@ def _proposals(workspace: Path, args, out) -> int:
     unusable: dict[str, str] = {}
     cards = inbox(workspace, path=args.file, unusable=unusable, show=True)
     if args.json:
-        from core.kitsoki.imports import Sources
-        from core.kitsoki.workspace import dev_story_source
+        from core.kitsoki.workspace import dev_story_source, workspace_sources
 
         _json(out, {"proposals": [card.model_dump(mode="json") for card in cards],
                     "unusable": unusable, "attention": attention(workspace),
-                    "dev_story": dev_story_source(workspace, Sources.from_env()).model_dump(mode="json")})
+                    "dev_story": dev_story_source(workspace, workspace_sources(workspace, load_config(workspace)))
+                    .model_dump(mode="json")})
         return 0
     if not cards:
         out.write("No proposals waiting for a verdict.\n")
@@ -166,6 +169,12 @@ def _proposals(workspace: Path, args, out) -> int:
         if card.failure:
             label = "refined draft" if card.status == "refining" else "last accept reverted"
             out.write(f"  {label}: {card.failure}\n")
+        if card.proof is not None:
+            if card.proof.path:
+                out.write(f"  proof: {card.proof.path} asserts that {'; that '.join(card.proof.claims)}"
+                          + (f" ({card.proof.verified})" if card.proof.verified else "") + "\n")
+            for line in card.proof.unprovable:
+                out.write(f"  not proven by a flow: {line}\n")
         for text, count in card.evidence.phrasings[:3]:
             out.write(f'  asked: "{text}" x{count}\n')
         for cite in card.evidence.cites[:3]:
@@ -202,6 +211,10 @@ def _decide(workspace: Path, args, out, err) -> int:
         ran = decision.ran_lines()
         if ran:
             out.write("flows:\n" + "".join(f"  {line}\n" for line in ran))
+        if decision.proof:
+            out.write(f"proof: {decision.proof}: {decision.proof_status()}\n")
+        if decision.gate is not None and decision.gate.dev_story and decision.gate.runs:
+            out.write(f"dev-story: {decision.gate.dev_story}\n")
         if decision.note:
             out.write(f"note: {decision.note}\n")
     elif decision.verdict == "refine":
@@ -209,6 +222,41 @@ def _decide(workspace: Path, args, out, err) -> int:
     else:
         out.write(f"rejected {decision.recipe_id}; it will not be raised again\n")
     return 0 if decision.verdict != "accept" or decision.flows_green else 1
+
+
+def _take_back(workspace: Path, args, out, err) -> int:
+    """`decided` lists what can be taken back; `undo` and `restore` take it back (core.proposals.reversal)."""
+    from core.proposals.reversal import ReversalRefused, decided, restore_rejected, undo_accept
+
+    if args.command == "decided":
+        items = decided(workspace, state=args.state)
+        if args.json:
+            _json(out, {"decided": [item.model_dump(mode="json") for item in items]})
+            return 0
+        if not items:
+            out.write("Nothing accepted or rejected yet.\n")
+            return 0
+        for item in items:
+            action = f"`kitsoki-miner {item.can} {item.recipe_id[:12]}`" if item.can else f"cannot: {item.why_not}"
+            out.write(f"{item.recipe_id[:12]}  {item.state:<8}  {item.decided_at[:19]}  {item.title}\n"
+                      f"    {', '.join(item.files) or 'no file'}; {action}\n")
+        return 0
+    try:
+        reversal = (undo_accept if args.command == "undo" else restore_rejected)(workspace, args.id)
+    except ReversalRefused as exc:
+        if args.json:
+            _json(out, {"recipe_id": args.id, "action": args.command, "refused": exc.reason, "message": str(exc)})
+        return _fail(err, f"refused: {exc}", 1)
+    except RevertFailed as exc:
+        return _fail(err, f"the undo did not finish: {exc}; the journal is kept and the next start retries it", 4)
+    if args.json:
+        _json(out, reversal.model_dump(mode="json"))
+    elif reversal.action == "undo":
+        put = f"put back {', '.join(reversal.restored)}" if reversal.restored else "the files already held their bytes"
+        out.write(f"undid the accept of \"{reversal.title}\" ({put}); it is offered again\n")
+    else:
+        out.write(f"restored \"{reversal.title}\"; it is offered again\n")
+    return 0
 
 
 def _resolve(workspace: Path, args, out, err) -> int:
@@ -252,12 +300,16 @@ def _resolve(workspace: Path, args, out, err) -> int:
     return 0
 
 
-def _flows(workspace: Path, args, out) -> int:
+def _flows(workspace: Path, args, out, err=sys.stderr) -> int:
     report = run_flows(workspace, args.glob)
     if args.json:
         _json(out, report.model_dump(mode="json"))
     else:
         out.write(format_text(report))
+    fatal = report.fatal()
+    if fatal is not None:  # where kitsoki's `test flows` aborts the app run (exit 2), say so
+        err.write(f"kitsoki-miner flows: {fatal}: kitsoki aborts that app's run here (exit 2, no report)\n")
+        return 2
     if not report.Results:
         return 2
     return 0 if report.Failed == 0 else 1

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage
@@ -33,17 +33,14 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from server import methods as M
 from server.views import (
-    card_of,
     code_actions_impl,
-    decided_text,
-    detail_of,
     diagnostics_for,
     hover_impl,
     lenses_impl,
     question_of,
+    resolve_lens_impl,
     uri_of,
 )
-from server.views import read_live
 from server.views import rel_path as _rel
 from server.transport import GuardedProtocol, serve_stdio, serve_tcp
 
@@ -72,7 +69,8 @@ class _Lazy:
 
 P = _Lazy("server.protocol")
 _core = {name: _Lazy(name) for name in ("core.sidecar", "core.proposals.decide", "core.proposals.staging",
-                                         "core.locks", "core.proposals.wording", "core.apply")}
+                                         "core.locks", "core.proposals.wording", "core.proposals.reversal",
+                                         "core.apply")}
 
 log = logging.getLogger("kitsoki_miner.server")
 
@@ -138,8 +136,14 @@ class KitsokiServer(LanguageServer):
         self.work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kitsoki-work")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.init_options: Any = None
+        self.options: Any = None
+        """The checked initializationOptions (server.protocol.InitializationOptions)."""
         self.published: set[str] = set()
         self._pass_tokens: dict[Path, tuple[str, float]] = {}
+        self.ready = asyncio.Event()
+        """Set once the workspaces are served (after `initialized`): requests about proposals wait
+        for it, so an editor's first question never gets an empty answer that only means "not yet"."""
+        self.initializing = False
         self._progress_live: set[str] = set()
         """Progress tokens begun and not yet ended (only those get reports and an end)."""
         self._progress_ended: set[str] = set()
@@ -150,6 +154,7 @@ class KitsokiServer(LanguageServer):
         """An answer computed from the sidecar's inbox, reused until the inbox is refreshed (so a
         client asking for lenses on every keystroke costs a dictionary lookup)."""
         generation = sidecar.generation
+        key = (sidecar.workspace, *key)  # two workspaces never share an answer (their generations may agree)
         hit = self._answers.get(key)
         if hit is not None and hit[0] == generation:
             return hit[1]
@@ -217,6 +222,16 @@ class KitsokiServer(LanguageServer):
         raise JsonRpcInvalidParams(f"no open proposal {recipe_id!r}; kitsoki/proposals lists the open ones")
 
 
+async def when_ready(ls: KitsokiServer, timeout: float = 120.0) -> None:
+    """Wait (once, at start) until the workspaces are served; a client that never sent `initialized`
+    is not kept waiting forever."""
+    if ls.initializing and not ls.ready.is_set():
+        try:
+            await asyncio.wait_for(ls.ready.wait(), timeout)
+        except TimeoutError:
+            log.warning("answering before the workspaces were served (%.0f s)", timeout)
+
+
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_running_loop()
@@ -237,327 +252,29 @@ def validated(model: type[BaseModel], params: Any, method: str) -> Any:
         raise JsonRpcInvalidParams(P.problems(exc, method)) from None
 
 
-# -- custom requests -----------------------------------------------------------------------------------
-
-
-def mine_status_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.MineStatusParams, params, M.MINE_STATUS)
-    return P.MineStatusResult(workspaces=[s.status() for s in ls.sidecars_for(p.uri)]).model_dump(mode="json")
-
-
-def mine_control_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.MineControlParams, params, M.MINE_CONTROL)
-    out = []
-    for sidecar in ls.sidecars_for(p.uri):
-        try:
-            out.append(sidecar.control(p.action, [Path(d) for d in p.dirs] if p.dirs else None))
-        except ValueError as exc:
-            raise JsonRpcInvalidParams(f"{M.MINE_CONTROL}: {exc}") from None
-    return P.MineStatusResult(workspaces=out).model_dump(mode="json")
-
-
-def proposals_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.ProposalsParams, params, M.PROPOSALS)
-    cards: list[dict] = []
-    for sidecar in ls.sidecars_for(p.uri):
-        rel = None
-        if p.uri is not None and Path(to_fs_path(p.uri) if "://" in p.uri else p.uri).absolute() != sidecar.workspace:
-            rel = _rel(sidecar, p.uri)
-        cards += ls.cached(sidecar, ("cards", rel), lambda s=sidecar, r=rel: [
-            card_of(s.workspace, c).model_dump(mode="json") for c in s.cards(r)])
-    return {"proposals": cards}
-
-
-def _draft_recipe(sidecar: WorkspaceSidecar, path: Path) -> str | None:
-    """The recipe whose staged draft `path` is (`.artifacts/mining/<recipe_id>/...`), or None."""
-    try:
-        parts = path.absolute().relative_to(sidecar.workspace).parts
-    except ValueError:
-        return None
-    if len(parts) > 3 and parts[:2] == (".artifacts", "mining"):
-        from core.ids import is_recipe_id
-
-        return parts[2] if is_recipe_id(parts[2]) else None
-    return None
-
-
-def proposal_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.ProposalParams, params, M.PROPOSAL)
-    sidecar, card = ls.find_card(p.id)
-    if card.status == "refining":  # the person asked to see it: a refined draft is shown (and signed) now
-        sidecar.show_refined(card.recipe_id)
-        card = sidecar.card(card.recipe_id) or card
-    return detail_of(sidecar.workspace, card, gate=sidecar.gate_preview(card.recipe_id)).model_dump(mode="json")
-
-
-def proposal_content_impl(ls: KitsokiServer, params: Any) -> dict:
-    p = validated(P.ProposalContentParams, params, M.PROPOSAL_CONTENT)
-    closed = closed_content(ls, p)
-    if closed is not None:
-        return closed
-    sidecar, card = ls.find_card(p.id)
-    rel = _rel(sidecar, p.uri)
-    if rel not in {c.path for c in card.files}:
-        raise JsonRpcInvalidParams(f"{M.PROPOSAL_CONTENT}: proposal {p.id} does not change {rel}")
-    staging = _core['core.proposals.staging']
-    try:  # reached and read as the accept reads it: no link followed, a regular file within its cap
-        text = staging.staged_text(sidecar.workspace, card.recipe_id, rel)
-    except staging.StagedStateError as exc:
-        raise JsonRpcInternalError(f"the staged draft of {p.id} cannot be shown: {exc}") from None
-    return P.ProposalContentResult(text=text).model_dump(mode="json")
-
-
-def closed_content(ls: KitsokiServer, p: P.ProposalContentParams) -> dict | None:
-    """A diff tab outlives its proposal: once decided, its right side says so over the live file
-    (an editor asks again after every change), instead of an error and an empty document."""
-    sidecar = ls.sidecar_for(p.uri)
-    if sidecar is None or sidecar.card(p.id) is not None:
-        return None
-    state, proposal = sidecar.closed_state(p.id)
-    rel = _rel(sidecar, p.uri)
-    if state is None or proposal is None or rel not in {c.path for c in proposal.files}:
-        return None
-    live = (read_live(sidecar.workspace / rel) or b"").decode("utf-8", "replace")
-    return P.ProposalContentResult(text=decided_text(state, proposal.title, live), state=state).model_dump(mode="json")
-
-
-def answer_of(params: P.AnswerQuestionParams, card: Proposal) -> str:
-    """The verdict in kitsoki's answers map: keyed by the question text (the card's title); a
-    single answer under any key is taken too, as people do not retype titles."""
-    answers = params.answers
-    value = answers.get(card.title, next(iter(answers.values())) if len(answers) == 1 else None)
-    if isinstance(value, list):
-        value = value[0] if len(value) == 1 else None
-    if value not in M.ANSWERS and value != "reject":
-        raise JsonRpcInvalidParams(f'{M.ANSWER_QUESTION}: answers["{card.title}"] must be one of accept, refine, '
-                                   f"reject or dismiss, got {value!r}")
-    return value
-
-
-def evolve_impl(ls: KitsokiServer, params: Any) -> Any:
-    """Learnings through core/learnings: the same calls as `kitsoki-miner evolve`."""
-    from core.learnings.evolve import EvolveConfig, InputError, analyze, confirm, list_records, prune
-
-    p = validated(P.EvolveParams, params, M.EVOLVE)
-    if p.uri is None and len(ls.sidecars) != 1:
-        raise JsonRpcInvalidParams(f"{M.EVOLVE}: pass uri to say which workspace ({len(ls.sidecars)} are served)")
-    [sidecar] = ls.sidecars_for(p.uri)
-    config = EvolveConfig(workspace=sidecar.workspace, transcript_dirs=[Path(d) for d in p.transcriptDirs],
-                          sessions_jsonl=Path(p.sessionsJsonl) if p.sessionsJsonl else None, host_class=p.hostClass)
-    try:
-        if p.action == "analyze":
-            analysis = analyze(config)
-            if analysis.question is not None:
-                card = {**analysis.question.model_dump(mode="json"), "kind": "learnings"}
-                ls.soon(ls.protocol.notify, M.QUESTION, PlainJSON(card))
-            return analysis.model_dump(mode="json")
-        if p.action == "list":
-            return {"records": list_records(config, include_expired=p.all)}
-        if p.action == "confirm":
-            return confirm(config, p.select).model_dump(mode="json")
-        return prune(config, dry_run=not p.apply).model_dump(mode="json")
-    except InputError as exc:
-        raise JsonRpcInvalidParams(f"{M.EVOLVE} {p.action}: {exc}") from None
-
-
-def learnings_answer(ls: KitsokiServer, params: Any) -> dict | None:
-    """An answer to a learnings card (kind "learnings"): the selected labels are confirmed.
-    None when the question is not a pending learnings analysis of a served workspace."""
-    from core.learnings.evolve import EvolveConfig, InputError, confirm, load_pending
-
-    for sidecar in ls.sidecars.values():
-        config = EvolveConfig(workspace=sidecar.workspace)
-        try:
-            pending = load_pending(config)
-        except InputError:
-            continue
-        if pending is None or pending.question_id != params.question_id:
-            continue
-        chosen: list[str] = []
-        for value in params.answers.values():
-            chosen += value if isinstance(value, list) else [value]
-        try:
-            return confirm(config, chosen).model_dump(mode="json")
-        except InputError as exc:
-            raise JsonRpcInvalidParams(f"{M.ANSWER_QUESTION}: {exc}") from None
-    return None
-
-
-def runs_impl(ls: KitsokiServer, params: Any) -> Any:
-    """Prepared analysis runs through core/runs: the same calls as `kitsoki-miner runs`."""
-    import inspect as _inspect
-
-    from core import runs
-    from core.runs.errors import RunError
-    from core.runs.inventory import Sources
-
-    p = validated(P.RunsParams, params, M.RUNS)
-    args = dict(p.model_extra or {})
-    fn = {"projects": runs.list_projects, "coverage": runs.coverage, "confirm": runs.confirm,
-          "prepare": runs.prepare, "list": runs.list_runs, "status": runs.status, "reuse": runs.reuse,
-          "resume": runs.resume, "finish": runs.finish, "cancel": runs.cancel, "delete": runs.delete,
-          "groups": runs.groups, "workdir": runs.suggest_workdir}[p.action]
-    dirs = args.pop("dirs", None)
-    accepted = _inspect.signature(fn).parameters
-    if "sources" in accepted:
-        args["sources"] = Sources(dirs=[Path(d) for d in dirs or []])
-    unknown = sorted(set(args) - set(accepted))
-    if unknown:
-        raise JsonRpcInvalidParams(f"{M.RUNS} {p.action}: unknown argument(s) {', '.join(unknown)}; "
-                                   f"it takes {', '.join(n for n in accepted if n not in ('sources', 'prefs', 'progress'))}")
-    try:
-        result = fn(**args)
-    except RunError as exc:
-        raise JsonRpcInvalidParams(orjson.dumps(exc.to_json()).decode()) from None
-    except TypeError as exc:
-        raise JsonRpcInvalidParams(f"{M.RUNS} {p.action}: {exc}") from None
-    return result.model_dump(mode="json") if hasattr(result, "model_dump") else result
-
-
-# -- verdicts ------------------------------------------------------------------------------------------
-
-
-def unsaved_targets(ls: KitsokiServer, sidecar: WorkspaceSidecar, card: Proposal) -> list[str]:
-    """Targets open in the editor whose text differs from the bytes on disk."""
-    out = []
-    for change in card.files:
-        uri = uri_of(sidecar.workspace, change.path)
-        document = ls.workspace.text_documents.get(uri)
-        if document is None:
-            continue
-        data = read_live(sidecar.workspace / change.path)
-        on_disk = data.decode("utf-8", "replace") if data is not None else None
-        if document.source != on_disk:
-            out.append(change.path)
-    return out
-
-
-def _stages() -> dict[str, tuple[int, str]]:
-    return {"locked": (10, "locked the workspace"), "journal_written": (20, "journal written"),
-            "before_reload": (40, "reloading the workspace"), "before_gate": (55, "running the flow gate"),
-            "after_gate": (90, "flow gate done")}
-
-
-def verdict_error(exc: BaseException) -> Exception | None:
-    """The answer to a verdict that raised: a refusal (invalid params, nothing done), a busy
-    workspace, or a file-system fault said in a person's words with the file; None for anything else."""
-    if isinstance(exc, _core['core.proposals.decide'].DecisionRefused):
-        return JsonRpcInvalidParams(f"refused: {exc}")
-    if isinstance(exc, _core['core.locks'].WorkspaceBusy):
-        return JsonRpcInternalError(str(exc))
-    if isinstance(exc, OSError):
-        from core.apply.journal import FAULTS
-
-        word = FAULTS.get(exc.errno or 0, "file-system error")
-        where = f": {exc.filename}" if isinstance(exc.filename, str) else ""
-        return JsonRpcInternalError(f"{word}{where} ({exc.strerror or exc}); nothing was left half-written")
-    if isinstance(exc, _core['core.apply'].RevertFailed):
-        return JsonRpcInternalError(str(exc))
-    return None
-
-
-async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.DecisionResult:
-    """A verdict, run off the loop. A cancel that arrives before the verdict starts means nothing was
-    done (RequestCancelled); once it has started it runs to its end (an accept is a critical
-    section: core.apply) and the answer says what happened, with `note` saying the cancel came too
-    late (server.transport: enter_critical / leave_critical). Progress is optional: the accept
-    never waits for the client to accept a progress token."""
-    sidecar, card = ls.find_card(recipe_id)
-    unsaved = unsaved_targets(ls, sidecar, card) if verdict == "accept" else []
-    token = _begin_progress_soon(ls, f"Accepting: {card.title}") if verdict == "accept" else None
-
-    def hook(name: str) -> None:
-        stage = _stages().get(name)
-        if token is not None and stage is not None:
-            ls.soon(_report_progress, ls, token, stage)
-
-    protocol = ls.protocol
-    if not getattr(protocol, "enter_critical", lambda: True)():
-        _end_progress(ls, token, "cancelled before it began: nothing was done")
-        raise asyncio.CancelledError  # the client was already answered RequestCancelled
-    try:
-        decision: Decision = await ls.off_loop(lambda: sidecar.decide(card.recipe_id, verdict, unsaved=unsaved,
-                                                                      hook=hook))
-    except Exception as exc:  # noqa: BLE001 - answered in words, never a traceback
-        error = verdict_error(exc)
-        if error is None:
-            raise
-        _end_progress(ls, token, str(error))
-        raise error from None
-    finally:
-        cancelled = getattr(protocol, "leave_critical", lambda: False)()
-    result = _decision_result(sidecar, decision)
-    if cancelled:
-        result.note = (f"the cancel came after the {verdict} had begun, so it was carried out: "
-                       + ("kept" if decision.flows_green else "refined" if verdict == "refine" else
-                          "rejected" if verdict == "reject" else "not kept"))
-    if token is not None:
-        _end_progress(ls, token, ("kept: flows green" if decision.gated else "kept, not gated") if decision.flows_green
-                      else f"{'held' if decision.held else 'reverted'}: {decision.failure}")
-    if decision.verdict == "refine" and decision.draft_path:
-        await _show(ls, from_fs_path(decision.draft_path))
-    return result
-
-
-async def choose_impl(ls: KitsokiServer, recipe_id: str) -> Any:
-    """kitsoki.choose for a client that does not handle it itself (both of ours do): ask with
-    window/showMessageRequest, then run what was picked."""
-    _, card = ls.find_card(recipe_id)
-    picks = {"Accept (runs flows)": "accept", "Refine": "refine", "Reject": "reject"}
-    answer = await ls.window_show_message_request_async(types.ShowMessageRequestParams(
-        type=types.MessageType.Info, message=f"kitsoki-miner proposal: {card.title}",
-        actions=[types.MessageActionItem(title=t) for t in picks]))
-    if answer is None or answer.title not in picks:
-        return None
-    return (await decide_impl(ls, card.recipe_id, picks[answer.title])).model_dump(mode="json")
-
-
-def resolve_impl(ls: KitsokiServer, args: tuple) -> dict:
-    """kitsoki.resolve (core.apply.resolve): list the accepts left unsettled, or settle one."""
-    from core.apply.resolve import ResolveRefused, resolve_accept, unsettled
-
-    p = validated(P.ResolveArgs, args[0] if args else {}, M.CMD_RESOLVE)
-    sidecars = ls.sidecars_for(p.uri)
-    if p.choice is None:
-        return P.ResolveListResult(unsettled=[
-            P.UnsettledAccept(**u.model_dump(), workspace=str(s.workspace)) for s in sidecars
-            for u in unsettled(s.workspace) if p.id is None or u.recipe_id.startswith(p.id)]).model_dump(mode="json")
-    if p.id is None:
-        raise JsonRpcInvalidParams(f"{M.CMD_RESOLVE}: a choice needs the proposal's id")
-    for sidecar in sidecars:
-        if any(u.recipe_id.startswith(p.id) for u in unsettled(sidecar.workspace)):
-            try:
-                result = resolve_accept(sidecar.workspace, p.id, p.choice)
-            except ResolveRefused as exc:
-                raise JsonRpcInvalidParams(f"{M.CMD_RESOLVE}: {exc}") from None
-            sidecar.refresh()
-            return result.model_dump(mode="json")
-    raise JsonRpcInvalidParams(f"{M.CMD_RESOLVE}: no unsettled accept {p.id}")
-
-
-def _decision_result(sidecar: WorkspaceSidecar, decision: Decision) -> P.DecisionResult:
-    wording = _core['core.proposals.wording']
-    return P.DecisionResult(recipe_id=decision.recipe_id, verdict=decision.verdict, flows_green=decision.flows_green,
-                            reverted=decision.reverted,
-                            failure=wording.readable_failure(decision.failure) if decision.failure else None,
-                            draft_uri=from_fs_path(decision.draft_path) if decision.draft_path else None,
-                            files=[uri_of(sidecar.workspace, f) for f in decision.files],
-                            gated=decision.gated, held=decision.held,
-                            flows=list(decision.gate.runs) if decision.gate else [],
-                            skipped=list(decision.gate.skipped) if decision.gate else [],
-                            kept=wording.kept_text(decision.gated)
-                            if decision.verdict == "accept" and decision.flows_green else None,
-                            unresolved=decision.unresolved, note=decision.note)
-
-
-async def _show(ls: KitsokiServer, uri: str | None) -> None:
-    caps = ls.client_capabilities.window
-    if uri is None or caps is None or caps.show_document is None or not caps.show_document.support:
-        return
-    try:
-        await ls.window_show_document_async(types.ShowDocumentParams(uri=uri, take_focus=True))
-    except Exception as exc:  # noqa: BLE001 - opening the draft is a courtesy
-        log.warning("showDocument failed: %s", exc)
+# The handlers' logic, by box (they use the names above; re-exported here for callers and tests).
+from server.requests import (  # noqa: E402
+    _draft_recipe,
+    answer_of,
+    decided_impl,
+    evolve_impl,
+    learnings_answer,
+    mine_control_impl,
+    mine_status_impl,
+    proposal_content_impl,
+    proposal_impl,
+    proposals_impl,
+    runs_impl,
+)
+from server.verdicts import (  # noqa: E402
+    _decision_result,
+    choose_impl,
+    decide_impl,
+    resolve_impl,
+    take_back_impl,
+    taken_back_result,
+    verdict_error,
+)
 
 
 def _begin_progress_soon(ls: KitsokiServer, title: str) -> str | None:
@@ -709,15 +426,32 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
             if decision.gate else []))
 
     def raised(workspace: Path, cards: list[Proposal]) -> None:
-        for card in cards:
-            ls.notify(M.QUESTION, question_of(card))
+        sidecar = ls.sidecars.get(workspace)
+        for card in cards:  # the accept option says what the gate will do (computed here, off the loop)
+            gate = sidecar.gate_preview_cached(card.recipe_id) if sidecar is not None else None
+            ls.notify(M.QUESTION, question_of(card, gate, workspace))
+
+    def taken_back(workspace: Path, reversal) -> None:
+        ls.notify(M.TAKEN_BACK, taken_back_result(workspace, reversal))
+
+    def problems_changed(workspace: Path, paths: set[str]) -> None:
+        sidecar = ls.sidecars.get(workspace)
+        if sidecar is None:
+            return
+        for rel in paths:  # published, or cleared once the file loads again
+            ls.soon(ls.text_document_publish_diagnostics,
+                    types.PublishDiagnosticsParams(uri=uri_of(workspace, rel), diagnostics=diagnostics_for(sidecar, rel)))
+        caps = ls.client_capabilities.workspace
+        if caps is not None and caps.code_lens is not None and caps.code_lens.refresh_support:
+            ls.soon(lambda: ls.workspace_code_lens_refresh(None))
 
     def withdrawn(workspace: Path, ids: list[str], why: str) -> None:
         ls.notify(M.QUESTION_WITHDRAWN, P.QuestionWithdrawnNotification(
             workspace=from_fs_path(str(workspace)) or str(workspace), question_ids=ids, reason=why))
 
     return _core['core.sidecar'].SidecarEvents(pass_started=started, pass_progress=progress, pass_ran=ran, proposals_changed=changed,
-                         decided=decided, raised=raised, questions_withdrawn=withdrawn)
+                         decided=decided, raised=raised, questions_withdrawn=withdrawn, taken_back=taken_back,
+                         problems_changed=problems_changed)
 
 
 # -- the server -------------------------------------------------------------------------------------------
@@ -729,27 +463,38 @@ def build_server() -> KitsokiServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: KitsokiServer, params: types.InitializeParams) -> None:
         ls.init_options = params.initialization_options  # checked in start_sidecars, where it is used
+        ls.initializing = True
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: KitsokiServer, params: types.InitializedParams) -> None:
         ls.loop = asyncio.get_running_loop()
-        await ls.off_loop(start_sidecars, ls)
+        try:
+            await ls.off_loop(start_sidecars, ls)
+        finally:
+            ls.ready.set()
         for sidecar in ls.sidecars.values():
             # Publish what is already pending (from a previous session's trace and stage).
-            ls.soon(lambda s=sidecar: [ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-                uri=uri_of(s.workspace, rel), diagnostics=diagnostics_for(s, rel))) for rel in s.paths()])
+            paths = set(sidecar.paths()) | {sidecar._rel(i.file) for i in sidecar.problems}
+            ls.soon(lambda s=sidecar, paths=paths: [ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=uri_of(s.workspace, rel), diagnostics=diagnostics_for(s, rel))) for rel in paths])
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: KitsokiServer, params: None) -> None:
         await ls.off_loop(stop_sidecars, ls)
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
-    def code_lens(ls: KitsokiServer, params: types.CodeLensParams):
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
+    async def code_lens(ls: KitsokiServer, params: types.CodeLensParams):
+        await when_ready(ls)
         sidecar = ls.sidecar_for(params.text_document.uri)
         if sidecar is None:
             return []
         return PlainJSON(ls.cached(sidecar, ("lens", params.text_document.uri),
                                    lambda: ls.protocol._converter.unstructure(lenses_impl(ls, params))))
+
+    @server.feature(types.CODE_LENS_RESOLVE)
+    async def code_lens_resolve(ls: KitsokiServer, params: types.CodeLens):
+        # The gate preview loads the workspace: off the loop (a cached answer is a lookup).
+        return await ls.off_loop(resolve_lens_impl, ls, params)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: KitsokiServer, params: types.HoverParams):
@@ -783,23 +528,28 @@ def build_server() -> KitsokiServer:
                 uri=params.text_document.uri, diagnostics=diagnostics_for(sidecar, rel)))
 
     @server.feature(M.MINE_STATUS)
-    def mine_status(ls: KitsokiServer, params: Any):
+    async def mine_status(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(mine_status_impl(ls, params))
 
     @server.feature(M.MINE_CONTROL)
-    def mine_control(ls: KitsokiServer, params: Any):
+    async def mine_control(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(mine_control_impl(ls, params))
 
     @server.feature(M.PROPOSALS)
-    def proposals(ls: KitsokiServer, params: Any):
+    async def proposals(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(proposals_impl(ls, params))
 
     @server.feature(M.PROPOSAL)
-    def proposal(ls: KitsokiServer, params: Any):
+    async def proposal(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(proposal_impl(ls, params))
 
     @server.feature(M.PROPOSAL_CONTENT)
-    def proposal_content(ls: KitsokiServer, params: Any):
+    async def proposal_content(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
         return PlainJSON(proposal_content_impl(ls, params))
 
     @server.feature(M.ANSWER_QUESTION)
@@ -826,6 +576,24 @@ def build_server() -> KitsokiServer:
                 return (await decide_impl(ls, _id_arg(args, name), verdict)).model_dump(mode="json")
             return command
         server.command(name)(make(verdict, name))
+
+    for name, action in ((M.CMD_UNDO, "undo"), (M.CMD_RESTORE, "restore")):
+        def make_take_back(action: str, name: str):
+            async def command(ls: KitsokiServer, *args):
+                return await take_back_impl(ls, _id_arg(args, name), action)
+            return command
+        server.command(name)(make_take_back(action, name))
+
+    @server.feature(M.DECIDED)
+    async def decided(ls: KitsokiServer, params: Any):
+        await when_ready(ls)
+        return PlainJSON(await ls.off_loop(decided_impl, ls, params))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def folders_changed(ls: KitsokiServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        # pygls keeps ls.workspace.folders; serve the folders added, stop those removed.
+        await ls.off_loop(change_folders, ls, [f.uri for f in params.event.added],
+                          [f.uri for f in params.event.removed])
 
     @server.command(M.CMD_RESOLVE)
     async def resolve(ls: KitsokiServer, *args):
@@ -867,17 +635,30 @@ def build_server() -> KitsokiServer:
 def start_sidecars(ls: KitsokiServer) -> None:
     folders = ls.workspace.folders.values() if ls.workspace.folders else []
     options, problems = P.initialization_options(ls.init_options)
+    ls.options = options
+    roots = roots_of(ls, [folder.uri for folder in folders], problems)
+    if not roots and not folders and ls.workspace.root_path:
+        roots = [Path(ls.workspace.root_path)]
+    serve_roots(ls, roots, problems)
+    report_problems(ls, problems)
+
+
+def roots_of(ls: KitsokiServer, uris: list[str], problems: list[str]) -> list[Path]:
     roots = []
-    for folder in folders:
-        path = to_fs_path(folder.uri) if folder.uri.startswith("file:") else None
+    for uri in uris:
+        path = to_fs_path(uri) if uri.startswith("file:") else None
         if path and "\x00" in path:
-            problems.append(f"workspace folder {folder.uri[:200]!r} names a path with a NUL; not served")
+            problems.append(f"workspace folder {uri[:200]!r} names a path with a NUL; not served")
         elif path:
             roots.append(Path(path))
         else:
-            problems.append(f"workspace folder {folder.uri[:200]!r} is not a file: URI; not served")
-    if not roots and not folders and ls.workspace.root_path:
-        roots = [Path(ls.workspace.root_path)]
+            problems.append(f"workspace folder {uri[:200]!r} is not a file: URI; not served")
+    return roots
+
+
+def serve_roots(ls: KitsokiServer, roots: list[Path], problems: list[str]) -> None:
+    """A sidecar for each folder that holds a `.kitsoki.yaml` (and is not a staged draft)."""
+    options = getattr(ls, "options", None) or P.initialization_options(None)[0]
     mining, dirs = options.mining, [Path(d) for d in options.transcriptDirs]
     for root in roots:
         try:
@@ -887,12 +668,30 @@ def start_sidecars(ls: KitsokiServer) -> None:
             problems.append(f"workspace folder {str(root)[:200]!r} cannot be read "
                             f"({getattr(exc, 'strerror', None) or exc}); not served")
             continue
-        sidecar = _core['core.sidecar'].WorkspaceSidecar(root.absolute(), events=make_events(ls), mining=mining, transcript_dirs=dirs,
-                                   watch=options.watch)
+        refused = _core['core.sidecar'].not_a_workspace(root)
+        if refused:  # a staged draft has a .kitsoki.yaml of its own: never mine or propose there
+            problems.append(f"{refused}; not served")
+            continue
+        if root.absolute() in ls.sidecars:
+            continue
+        sidecar = _core['core.sidecar'].WorkspaceSidecar(root.absolute(), events=make_events(ls), mining=mining,
+                                                          transcript_dirs=dirs, watch=options.watch)
         ls.sidecars[sidecar.workspace] = sidecar
         sidecar.start()
         ls.soon(ls.window_log_message, types.LogMessageParams(
             type=types.MessageType.Info, message=f"{SOURCE}: serving {root} ({len(sidecar.cards())} pending)"))
+
+
+def change_folders(ls: KitsokiServer, added: list[str], removed: list[str]) -> None:
+    """workspace/didChangeWorkspaceFolders: serve the folders added, stop serving those removed."""
+    problems: list[str] = []
+    for root in roots_of(ls, removed, problems):
+        sidecar = ls.sidecars.pop(root.absolute(), None)
+        if sidecar is not None:
+            sidecar.stop()
+            ls.soon(ls.window_log_message, types.LogMessageParams(
+                type=types.MessageType.Info, message=f"{SOURCE}: no longer serving {root}"))
+    serve_roots(ls, roots_of(ls, added, problems), problems)
     report_problems(ls, problems)
 
 

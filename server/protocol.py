@@ -153,6 +153,11 @@ class Card(BaseModel):
     suggestion_only: bool = False
     files: list[FileCard] = Field(default_factory=list)
     question_id: str
+    proof: dict[str, Any] | None = None
+    """What proves the change (core.proposals.model.ProofInfo): the new fixture, what it asserts,
+    what no flow can assert and how that was checked instead."""
+    waits: str | None = None
+    """A stale proposal that cannot be re-drafted yet: why (the workspace does not load, file:line:col)."""
 
 
 class ProposalsResult(BaseModel):
@@ -179,6 +184,10 @@ class ProposalDetail(Card):
     """The staged draft files (what refine opens)."""
     gate: GatePreview | None = None
     """What an accept will run (the flows), for the confirmation asked before it."""
+    accept_brief: str | None = None
+    """`gate` in a few words (`runs 2 flow files`, `no flow runs: kept after checks`, `would be held, not kept`)."""
+    accept_says: str | None = None
+    """`gate` as the confirmation says it: the files changed, what judges the change, what a failure does."""
 
 
 class ProposalContentParams(_Params):
@@ -226,6 +235,47 @@ class DecisionResult(BaseModel):
     note: str | None = None
     """What else the person should know: a cancel that came after the verdict had begun (it was
     carried out), a verdict that will be recorded by the next command."""
+
+
+class DecidedParams(_Params):
+    uri: str | None = None
+    """A workspace folder or a file inside one; all served workspaces when absent."""
+    state: Literal["accepted", "rejected"] | None = None
+
+
+class DecidedCard(BaseModel):
+    """A proposal a person decided, and whether that can be taken back now."""
+
+    id: str
+    workspace: str
+    title: str
+    kind: str
+    state: Literal["accepted", "rejected"]
+    decided_at: str
+    files: list[str] = Field(default_factory=list)
+    """Workspace-relative."""
+    can: Literal["undo", "restore"] | None = None
+    """kitsoki.undo (a kept accept whose files still hold it) or kitsoki.restore (a rejection)."""
+    why_not: str | None = None
+
+
+class DecidedResult(BaseModel):
+    decided: list[DecidedCard]
+
+
+class TakenBackResult(BaseModel):
+    """kitsoki.undo | kitsoki.restore, and the kitsoki/proposalTakenBack notification."""
+
+    recipe_id: str
+    workspace: str
+    action: Literal["undo", "restore"]
+    how: Literal["undo", "saved", "restore"]
+    """undo: asked for; saved: a saved file no longer holds the kept change; restore: a rejection taken back."""
+    title: str = ""
+    files: list[str] = Field(default_factory=list)
+    """URIs of the files the proposal changes."""
+    restored: list[str] = Field(default_factory=list)
+    """undo: URIs of the files whose bytes from before the accept were put back."""
 
 
 class EvolveParams(_Params):
@@ -321,6 +371,8 @@ class QuestionNotification(BaseModel):
     question_id: str
     questions: list[Question]
     kind: Literal["proposal", "learnings"] = "proposal"
+    workspace: str | None = None
+    """The workspace folder (URI) the proposal belongs to."""
 
 
 class QuestionWithdrawnNotification(BaseModel):
@@ -403,6 +455,9 @@ class Protocol(BaseModel):
     diff_args: DiffArgs
     uri_args: UriArgs
     diff_result: DiffResult
+    decided_params: DecidedParams
+    decided_result: DecidedResult
+    taken_back: TakenBackResult
     resolve_args: ResolveArgs
     resolve_list_result: ResolveListResult
     resolve_result: Resolution

@@ -6,10 +6,13 @@ rules here. The protocol models are imported on first use (server.protocol loads
 which `initialize` must not wait for).
 
 Lenses: a proposal's lenses sit above where its lines would go (the first line it replaces, or
-the line after its insertion point). A proposal alone on its line gets `Accept: <title>` ·
-Refine · Reject · Diff; proposals that share a line get one lens each (`[1/2] <title> …`, which
-asks what to do), so each reads as its own thing instead of one run of buttons. Lenses on a line
-carry increasing start characters in priority order: every client sorts them the same way.
+the line after its insertion point). A proposal alone on its line gets `Accept: <title> (<what
+the gate will do>)` · Refine · Diff · Reject…; the destructive one last, apart from Refine, and it
+asks first. Proposals that share a line get one lens each (`[1/2] <title> …`, which asks what to
+do), so each reads as its own thing instead of one run of buttons. Lenses on a line carry
+increasing start characters in priority order: every client sorts them the same way. The Accept
+lens is resolved (`codeLens/resolve`): what the gate will run is computed for the lenses in view,
+from the gate's own preview.
 """
 
 from __future__ import annotations
@@ -56,7 +59,29 @@ def rel_path(sidecar: WorkspaceSidecar, uri: str) -> str:
 # -- cards ----------------------------------------------------------------------------------------------
 
 
-def card_of(workspace: Path, proposal: Proposal) -> Any:
+def waits_of(sidecar: WorkspaceSidecar, proposal: Proposal) -> str | None:
+    """Why a stale proposal is not re-drafted yet: the workspace does not load (the first problem)."""
+    if proposal.status != "stale" or not sidecar.problems:
+        return None
+    issue = sidecar.problems[0]
+    where = f"{rel_of_file(sidecar, issue.file)}:{issue.line}:{issue.column}"
+    return f"{where} does not load ({_short(issue.message, 80)}); re-drafted once it loads"
+
+
+def rel_of_file(sidecar: WorkspaceSidecar, file: str) -> str:
+    path = Path(file)
+    try:
+        return path.relative_to(sidecar.workspace).as_posix() if path.is_absolute() else path.as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def card_of(workspace: Path, proposal: Proposal, waits: str | None = None) -> Any:
     P, hunks = _p(), _core("core.proposals.hunks").hunks
     files = [P.FileCard(uri=uri_of(workspace, change.path), path=change.path,
                         line=max(min(change.changed_lines or [1]) - 1, 0),
@@ -68,12 +93,14 @@ def card_of(workspace: Path, proposal: Proposal) -> Any:
                   priority=proposal.priority, status=proposal.status,
                   classification=proposal.mapping.classification, score=proposal.mapping.score,
                   reason=proposal.mapping.reason, failure=proposal.failure, suggestion_only=proposal.suggestion_only,
-                  files=files, question_id=proposal.recipe_id)
+                  files=files, question_id=proposal.recipe_id, waits=waits,
+                  proof=proposal.proof.model_dump(mode="json") if proposal.proof is not None else None)
 
 
-def detail_of(workspace: Path, proposal: Proposal, gate: GatePreview | None = None) -> Any:
+def detail_of(workspace: Path, proposal: Proposal, gate: GatePreview | None = None, waits: str | None = None) -> Any:
     P = _p()
-    card = card_of(workspace, proposal)
+    wording = _core("core.proposals.wording")
+    card = card_of(workspace, proposal, waits)
     evidence = proposal.evidence
     stage_dir = _core("core.proposals.staging").stage_dir
     return P.ProposalDetail(
@@ -81,17 +108,30 @@ def detail_of(workspace: Path, proposal: Proposal, gate: GatePreview | None = No
         evidence=P.Evidence(sessions=evidence.sessions, phrasings=evidence.phrasings,
                             action_signature=evidence.action_signature,
                             cites=[c.model_dump(mode="json") for c in evidence.cites], value=evidence.value),
-        draft_uris=[uri_of(stage_dir(workspace, proposal.recipe_id), c.path) for c in proposal.files], gate=gate)
+        draft_uris=[uri_of(stage_dir(workspace, proposal.recipe_id), c.path) for c in proposal.files], gate=gate,
+        accept_brief=wording.accept_brief(gate), accept_says=wording.accept_says(gate, [c.path for c in proposal.files]))
 
 
-def question_of(proposal: Proposal) -> Any:
-    P = _p()
+def accept_option(proposal: Proposal, gate: GatePreview | None) -> str:
+    """The accept option of a question card or an action list: where, and what the gate will do."""
     where = ", ".join(c.path for c in proposal.files) or "dev-story (a suggestion)"
-    return P.QuestionNotification(question_id=proposal.recipe_id, questions=[P.Question(
+    brief = _core("core.proposals.wording").accept_brief(gate)
+    judged = gate is not None and gate.gated and not gate.held and gate.kind not in ("unknown",) and gate.runs
+    return f"apply to {where}; {brief}" + (", kept only if they pass" if judged and gate.kind != "command" else
+                                           ", kept only if it passes" if judged else "")
+
+
+REJECT_OPTION = "reject; not raised again (restore it from the rejected list)"
+
+
+def question_of(proposal: Proposal, gate: GatePreview | None = None, workspace: Path | None = None) -> Any:
+    P = _p()
+    return P.QuestionNotification(question_id=proposal.recipe_id, workspace=(
+        from_fs_path(str(workspace)) or str(workspace)) if workspace is not None else None, questions=[P.Question(
         question=proposal.title,
-        options=[P.QuestionOption(label="accept", description=f"apply to {where}; kept only if the flows stay green"),
+        options=[P.QuestionOption(label="accept", description=accept_option(proposal, gate)),
                  P.QuestionOption(label="refine", description="open the staged draft to edit before accepting"),
-                 P.QuestionOption(label="dismiss", description="reject; this recipe is not raised again")])])
+                 P.QuestionOption(label="dismiss", description=REJECT_OPTION)])])
 
 
 # -- where a change sits ---------------------------------------------------------------------------------
@@ -146,6 +186,9 @@ def _lens(line: int, index: int, title: str, command: str, arguments: list) -> t
                           command=types.Command(title=title, command=command, arguments=arguments))
 
 
+ACCEPT_LENS = "accept"
+
+
 def lenses_impl(ls: Any, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
     sidecar = ls.sidecar_for(uri)
@@ -171,23 +214,55 @@ def lenses_impl(ls: Any, params: types.CodeLensParams) -> list[types.CodeLens]:
         for number, card in enumerate(row, start=1):
             arg = [{"id": card.recipe_id}]
             if card.status == "stale":
-                lenses.append(_lens(line, index, f"Stale: {card.title} (the file changed; re-drafting)",
-                                    M.CMD_PROPOSE, arg))
+                waits = waits_of(sidecar, card)
+                title = f"Waiting: {card.title}: {waits}" if waits else \
+                    f"Stale: {card.title} (the file changed; re-drafting)"
+                lenses.append(_lens(line, index, title, M.CMD_PROPOSE, arg))
                 index += 1
                 continue
             if len(row) > 1:
                 held = " (held: its last accept was reverted)" if card.status == "held" else ""
                 lenses.append(_lens(line, index, f"[{number}/{len(row)}] {card.title}{held}: accept · refine · "
-                                    "reject · diff…", M.CMD_CHOOSE, [{"id": card.recipe_id, "uri": uri}]))
+                                    "diff · reject…", M.CMD_CHOOSE, [{"id": card.recipe_id, "uri": uri}]))
                 index += 1
                 continue
             accept = "Accept again" if card.status == "held" else "Accept"
-            for title, command, args in ((f"{accept}: {card.title} (runs flows)", M.CMD_ACCEPT, arg),
-                                         ("Refine", M.CMD_REFINE, arg), ("Reject", M.CMD_REJECT, arg),
-                                         ("Diff", M.CMD_DIFF, [{"id": card.recipe_id, "uri": uri}])):
+            at = types.Position(line=line, character=index)
+            # Resolved when in view (codeLens/resolve): what the gate will do, from its own preview.
+            lenses.append(types.CodeLens(range=types.Range(start=at, end=types.Position(line=line, character=index + 1)),
+                                         data={"lens": ACCEPT_LENS, "id": card.recipe_id, "verb": accept,
+                                               "title": card.title}))
+            index += 1
+            # Reject last, apart from Refine: the one that throws a proposal away is the hardest to hit.
+            for title, command, args in (("Refine", M.CMD_REFINE, arg),
+                                         ("Diff", M.CMD_DIFF, [{"id": card.recipe_id, "uri": uri}]),
+                                         ("Reject…", M.CMD_REJECT, arg)):
                 lenses.append(_lens(line, index, title, command, args))
                 index += 1
     return lenses
+
+
+def resolve_lens_impl(ls: Any, lens: types.CodeLens) -> types.CodeLens:
+    """Fill in an Accept lens: `Accept: <title> (<what the gate will do>)`."""
+    data = lens.data if isinstance(lens.data, dict) else {}
+    if lens.command is not None or data.get("lens") != ACCEPT_LENS or not isinstance(data.get("id"), str):
+        return lens
+    found = None
+    for sidecar in ls.sidecars.values():
+        card = sidecar.card(data["id"])
+        if card is not None:
+            found = (sidecar, card)
+            break
+    if found is None:  # decided meanwhile: the next lens refresh drops it
+        lens.command = types.Command(title=f"{data.get('title', 'proposal')}: decided", command=M.CMD_SHOW,
+                                     arguments=[{}])
+        return lens
+    sidecar, card = found
+    brief = _core("core.proposals.wording").accept_brief(sidecar.gate_preview_cached(card.recipe_id))
+    verb = "Accept again" if card.status == "held" else "Accept"
+    lens.command = types.Command(title=f"{verb}: {card.title} ({brief})", command=M.CMD_ACCEPT,
+                                 arguments=[{"id": card.recipe_id}])
+    return lens
 
 
 def draft_of(sidecar: WorkspaceSidecar, rel: str) -> tuple[Proposal | None, str]:
@@ -207,8 +282,9 @@ def draft_lenses(sidecar: WorkspaceSidecar, rel: str, uri: str) -> list[types.Co
                             "not the live file", M.CMD_SHOW, [{}])]
     arg = [{"id": card.recipe_id}]
     live = uri_of(sidecar.workspace, target)
+    brief = _core("core.proposals.wording").accept_brief(sidecar.gate_preview_cached(card.recipe_id))
     return [_lens(0, 0, f"DRAFT of {target} for \"{card.title}\": not the live file", M.CMD_SHOW, [{"uri": live}]),
-            _lens(0, 1, "Accept this draft (runs flows)", M.CMD_ACCEPT, arg),
+            _lens(0, 1, f"Accept this draft ({brief})", M.CMD_ACCEPT, arg),
             _lens(0, 2, "Diff against the live file", M.CMD_DIFF, [{"id": card.recipe_id, "uri": live}])]
 
 
@@ -216,7 +292,7 @@ def draft_lenses(sidecar: WorkspaceSidecar, rel: str, uri: str) -> list[types.Co
 
 
 def diagnostics_for(sidecar: WorkspaceSidecar, rel: str) -> list[types.Diagnostic]:
-    out = []
+    out = problem_diagnostics(sidecar, rel)
     for card in sidecar.cards(rel):
         change = next(c for c in card.files if c.path == rel)
         lines = marked_lines(change)
@@ -229,6 +305,23 @@ def diagnostics_for(sidecar: WorkspaceSidecar, rel: str) -> list[types.Diagnosti
                               end=types.Position(line=lines[-1] + 1, character=0)),
             message=message, severity=types.DiagnosticSeverity.Information, source=SOURCE, code=card.kind,
             data={"id": card.recipe_id}))
+    return out
+
+
+def problem_diagnostics(sidecar: WorkspaceSidecar, rel: str) -> list[types.Diagnostic]:
+    """Why the workspace does not load, on the line that says so (proposals wait until it loads)."""
+    out = []
+    issues = sidecar.problems_for(rel)
+    lines = (read_live(sidecar.workspace / rel) or b"").decode("utf-8", "replace").splitlines() if issues else []
+    for issue in issues:
+        at = types.Position(line=max(issue.line - 1, 0), character=max(issue.column - 1, 0))
+        text = lines[at.line] if at.line < len(lines) else ""
+        end = max(len(text), at.character + 1)  # to the end of the line: a squiggle a person sees
+        what = f"{issue.key}: {issue.message}" if issue.key else issue.message
+        out.append(types.Diagnostic(
+            range=types.Range(start=at, end=types.Position(line=at.line, character=end)),
+            message=f"{what} (kitsoki-miner: the workspace does not load; its proposals wait until it does)",
+            severity=types.DiagnosticSeverity.Error, source=SOURCE, code="load"))
     return out
 
 
@@ -281,9 +374,10 @@ def code_actions_impl(ls: Any, params: types.CodeActionParams) -> list[types.Cod
         if not any(first <= line <= last for line in marked_lines(change)):
             continue
         arg = [{"id": card.recipe_id}]
-        actions.append(types.CodeAction(title=f"Accept proposal (runs flows): {card.title}",
+        brief = _core("core.proposals.wording").accept_brief(sidecar.gate_preview_cached(card.recipe_id))
+        actions.append(types.CodeAction(title=f"Accept proposal ({brief}): {card.title}",
                                         kind=types.CodeActionKind.QuickFix,
-                                        command=types.Command(title="Accept proposal (runs flows)",
+                                        command=types.Command(title=f"Accept proposal ({brief})",
                                                               command=M.CMD_ACCEPT, arguments=arg)))
         actions.append(types.CodeAction(title=f"Reject proposal: {card.title}", kind=types.CodeActionKind.QuickFix,
                                         command=types.Command(title="Reject proposal", command=M.CMD_REJECT,

@@ -99,6 +99,9 @@ CASES: dict[str, tuple[dict[str, str], str | None]] = {
         'synonyms key "purple" is not in values'),
     "empty-synonym": ({"app.yaml": story("states:\n  a: {}\n", HEAD + "intents:\n  go: { synonyms: [wade, ' '] }\n")},
                       "synonyms[1] is empty"),
+    "routing-cache-max-age-is-a-duration": ({"app.yaml": story("routing: { cache_max_age: a week }\nstates:\n  a: {}\n")},
+                                            'app.Duration: app.ParseDuration: "a week"'),
+    "routing-cache-max-age-days": ({"app.yaml": story("routing: { cache_max_age: 30d }\nstates:\n  a: {}\n")}, None),
     "semantic-bar-order": ({"app.yaml": story("routing: { semantic_high_bar: 0.5, semantic_mid_bar: 0.7 }\n"
                                               "states:\n  a: {}\n")}, "must be greater than routing.semantic_mid_bar"),
     # --- include ------------------------------------------------------------------------------------
@@ -164,6 +167,159 @@ CASES: dict[str, tuple[dict[str, str], str | None]] = {
                                                              "{ nope: host.x } }\nstates:\n  a: {}\n"),
                                            "../kid/app.yaml": "app: { id: kid }\nroot: k1\nstates:\n  k1: {}\n"},
                                           "host_bindings.nope: no matching host_interface"),
+    # --- agents (resolveAgentDecls, per file) ------------------------------------------------------
+    "agent-needs-a-prompt": ({"app.yaml": story("agents:\n  w: { tools: [Read] }\nstates:\n  a: {}\n")},
+                             'agent "w": one of system_prompt or system_prompt_path is required'),
+    "agent-prompt-inline-or-path": ({"app.yaml": story("agents:\n  w: { system_prompt: x, system_prompt_path: p.md }\n"
+                                                       "states:\n  a: {}\n")},
+                                    "system_prompt and system_prompt_path are mutually exclusive"),
+    "agent-prompt-path-must-exist": ({"app.yaml": story("agents:\n  w: { system_prompt_path: prompts/none.md }\n"
+                                                        "states:\n  a: {}\n")}, 'agent "w": system_prompt_path'),
+    "agent-prompt-path-read-beside-the-file": ({"app.yaml": story("agents:\n  w: { system_prompt_path: prompts/w.md }\n"
+                                                                  "states:\n  a: {}\n"),
+                                                "prompts/w.md": "You help.\n"}, None),
+    "agent-effort-values": ({"app.yaml": story("agents:\n  w: { system_prompt: x, effort: extreme }\nstates:\n  a: {}\n")},
+                            'agent "w": effort "extreme" is invalid (valid: low, medium, high, xhigh, max)'),
+    "agent-bash-profile-forms": ({"app.yaml": story("agents:\n  w: { system_prompt: x, bash_profile: write-all }\n"
+                                                    "states:\n  a: {}\n")},
+                                 "app.BashProfileDecl: unrecognised form"),
+    "agent-bash-needs-a-profile-for-read-only-verbs": ({"app.yaml": story(
+        "agents:\n  w: { system_prompt: x, tools: [Bash] }\nstates:\n  a:\n    on_enter:\n"
+        "      - invoke: host.agent.ask\n        with: { agent: w, question: q }\n")},
+        'agent "w" declares Bash but no bash_profile'),
+    "agent-bash-is-fine-for-task": ({"app.yaml": story(
+        "agents:\n  w: { system_prompt: x, tools: [Bash] }\nstates:\n  a:\n    on_enter:\n"
+        "      - invoke: host.agent.task\n        with: { agent: w, acceptance: { schema: s.json } }\n")}, None),
+    # --- agent verbs (validateAgentVerbCrossChecks, validateAgentRef) ------------------------------
+    "task-requires-acceptance-schema": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - invoke: host.agent.task\n"
+                                                           "        with: { prompt: do it }\n")},
+                                        'state "a" on_enter[0]: host.agent.task requires acceptance.schema to be set in '
+                                        "the with: block"),
+    "task-acceptance-schema-must-be-a-string": ({"app.yaml": story(
+        "states:\n  a:\n    on:\n      go:\n        - target: a\n          effects:\n"
+        "            - invoke: host.agent.task\n              with: { acceptance: { schema: 5 } }\n")},
+        'state "a" intent "go" arc[0] effect[0]: host.agent.task requires acceptance.schema'),
+    "task-without-with-loads": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - invoke: host.agent.task\n")}, None),
+    "task-with-an-acceptance-schema-loads": ({"app.yaml": story(
+        "agents:\n  w: { system_prompt: x, tools: [Read, Edit, Write, Bash] }\nstates:\n  a:\n    on_enter:\n"
+        "      - invoke: host.agent.task\n        with: { agent: w, acceptance: { schema: schemas/r.json },"
+        " context: { prompt: do it } }\n")}, None),
+    "read-only-verb-refuses-a-mutating-tool": ({"app.yaml": story(
+        "agents:\n  w: { system_prompt: x, tools: [Read, Edit] }\nstates:\n  a:\n    on_enter:\n"
+        "      - invoke: host.agent.ask\n        with: { agent: w, question: q }\n")},
+        'agent "w" declares mutation tool "host.Edit" — not permitted for host.agent.ask (read-only verb)'),
+    "extract-refuses-a-mutating-tool-in-on-complete": ({"app.yaml": story(
+        "agents:\n  w: { system_prompt: x, tools: [host.Write] }\nstates:\n  a:\n    on_enter:\n"
+        "      - invoke: host.run\n        background: true\n        on_complete:\n"
+        "          - invoke: host.agent.extract\n            with: { agent: w }\n")},
+        'state "a" on_enter[0] on_complete[0]: agent "w" declares mutation tool "host.Write"'),
+    "task-network-tool-contradicts-no-side-effect": ({"app.yaml": story(
+        "agents:\n  w: { system_prompt: x, tools: [WebFetch], external_side_effect: false }\nstates:\n  a:\n"
+        "    on_enter:\n      - invoke: host.agent.task\n        with: { agent: w, acceptance: { schema: s.json } }\n")},
+        'agent "w" declares external_side_effect: false but has "host.WebFetch" in tools'),
+    "with-agent-only-on-agent-verbs": ({"app.yaml": story("agents:\n  w: { system_prompt: x }\nstates:\n  a:\n"
+                                                          "    on_enter:\n      - invoke: host.run\n"
+                                                          "        with: { agent: w }\n")},
+                                       'with.agent is only meaningful on host.agent.* invocations (got invoke "host.run")'),
+    "with-agent-must-be-declared": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - invoke: host.agent.ask\n"
+                                                       "        with: { agent: nope }\n")},
+                                    'state "a" on_enter[0]: with.agent "nope" is not declared in agents'),
+    # --- write_mode, intercept_drive, off-ramps ------------------------------------------------------
+    "write-mode-values": ({"app.yaml": story("states:\n  a:\n    write_mode: closed\n")},
+                          'state "a": write_mode "closed" is invalid'),
+    "write-mode-read-only-needs-an-agent": ({"app.yaml": story("states:\n  a:\n    write_mode: read_only\n")},
+                                            "write_mode: read_only is only meaningful on a room that dispatches an agent"),
+    "write-mode-read-only-contradicts-a-write-capable-agent": ({"app.yaml": story(
+        "agents:\n  w: { system_prompt: x, tools: [WebSearch] }\nstates:\n  a:\n    write_mode: read_only\n"
+        "    on_enter:\n      - invoke: host.agent.task\n        with: { agent: w, acceptance: { schema: s.json } }\n")},
+        'write_mode: read_only contradicts agent "w" which declares external_side_effect: true'),
+    "write-mode-scope-is-engine-reserved": ({"app.yaml": story("states:\n  a:\n    on_enter:\n"
+                                                               "      - set: { write_mode_scope: all }\n")},
+                                            'state "a" on_enter: set: "write_mode_scope" is engine-reserved'),
+    "intercept-drive-values": ({"app.yaml": story("states:\n  a:\n    intercept_drive: go\n")},
+                               'state "a": intercept_drive "go" is invalid (the only valid value is "rest")'),
+    "off-ramp-never-on-terminal": ({"app.yaml": story("states:\n  a:\n    terminal: true\n    agent_off_ramp: true\n")},
+                                   'state "a" declares agent_off_ramp on a terminal: true state'),
+    "off-ramp-false-is-off": ({"app.yaml": story("states:\n  a:\n    terminal: true\n    agent_off_ramp: false\n")}, None),
+    "off-ramp-shape": ({"app.yaml": story("states:\n  a:\n    agent_off_ramp: { agent: story-explainer, trigger: x }\n")},
+                       "agent_off_ramp: must be `true` or an {agent, persona, banner} mapping"),
+    "off-ramp-not-a-word": ({"app.yaml": story("states:\n  a:\n    agent_off_ramp: yes please\n")},
+                            "agent_off_ramp: must be `true` or an {agent, persona, banner} mapping"),
+    "off-ramp-agent-must-be-known": ({"app.yaml": story("states:\n  a:\n    agent_off_ramp: { agent: nope }\n")},
+                                     'agent reference "nope" at states.a.agent_off_ramp.agent is undefined'),
+    "off-ramp-builtin-agent": ({"app.yaml": story("states:\n  a:\n    agent_off_ramp: { agent: story-explainer }\n")}, None),
+    # --- meta modes (validateMetaModes, with kitsoki's built-in story.* group) ------------------------
+    "meta-mode-needs-a-trigger": ({"app.yaml": story("meta_modes:\n  x: { agent: story-author }\nstates:\n  a: {}\n")},
+                                  'meta_mode "x": trigger is required'),
+    "meta-mode-one-default-per-group": ({"app.yaml": story("meta_modes:\n  story.draft: { trigger: draft, agent: "
+                                                           "story-author, default: true }\nstates:\n  a: {}\n")},
+                                        'meta_mode group "story": 2 modes flagged default: true'),
+    "meta-mode-trigger-not-an-intent": ({"app.yaml": story("meta_modes:\n  go: { trigger: go, agent: story-author }\n"
+                                                           "states:\n  a: {}\n")},
+                                        'meta_mode "go": trigger "go" collides with a declared intent of the same name'),
+    "meta-mode-agent-must-be-known": ({"app.yaml": story("meta_modes:\n  tidy: { trigger: tidy, agent: nope }\n"
+                                                         "states:\n  a: {}\n")},
+                                      'agent reference "nope" at meta_modes.tidy.agent is undefined'),
+    # --- agent_plugins and providers ------------------------------------------------------------------
+    "plugin-key-prefix": ({"app.yaml": story("agent_plugins:\n  local: { plugin: builtin.local_llm, model: m }\n"
+                                             "states:\n  a: {}\n")}, "agent_plugins: key \"local\" must start with 'agent.'"),
+    "plugin-known": ({"app.yaml": story("agent_plugins:\n  agent.x: { plugin: magic }\nstates:\n  a: {}\n")},
+                     'agent_plugins.agent.x: unknown plugin "magic"'),
+    "plugin-env-set": ({"app.yaml": story("agent_plugins:\n  agent.x: { plugin: subprocess, command: c, env: "
+                                          "{ K: '${KITSOKI_MINER_SURELY_UNSET}' } }\nstates:\n  a: {}\n")},
+                       "agent_plugins.agent.x: env var KITSOKI_MINER_SURELY_UNSET referenced in env.K not set"),
+    "provider-not-empty": ({"app.yaml": story("providers:\n  p: { model: '' }\nstates:\n  a: {}\n")},
+                           "providers.p: a provider must set model:, effort:, and/or env:"),
+    "provider-reference-known": ({"app.yaml": story("agents:\n  w: { system_prompt: x, provider: nope }\n"
+                                                    "states:\n  a: {}\n")},
+                                 'provider reference "nope" at agents.w.provider is undefined'),
+    # --- host.starlark.run (validateStarlarkEffects) ----------------------------------------------------
+    "starlark-needs-a-script": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - invoke: host.starlark.run\n"
+                                                   "        with: { inputs: {} }\n")},
+                                "host.starlark.run requires a non-empty with.script"),
+    "starlark-script-must-exist": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - invoke: host.starlark.run\n"
+                                                      "        with: { script: scripts/x.star }\n")},
+                                   'host.starlark.run script "scripts/x.star" not found'),
+    "starlark-input-not-bare": ({"app.yaml": story("states:\n  a:\n    on_enter:\n      - invoke: host.starlark.run\n"
+                                                   "        with: { script: scripts/x.star, inputs: { n: world.x } }\n"),
+                                 "scripts/x.star": "def main(inputs):\n    return {}\n",
+                                 "scripts/x.star.yaml": "inputs: {}\n"},
+                                'host.starlark.run input "n" is a bare expression "world.x"'),
+    # --- views (View.UnmarshalYAML, View.Validate, validateChoiceCrossRefs) ---------------------------
+    "view-element-one-kind": ({"app.yaml": story("states:\n  a:\n    view:\n      - { prose: hi, heading: H }\n")},
+                              "element has multiple kinds set (prose, heading)"),
+    "view-list-needs-items": ({"app.yaml": story("states:\n  a:\n    view:\n      - list: { items: [] }\n")},
+                              'state "a": view[0] (list): list requires items: with at least one entry'),
+    "view-list-item-not-empty": ({"app.yaml": story("states:\n  a:\n    view:\n      - list: { items: ['', b] }\n")},
+                                 "list item: empty string is not allowed"),
+    "view-list-item-shape": ({"app.yaml": story("states:\n  a:\n    view:\n      - list: { items: [{ text: b }] }\n")},
+                             "list item: must be a string or {label, hint?, when?} object"),
+    "view-when-beside-the-kind": ({"app.yaml": story("states:\n  a:\n    view:\n"
+                                                     "      - kv: { pairs: { a: b }, when: world.x }\n")},
+                                  "kv element: `when:` must be a sibling of `kv:`"),
+    "view-kv-values-are-strings": ({"app.yaml": story("states:\n  a:\n    view:\n      - kv: { pairs: { n: 3 } }\n")},
+                                   'state "a": view[0] (kv): kv pair 0 (n): value must be a string'),
+    "view-banner-needs-text": ({"app.yaml": story("states:\n  a:\n    view:\n      - banner: { subtitle: s }\n")},
+                               'state "a": view[0] (banner): banner requires a non-empty text'),
+    "view-one-choice": ({"app.yaml": story("states:\n  a:\n    view:\n      - choice: { mode: single, items: [{ label: g, intent: go }] }\n"
+                                           "      - choice: { mode: single, items: [{ label: h, intent: go }] }\n"
+                                           "    on:\n      go: [{ target: a }]\n")},
+                        'state "a": view[1] (choice): only one choice element per view is allowed'),
+    "view-choice-intent-declared": ({"app.yaml": story("states:\n  a:\n    view:\n"
+                                                       "      - choice: { mode: single, items: [{ label: j, intent: jump }] }\n")},
+                                    'state "a": view[0] (choice): items[0]: intent "jump" not declared in state or '
+                                    "global intents"),
+    "view-choice-slot-declared": ({"app.yaml": story("states:\n  a:\n    view:\n"
+                                                     "      - choice: { mode: single, items: [{ label: g, intent: go, slots: { x: 1 } }] }\n")},
+                                  'items[0].slots: key "x" is not a declared slot of intent "go"'),
+    "view-transition-choice": ({"app.yaml": story("states:\n  a:\n    on:\n      go:\n        - target: a\n"
+                                                  "          view:\n            - choice: { mode: single, items: [{ label: j, intent: "
+                                                  "jump }] }\n")},
+                               'state "a" intent "go": transition view[0] (choice): items[0]: intent "jump" not declared'),
+    "view-choice-needs-a-mode": ({"app.yaml": story("states:\n  a:\n    view:\n"
+                                                    "      - choice: { items: [{ label: g, intent: go }] }\n"
+                                                    "    on:\n      go: [{ target: a }]\n")},
+                                 "state \"a\": view[0] (choice): choice: /: missing property 'mode'"),
     # --- expressions compile (validateExprs): guards and templated effect values -----------------
     "expr-guard-must-be-bool": ({"app.yaml": story("states:\n  a:\n    on:\n      go: [{ when: len(world.x), "
                                                    "target: a }]\n")},

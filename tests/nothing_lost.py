@@ -160,7 +160,9 @@ def _recipes(folder: Path, root: Path, scratch: Path, grow: Path | None = None) 
     ws = scratch / "ws"
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
-    no_home = {"home": Path("/nonexistent"), "env": {}}
+    # Everything in the folder, as the recording was made before sessions were sorted by project:
+    # every folder a session records is named this workspace's.
+    no_home = {"home": Path("/nonexistent"), "env": {}, "project_paths": ["/", "C:\\", "c:\\"]}
     out = {}
     full = None
     if grow is not None:

@@ -66,7 +66,7 @@ def test_bad_arguments_say_what_was_wrong(tmp_path, args, message):
 def test_mine_ranks_recipes_and_cites_evidence(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / ".kitsoki.yaml").write_text("mining:\n  enabled: true\n  first_pass_sample: 5\n")
+    (ws / ".kitsoki.yaml").write_text("mining:\n  enabled: true\n  first_pass_sample: 5\n  project_paths: [/work/proj]\n")
     for sid in ("s1", "s2"):
         a, b = uid(), uid()
         jsonl(tmp_path / "t" / f"{sid}.jsonl", [

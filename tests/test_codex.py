@@ -64,7 +64,11 @@ def test_originators_sources_and_providers():
     sessions = {s.entrypoint: s for s in map(read_codex_session, sorted((F / "handmade-codex-originators").glob("*.jsonl")))}
     assert {k: v.agent_session for k, v in sessions.items()} == {
         "codex-tui": False, "codex_vscode": False, "Codex Desktop": False, "codex_exec": True, "codex_cli_rs": True}
-    assert sessions["codex_cli_rs"].human_prompts[0].text == "hello from codex_cli_rs"  # a thread_spawn subagent
+    spawned = sessions["codex_cli_rs"]  # a thread_spawn subagent: its prompt is its parent agent's brief
+    assert spawned.human_prompts == []
+    assert [(t.reason, t.text) for t in spawned.turns if t.reason == "subagent-prompt"] == [
+        ("subagent-prompt", "hello from codex_cli_rs")]
+    assert spawned.launch.startswith("a subagent another agent spawned")
 
 
 def test_an_old_rollout_without_events_and_ending_on_a_call_with_no_output():
@@ -121,7 +125,7 @@ def test_sessions_format_codex(tmp_path):
     report = json.loads(done.stdout)
     # --format codex reads every file as a rollout: the Codex ones are all there, with their prompts
     codex = [s for s in report["sessions"] if s["path"].startswith(str(F))]
-    assert len(codex) == 8 and sum(s["human_prompts"] for s in codex) == 10
+    assert len(codex) == 8 and sum(s["human_prompts"] for s in codex) == 9  # a spawned subagent's brief is none
 
 
 def _mixed_history(root: Path) -> Path:
@@ -153,7 +157,7 @@ def test_mine_draws_one_recipe_from_claude_pi_and_codex(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / ".kitsoki.yaml").write_text("name: app\n")
-    _, recipes = run_pass(ws, repo=ws, dirs=[history], trigger="seed", workers=1)
+    _, recipes = run_pass(ws, repo=ws, dirs=[history], trigger="seed", workers=1, project_paths=["/home/dev/app"])
     [recipe] = [r for r in recipes if "make release" in " ".join(r.action_signature)]
     formats = {Path(i.path).parts[-2] if "codex" not in i.path else "codex" for i in recipe.instances}
     assert {"claude", "pi", "codex"} <= formats and recipe.sessions == 4

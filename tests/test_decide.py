@@ -16,8 +16,7 @@ import pytest
 
 from core.apply import GateResult
 from core.demo.make_transcripts import files as demo_transcript_files
-from core.demo.walkthrough import TRANSCRIPTS, WORKSPACE, lay_out
-from core.mining.passes import run_pass
+from core.demo.walkthrough import TRANSCRIPTS, WORKSPACE, lay_out, seed_pass
 from core.mining.service import trace_path
 from core.proposals.decide import DecisionRefused, accept, decide, refine, reject
 from core.proposals.inbox import inbox
@@ -43,7 +42,7 @@ def hashes(root: Path) -> dict[str, str]:
 def demo(tmp_path):
     """The demo workspace, mined and proposed: three pending proposals."""
     _, ws, transcripts = lay_out(tmp_path / "demo")
-    _, recipes = run_pass(ws, repo=ws, dirs=[transcripts], trigger="seed", workers=1)
+    _, recipes = seed_pass(ws, transcripts)
     run_proposer(ws, recipes)
     cards = {p.kind: p for p in inbox(ws)}
     assert set(cards) == {"intent", "world", "binding"}
@@ -373,18 +372,26 @@ def test_a_rung_1_world_edit_no_flow_reads_is_held_and_kept_with_ungated_allow(k
     assert artifact["gate"]["gated"] is False
 
 
-def test_a_rung_1_edit_a_story_reads_is_gated_by_that_storys_flows(kitsoki_ws, sim, monkeypatch):
+def test_a_rung_1_edit_is_gated_only_by_root_flows_never_by_an_importers_flows(kitsoki_ws, sim, monkeypatch):
+    """`kitsoki test flows <story>` never reads .kitsoki.yaml: the stories importing dev-story run the
+    same with and without the override, so they never gate it (gated: true would be vacuous)."""
     ws = kitsoki_ws
     monkeypatch.setenv("KITSOKI_SIM_OUTCOMES", "{}")
     edited = (ws / ".kitsoki.yaml").read_text() + "\nroot:\n  overrides:\n    world:\n      judge_mode: llm_then_human\n"
-    decision = accept(ws, stage(ws, "judge by llm", {".kitsoki.yaml": edited}, kind="world", rung=1),
-                      gate_kind="kitsoki")
-    assert decision.flows_green and decision.gated
-    reach = [".kitsoki/stories/kitsoki-dev/app.yaml", "stories/pets-dev/app.yaml", "stories/slidey-dev/app.yaml"]
-    assert sorted(os.path.relpath(c["app"], ws) for c in sim()) == reach, "the dev-story instances reading it"
-    assert [(f["app"], f["why"], f["status"]) for f in decision.answer()["flows"]] == [
-        *[(app, "imports dev-story as core and reads world.judge_mode", "passed") for app in reach],
-        ("<root>", "the root instance (root.overrides.world.judge_mode)", "not run")]
+    before = hashes(ws)
+    held = accept(ws, stage(ws, "judge by llm", {".kitsoki.yaml": edited}, kind="world", rung=1), gate_kind="kitsoki")
+    assert held.held and not held.gated and hashes(ws) == before
+    assert sim() == [], "no story's flows can see a root override"
+    assert "a root flow (flows/*.yaml beside .kitsoki.yaml, run against the synthesized root)" in held.failure
+    (ws / "flows").mkdir()
+    (ws / "flows/landing.yaml").write_text("test_kind: flow\ninitial_state: root.landing\nturns: []\n")
+    kept = accept(ws, stage(ws, "judge by llm, with a root flow", {".kitsoki.yaml": edited}, kind="world", rung=1),
+                  gate_kind="kitsoki")
+    assert kept.flows_green and kept.gated
+    [call] = sim()
+    assert call["glob"] == str(ws / "flows/*.yaml") and not call["app"].startswith(str(ws))
+    assert [(f["app"], f["why"], f["status"]) for f in kept.answer()["flows"]] == [
+        ("<root>", "the root instance (root.overrides.world.judge_mode)", "passed")]
 
 
 def test_a_newly_materialised_story_is_gated_on_the_tree_after_the_edit(kitsoki_ws):

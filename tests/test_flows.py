@@ -305,11 +305,8 @@ def test_guard_failed_when_no_arm_holds(shop):
 
 
 @pytest.mark.parametrize("key, block", [
-    ("mode: staged", "mode: staged"),
     ("expect_events_count_atleast", "expect_events_count_atleast: 1"),
     ("expect_files", "expect_files: [{ path: out.txt }]"),
-    ("starlark_inspect_cassette", "starlark_inspect_cassette: inspect.yaml"),
-    ("starlark_http_cassette", "starlark_http_cassette: http.yaml"),
 ])
 def test_unsupported_fixture_key_fails_closed(shop, key, block):
     flow(shop, "unsupported.yaml", HEADER + block + "\nturns: [{intent: {name: browse}}]\n")
@@ -401,6 +398,8 @@ def lab(tmp_path: Path) -> Path:
           tag:    { slots: { label: { type: string } } }
           nest:   {}
           inner:  {}
+        agents:
+          helper: { system_prompt: "You help.", tools: [Read] }
         root: start
         states:
           start:
@@ -417,7 +416,7 @@ def lab(tmp_path: Path) -> Path:
           agent:
             on_enter:
               - invoke: host.agent.task
-                with: { agent: helper }
+                with: { agent: helper, acceptance: { schema: schemas/helped.json } }
           guarded:
             on_enter:
               - when: "world.flag"
@@ -454,8 +453,11 @@ def lab_flow(workspace: Path, text: str) -> FlowResult:
 def test_unsupported_story_features_fail_closed(lab, intent, message):
     result = lab_flow(lab, f"turns:\n  - intent: {{ name: {intent} }}\n  - intent: {{ name: poke }}\n")
     assert not result.Passed
-    assert result.Turns[0].Failures == [f"{UNSUPPORTED}: {message}"]
-    assert result.Turns[-1].Failures == ["turns 2..2 not run: the flow stopped at turn 1"]
+    # Said on the turn kitsoki would have run (index 0), every failure carrying the marker; no
+    # synthetic turn stands in for the turns not run.
+    assert [(t.TurnIndex, t.Failures) for t in result.Turns] == [
+        (0, [f"{UNSUPPORTED}: {message} (turn 2 not run after it)"])]
+    assert all(f.startswith(UNSUPPORTED) for f in result.failures())
 
 
 def test_machine_only_path_records_invokes_without_dispatching(lab):
@@ -501,11 +503,27 @@ def test_set_coerces_to_declared_types_and_templates_keep_types(lab):
     assert result.Passed, failures(result)
 
 
-def test_cyclic_emit_chain_hits_the_depth_cap(lab):
+def test_cyclic_emit_chain_hits_kitsokis_depth_cap_and_aborts_the_app_run(lab):
     result = lab_flow(lab, "turns:\n  - intent: { name: spin }\n")
     assert not result.Passed
     (failure,) = result.Turns[0].Failures
-    assert failure.startswith("turn 1: emit_intent: dispatch exceeded max depth (8) at state ")
+    assert failure.startswith("turn 1: emit_intent: dispatch exceeded max depth (24) at state ")
+    assert failure.endswith("(kitsoki stops the run here)") and result.fatal() == failure
+    report = run_flows(lab)
+    assert report.fatal() == f"stories/lab/flows/lab.yaml: {failure}"
+
+
+def test_an_emit_chain_of_eleven_steps_is_not_cut_short(tmp_path):
+    """kitsoki's cap is 24 (EmitIntentMaxDepth); a chain of 11 emits lands where it ends."""
+    chain = "".join(f"  s{i}:\n    on_enter: [{{ emit_intent: step }}]\n    on:\n      step: [{{ target: s{i + 1} }}]\n"
+                    for i in range(11))
+    write(tmp_path / ".kitsoki.yaml", "story_dirs: [./stories]\n")
+    write(tmp_path / "stories/chain/app.yaml", "app: { id: chain }\nintents:\n  go: {}\n  step: {}\nroot: start\n"
+          "states:\n  start:\n    on:\n      go: [{ target: s0 }]\n" + chain + "  s11: {}\n")
+    write(tmp_path / "stories/chain/flows/chain.yaml", HEADER + "turns:\n  - intent: { name: go }\n"
+          "    expect_state: s11\n")
+    result = only(run_flows(tmp_path))
+    assert result.Passed, failures(result)
 
 
 def test_nested_state_inherits_parent_arms(lab):
@@ -540,7 +558,7 @@ def test_zero_fixtures_is_an_empty_red_report(shop):
     assert run_flows(shop, glob="nothing/*.yaml").Results == []
 
 
-def test_workspace_that_does_not_load_is_one_failed_result(shop):
+def test_a_story_that_does_not_load_fails_its_flows_with_kitsokis_reasons(shop):
     write(shop / "stories/shop/rooms/bad.yaml", """
         states:
           bad:
@@ -548,8 +566,8 @@ def test_workspace_that_does_not_load_is_one_failed_result(shop):
               teleport: [{ target: nowhere }]
         """)
     flow(shop, "ok.yaml", HEADER + "turns: [{intent: {name: browse}}]\n")
-    result = only(run_flows(shop))
-    assert result.File == ".kitsoki.yaml"
+    result = only(run_flows(shop))  # the story is refused alone; its flow says why
+    assert result.File == "stories/shop/flows/ok.yaml"
     assert not result.Passed
     text = "\n".join(failures(result))
     assert "stories/shop/rooms/bad.yaml:4:" in text

@@ -20,9 +20,16 @@ from core.kitsoki.story import Story
 
 LOADER_COMPOSES = hasattr(Story, "definition")
 """The loader hands the runner kitsoki's composed definition (imports folded, phases expanded)."""
-RECORDED_PASSED = 310 if LOADER_COMPOSES else 111
-"""Flows passed when issue 16's runner work was closed: 310 of 345 with the loader of issue 14
-(0 fail, the rest declined with a reason), 111 with the loader before it (223 need imports/`*`)."""
+RECORDED_PASSED = 326 if LOADER_COMPOSES else 111
+"""Flows passed when issue 24 closed: 326 of 345 (the runner's breadth: 11 declined with a reason, 5
+failing only for a Starlark script the copy leaves out; the loader refuses, as kitsoki does in this
+copy, the two apps whose literal Starlark scripts are left out). Issue 16 closed at 310, with the
+loader of issue 14; 111 with the loader before it (223 need imports/`*`)."""
+WITHOUT_SCRIPT = {f"stories/dev-story/flows/{name}.yaml": ["verify/issues_migrated.star"] for name in (
+    "plan_affirm_accept", "plan_apply_staged_livepath", "plan_apply_verify_green", "plan_apply_verify_red",
+    "plan_mutation_gate")}
+"""Flows that run host.starlark.run on a script the copy leaves out: kitsoki fails them here too
+(checked with the real binary on a copy of the workspace)."""
 RECORDED_TOTAL = 345
 
 
@@ -35,6 +42,9 @@ def report():
 
 def test_no_ci_flow_fails(report):
     assert [(r.File, r.failures()[:3]) for r in report.failed] == []
+    assert report.without_script == WITHOUT_SCRIPT
+    # kitsoki refuses these two here too: the copy leaves out their Starlark scripts
+    assert "dogfood-marathon" in report.refused and set(report.refused) <= {"dogfood-marathon", "starlark-enrich"}
 
 
 def test_pass_rate_does_not_drop(report):
@@ -44,5 +54,7 @@ def test_pass_rate_does_not_drop(report):
 
 
 def test_every_flow_not_passed_says_what_is_not_supported(report):
-    assert report.passed + sum(report.unsupported.values()) + len(report.failed) == report.total
+    assert report.passed + sum(report.unsupported.values()) + len(report.failed) + len(report.without_script) \
+            + sum(report.refused.values()) \
+        == report.total
     assert all(reason.strip() for reason in report.unsupported)

@@ -197,13 +197,11 @@ def test_bind_path_lookup():
     assert bind_path(None, "a") == (None, False)
 
 
-def test_a_positive_delay_on_a_foreground_call_is_not_supported(desk):
-    result = one(desk, TRACKER_OK.replace("host.run: { data: { ok: true } }",
-                                          'host.run: { data: { ok: true }, delay: "30s" }'))
-    assert failures(result) == {f'{UNSUPPORTED}: host_handlers.host.run.delay "30s" on a foreground call '
-                                "(kitsoki's fake clock blocks it until advanced)"}
+def test_a_delay_on_a_foreground_call_is_a_real_sleep_and_the_call_answers(desk):
+    # Only a background job's context carries kitsoki's fake clock; a foreground stub sleeps in
+    # real time (a 3 s delay: the binary passes after 3 s; stories/relay/flows/foreground_delay.yaml).
     assert one(desk, TRACKER_OK.replace("host.run: { data: { ok: true } }",
-                                        'host.run: { data: { ok: true }, delay: "0s" }')).Passed
+                                        'host.run: { data: { ok: true }, delay: "30s" }')).Passed
 
 
 # --- post-bind emits, rejections, world_override, expect_world_final ---------------------------
@@ -324,7 +322,7 @@ def test_host_bindings_with_an_unstubbed_builtin_is_not_supported(desk):
           - intent: { name: ping }
     """)
     assert failures(result) == {f"{UNSUPPORTED}: host_bindings: kitsoki would run its real builtin handler for "
-                                "host.run.ping"}
+                                "host.run (op ping)"}
 
 
 def test_expect_events_subsequence(desk):
@@ -694,7 +692,7 @@ def test_expect_jobs_reads_the_jobs_that_ended_in_the_turn(desk):
             expect_jobs: [{ namespace: host.run, status: failed }]
     """)
     assert wrong.Turns[1].Failures == [
-        'expect_jobs[0]: namespace="host.run" got status="done", want "failed" (job_id=job-1, error="")']
+        'expect_jobs[0]: namespace="host.run" got status="done", want "failed" (job_id=01000000000000000000000001, error="")']
 
 
 # --- recording: input turns on the machine-only path -----------------------------------------------

@@ -9,6 +9,7 @@ reproduces and how a test sets each fixture's outcome). The built-in gate runs a
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import types
@@ -463,26 +464,54 @@ def unsupported_result(file: str) -> dict:
     return {"File": file, "Passed": False, "Turns": [{"TurnIndex": -1, "Passed": False, "Failures": [NOT_SUPPORTED]}]}
 
 
-def test_a_flow_the_builtin_runner_cannot_run_is_not_run_never_green_never_red(ws, fake_flows) -> None:
+NO_KITSOKI = GateSettings(kind="builtin", scope="own", kitsoki="kitsoki-not-installed-here").kitsoki
+ADVICE = ("the built-in runner cannot run them and kitsoki is not here: put `kitsoki-not-installed-here` on PATH or "
+          "set miner.flow_gate.kitsoki to run them")
+
+
+def test_a_flow_the_builtin_runner_cannot_run_holds_the_change_naming_it(ws, fake_flows) -> None:
+    # Green means every flow in scope ran and passed: "1/1 pass, 1 not run" is not green.
     fake_flows["report"] = FlowReport(Results=[{"File": "stories/demo/flows/go.yaml", "Passed": True, "Turns": []},
                                                unsupported_result("stories/demo/flows/handlers.yaml")],
                                       Passed=1, Failed=1)  # the runner counts it failed: the gate does not
-    result = scoped_gate(GateSettings(kind="builtin", scope="own"), changed=["stories/demo/app.yaml"])(ws)
-    assert result.green and result.gated, "one flow ran and passed, none failed"
-    [run] = result.runs
-    assert run.passed == ["stories/demo/flows/go.yaml"] and run.failed == []
-    assert run.not_run == [f"stories/demo/flows/handlers.yaml: {NOT_SUPPORTED}"]
-    assert "1 flows not run" in result.summary and result.failures == []
+    for ungated in ("hold", "allow"):
+        result = scoped_gate(GateSettings(kind="builtin", scope="own", ungated=ungated, kitsoki=NO_KITSOKI),
+                             changed=["stories/demo/app.yaml"])(ws)
+        assert not result.green and result.held and not result.gated and result.failures == []
+        [run] = result.runs
+        assert run.passed == ["stories/demo/flows/go.yaml"] and run.failed == []
+        assert run.not_run == [f"stories/demo/flows/handlers.yaml: {NOT_SUPPORTED}"]
+        assert result.summary == ("held: 1 of 2 flows in scope did not run, so a green would not prove the change "
+                                  f"(1 passed) ({ADVICE}): stories/demo/flows/handlers.yaml: {NOT_SUPPORTED}")
 
 
 def test_when_every_scoped_flow_is_unsupported_the_change_is_held_whatever_ungated_says(ws, fake_flows) -> None:
     fake_flows["report"] = FlowReport(Results=[unsupported_result("stories/demo/flows/go.yaml")], Passed=0, Failed=1)
     for ungated in ("hold", "allow"):
-        result = scoped_gate(GateSettings(kind="builtin", scope="own", ungated=ungated),
+        result = scoped_gate(GateSettings(kind="builtin", scope="own", ungated=ungated, kitsoki=NO_KITSOKI),
                              changed=["stories/demo/app.yaml"])(ws)
         assert not result.green and result.held and not result.gated
-        assert result.summary == ("held: none of the 1 flows that exercise this change could run here (run them "
-                                  f"with kitsoki: miner.flow_gate.kind: kitsoki): {NOT_SUPPORTED}")
+        assert result.summary == (f"held: none of the 1 flows that exercise this change could run here ({ADVICE}): "
+                                  f"{NOT_SUPPORTED}")
+
+
+def test_flows_the_builtin_runner_cannot_run_are_run_by_kitsoki_when_it_is_here(ws, fake_flows, sim,
+                                                                               monkeypatch) -> None:
+    """The issue's case: the built-in runner passes 1 and cannot run 4; kitsoki fails one of those."""
+    fake_flows["report"] = FlowReport(Results=[{"File": "stories/demo/flows/go.yaml", "Passed": True, "Turns": []},
+                                               unsupported_result("stories/demo/flows/handlers.yaml")],
+                                      Passed=1, Failed=1)
+    (ws / "stories/demo/flows/handlers.yaml").write_text(FLOW.format(state="desk"))
+    outcomes(monkeypatch, {"handlers.yaml": "fail"})
+    red = scoped_gate(GateSettings(kind="builtin", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert not red.green and not red.held
+    assert red.failures == ["stories/demo/flows/handlers.yaml turn 1: kitsoki_sim: simulated failure"]
+    [run] = red.runs
+    assert "run with kitsoki: the built-in runner cannot run 1 of them" in run.summary
+    assert [c["app"] for c in sim()] == [str(ws / "stories/demo/app.yaml")]
+    outcomes(monkeypatch, {})
+    green = scoped_gate(GateSettings(kind="builtin", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert green.green and green.gated and green.runs[0].not_run == []
 
 
 def test_the_builtin_gate_runs_only_the_scoped_apps(ws) -> None:
@@ -504,8 +533,9 @@ def test_a_root_flow_is_not_run_by_the_builtin_runner_so_a_rung_1_change_it_alon
     assert not result.green and result.held
     [run] = result.runs
     assert (run.app, run.why, run.status) == ("<root>", "the root instance (root.overrides.world.test_cmd)", "not run")
-    assert run.not_run == ["flows/landing.yaml: not supported by the built-in runner: a root flow (it runs against "
-                           "the synthesized root; run it with kitsoki)"]
+    assert run.not_run == ["flows/landing.yaml: not supported by the built-in runner: a root flow needs dev-story's "
+                           "rooms, and only the summary of dev-story we carry is here (set KITSOKI_REPO to a kitsoki "
+                           "checkout, or run it with kitsoki)"]
 
 
 def test_root_flows_run_against_the_synthesized_root_written_as_kitsoki_materialize_emits_it(ws, sim) -> None:
@@ -524,3 +554,149 @@ def test_root_flows_run_against_the_synthesized_root_written_as_kitsoki_material
     assert root["imports"]["root"]["world_in"] == {"test_cmd": "{{ world.test_cmd }}"}
     assert root["world"] == {"test_cmd": {"type": "string", "default": "pytest"}}
     assert "agent.local_llm" in root["agent_plugins"] and "host.gh.ticket" in root["hosts"]
+
+
+KITSOKI_WS = Path(__file__).resolve().parents[2] / "shared" / "kitsoki-workspace"
+ROOT_BINDING_FLOW = """test_kind: flow
+initial_state: root.landing
+host_handlers:
+  host.gh.ticket: { data: { tickets: [] } }
+turns:
+  - intent: { name: root__go_ticket_search }
+    expect_state: root.ticket_search
+    expect_host_calls:
+      - { handler: host.gh.ticket.search, times: 1 }
+"""
+ROOT_WORLD_FLOW = """test_kind: flow
+initial_state: root.landing
+turns:
+  - advance_clock: 1s
+    expect_world: { base_branch: develop }
+"""
+
+
+def test_with_dev_story_here_the_builtin_runner_runs_root_flows_against_the_root_instance(ws, monkeypatch) -> None:
+    """Rung 1 is exercised by a flow run against the synthesized root: it sees the world override and
+    the binding (these two flows pass under the real kitsoki, against the root `kitsoki materialize`
+    emits, and fail without the overrides, with the same failure texts as below)."""
+    if not (KITSOKI_WS / "stories" / "dev-story").is_dir():
+        pytest.skip("../shared/kitsoki-workspace is not here")
+    monkeypatch.setenv("KITSOKI_REPO", str(KITSOKI_WS))
+    (ws / "flows").mkdir()
+    (ws / "flows/binding.yaml").write_text(ROOT_BINDING_FLOW)
+    (ws / "flows/world.yaml").write_text(ROOT_WORLD_FLOW)
+    overrides = "root:\n  overrides:\n    world:\n      base_branch: develop\n    bindings:\n      ticket: host.gh.ticket\n"
+    before = "story_dirs: [./stories]\n"
+    (ws / ".kitsoki.yaml").write_text(before + overrides)
+    settings = GateSettings(kind="builtin", kitsoki="kitsoki-not-installed-here")
+    result = scoped_gate(settings, changed=[".kitsoki.yaml"], before={".kitsoki.yaml": before.encode()})(ws)
+    assert result.green and result.gated, result.summary
+    assert [(r.app, r.passed) for r in result.runs] == [("<root>", ["flows/binding.yaml", "flows/world.yaml"])]
+    (ws / ".kitsoki.yaml").write_text(before + "root:\n  overrides:\n    world:\n      test_cmd: pytest\n")
+    red = scoped_gate(settings, changed=[".kitsoki.yaml"], before={".kitsoki.yaml": before.encode()})(ws)
+    assert not red.green and not red.held
+    assert red.failures == ["flows/binding.yaml turn 1: expect_host_calls: host.gh.ticket.search expected 1 invocations, "
+                            "got 0",
+                            'flows/world.yaml turn 1: expect_world["base_branch"]: got <nil> (<nil>), want develop (string)']
+
+
+def test_a_story_importing_dev_story_never_gates_a_root_override(ws) -> None:
+    """`kitsoki test flows <story>` never reads .kitsoki.yaml: an importer's flows run the same with and
+    without a root override, so they are not in the scope of one (gated: true would be vacuous)."""
+    (ws / "stories/imp/flows").mkdir(parents=True)
+    (ws / "stories/imp/app.yaml").write_text(
+        "app: { id: imp }\nimports:\n  core: { source: '@kitsoki/dev-story', entry: landing, "
+        "world_in: { test_cmd: 'pytest' } }\nroot: core\n")
+    (ws / "stories/imp/flows/go.yaml").write_text("test_kind: flow\ninitial_state: core.landing\nturns: []\n")
+    (ws / ".kitsoki.yaml").write_text("story_dirs: [./stories]\nroot:\n  overrides:\n    world:\n      test_cmd: make\n")
+    before = b"story_dirs: [./stories]\n"
+    scope_result = scoped_gate(GateSettings(kind="builtin"), changed=[".kitsoki.yaml"],
+                               before={".kitsoki.yaml": before})(ws)
+    assert not scope_result.green and scope_result.held and not scope_result.gated
+    assert [run.app for run in scope_result.runs] == ["<root>"]
+    assert "no flow exercises this change (root.overrides.world.test_cmd)" in scope_result.summary
+
+
+def test_a_root_synonym_is_held_as_no_flow_can_exercise_it(ws) -> None:
+    (ws / "flows").mkdir()
+    (ws / "flows/landing.yaml").write_text("test_kind: flow\ninitial_state: root.landing\nturns: []\n")
+    (ws / ".kitsoki.yaml").write_text("story_dirs: [./stories]\nroot:\n  overrides:\n    synonyms:\n"
+                                      "      start: [kick it off]\n")
+    result = scoped_gate(GateSettings(kind="builtin"), changed=[".kitsoki.yaml"],
+                         before={".kitsoki.yaml": b"story_dirs: [./stories]\n"})(ws)
+    assert not result.green and result.held and not result.gated and result.runs == []
+    assert result.summary.startswith("held: no flow can exercise this change under kitsoki's rules "
+                                     "(root.overrides.synonyms.start: no kitsoki flow can exercise a phrasing")
+    kept = scoped_gate(GateSettings(kind="builtin", ungated="allow"), changed=[".kitsoki.yaml"],
+                       before={".kitsoki.yaml": b"story_dirs: [./stories]\n"})(ws)
+    assert kept.green and not kept.gated and kept.summary.startswith("not gated: no flow can exercise this change")
+
+
+def test_a_fatal_runtime_error_aborts_the_app_run_as_kitsoki_does(ws) -> None:
+    """kitsoki's `test flows` returns an error on a cyclic emit chain (depth 24): exit 2, no report.
+    The built-in gate says the same: the app could not run, red, never a plain failed flow."""
+    (ws / "stories/demo/app.yaml").write_text(
+        "app: { id: demo }\nintents:\n  go: {}\n  spin: {}\nroot: desk\nstates:\n  desk:\n    on:\n"
+        "      go: [{ target: la }]\n  la:\n    on_enter: [{ emit_intent: spin }]\n    on:\n      spin: [{ target: lb }]\n"
+        "  lb:\n    on_enter: [{ emit_intent: spin }]\n    on:\n      spin: [{ target: la }]\n")
+    (ws / "stories/demo/flows/go.yaml").write_text(FLOW.format(state="la"))
+    result = scoped_gate(GateSettings(kind="builtin", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert not result.green and not result.held
+    [run] = result.runs
+    assert run.status == "error"
+    assert "could not run the flows: kitsoki aborts the app run here (exit 2): stories/demo/flows/go.yaml: turn 1: " \
+           "emit_intent: dispatch exceeded max depth (24)" in result.summary
+    from conftest import CLI
+
+    done = subprocess.run([*CLI, "flows", "--repo", str(ws), "--flows", "stories/demo/flows/*.yaml"],
+                          capture_output=True, text=True, cwd=ws)
+    assert done.returncode == 2 and "kitsoki aborts that app's run here (exit 2, no report)" in done.stderr
+
+
+def test_the_kitsoki_gate_reads_the_dev_story_the_loader_read_whatever_kitsoki_wrote_since(ws, sim, monkeypatch,
+                                                                                           tmp_path) -> None:
+    """~/.kitsoki/repo is rewritten by the real binary to the checkout it last ran in: the gate passes
+    the copy our loader resolved explicitly (--kitsoki-repo), and the answer says which it was."""
+    home = tmp_path / "home"
+    checkout = tmp_path / "checkout"
+    (checkout / "stories").mkdir(parents=True)
+    (home / ".kitsoki").mkdir(parents=True)
+    (home / ".kitsoki" / "repo").write_text(str(checkout))
+    monkeypatch.setenv("HOME", str(home))
+    result = scoped_gate(GateSettings(kind="kitsoki", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert result.green, result.summary
+    [call] = sim()
+    assert call["kitsoki_repo"] == str(checkout)
+    assert result.dev_story.startswith("missing") or "from ~/.kitsoki/repo" in result.dev_story
+    assert f"kitsoki ran with --kitsoki-repo {checkout}" in result.dev_story
+    monkeypatch.setenv("KITSOKI_REPO", str(tmp_path / "elsewhere"))
+    settings = GateSettings(kind="kitsoki", scope="own", kitsoki_repo=str(checkout))
+    scoped_gate(settings, changed=["stories/demo/app.yaml"])(ws)
+    assert sim()[-1]["kitsoki_repo"] == str(checkout), "the setting wins, for the loader and the gate alike"
+
+
+def test_a_skipped_flow_holds_the_change_under_the_kitsoki_gate_too(ws, sim, monkeypatch) -> None:
+    (ws / "stories/demo/flows/later.yaml").write_text(FLOW.format(state="room"))
+    outcomes(monkeypatch, {"later.yaml": "recording-miss"})
+    result = scoped_gate(GateSettings(kind="kitsoki", scope="own", allow_missing_recording=True),
+                         changed=["stories/demo/app.yaml"])(ws)
+    assert not result.green and result.held and not result.gated
+    [run] = result.runs
+    assert run.passed and run.not_run == ["stories/demo/flows/later.yaml: skipped (its recording is missing)"]
+    assert result.summary.startswith("held: 1 of 2 flows in scope did not run, so a green would not prove the change")
+
+
+BAD_TASK = ("app: { id: demo }\nintents:\n  go: {}\nroot: desk\nstates:\n  desk:\n    on:\n      go: [{ target: room }]\n"
+            "  room:\n    on_enter:\n      - invoke: host.agent.task\n        with: { prompt: do it }\n")
+
+
+def test_a_change_kitsoki_cannot_load_is_red_never_kept(ws, sim) -> None:
+    """The issue's first case: a room invoking host.agent.task with only a prompt. Our loader refuses it
+    with kitsoki's reason (so the gate is red without running anything), and kitsoki itself exits 2."""
+    (ws / "stories/demo/app.yaml").write_text(BAD_TASK)
+    result = scoped_gate(GateSettings(kind="kitsoki", scope="own"), changed=["stories/demo/app.yaml"])(ws)
+    assert not result.green and not result.held and sim() == []
+    assert "stories/demo/app.yaml does not load" in result.summary
+    assert "host.agent.task requires acceptance.schema to be set in the with: block" in result.summary
+    direct = kitsoki_gate(APP, "stories/demo/flows/*.yaml", timeout_s=30)(ws)
+    assert not direct.green and "could not run the flows (exit 2)" in direct.summary

@@ -558,3 +558,23 @@ def as_yaml(document) -> bytes:
 @given(config_shaped, st.none() | config_shaped)
 def test_config_shaped_documents_give_a_config_or_a_config_error(base, local):
     load_or_config_error(as_yaml(base), None if local is None else as_yaml(local))
+
+
+@pytest.mark.parametrize("text, refused", [
+    # Checked with the real binary (`kitsoki materialize` reads .kitsoki.yaml first): an unset ${VAR}
+    # refuses the config only in the default_profile; any other profile is dropped with a warning.
+    ('default_profile: a\nharness_profiles:\n  a:\n    backend: claude\n    env: { K: "${KM_UNSET_X}" }\n',
+     "harness_profiles.a: env var KM_UNSET_X referenced in env.K not set"),
+    ('harness_profiles:\n  a:\n    backend: claude\n    env: { K: "${KM_UNSET_X}" }\n', None),
+    ('default_profile: b\nharness_profiles:\n  a:\n    backend: claude\n    env: { K: "${KM_UNSET_X}" }\n'
+     '  b:\n    backend: claude\n', None),
+    ('default_profile: a\nharness_profiles:\n  a:\n    backend: claude\n    env: { K: "$KM_UNSET_X and ${ALSO" }\n',
+     None),  # only `${NAME}` is expanded; an unclosed `${` is literal
+])
+def test_an_unset_variable_in_harness_profiles_is_refused_only_where_kitsoki_refuses_it(tmp_path, text, refused):
+    write(tmp_path, text)
+    if refused is None:
+        config = load_config(tmp_path, env={"HOME": "/home/u"})
+        assert "a" not in config.harness_profiles or "${ALSO" in text
+        return
+    assert refused in str(load_error(tmp_path))

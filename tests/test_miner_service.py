@@ -23,6 +23,7 @@ def service(tmp_path, **kw) -> tuple[MinerService, Path]:
     jsonl(d / "s1.jsonl", records("s1", 0))
     ws = tmp_path / "ws"
     ws.mkdir()
+    kw.setdefault("project_paths", ["/work/proj"])  # where the builders' sessions ran
     svc = MinerService(ws, transcript_dirs=[d], home=Path("/nonexistent"), env={}, **kw)
     return svc, d
 

@@ -17,7 +17,12 @@ from core.mining.signatures import action_signature, command_head
 from core.mining.watermark import load_state, kitsoki_slug
 from core.transcripts.claude import read_claude_session
 
-NO_HOME = {"home": Path("/nonexistent"), "env": {}}
+CORPUS_PLACES = ["/home/USER/projects/spotter-worktrees", "/home/marco/projects/spotter",
+                 "/Users/badlogic/workspaces/pi-mono", "/tmp/as-agent-fixture/project"]
+"""Where the shared corpus's sessions ran: the spotter worktrees, an earlier spotter checkout, two Pi projects."""
+RECORDED_IN = ["/work/proj", *CORPUS_PLACES]
+"""Where the fixtures' sessions ran (the builders' cwd, the corpus): these tests mine them as this project's."""
+NO_HOME = {"home": Path("/nonexistent"), "env": {}, "project_paths": RECORDED_IN}
 
 
 def test_command_heads_keep_what_is_stable():

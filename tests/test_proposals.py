@@ -4,6 +4,8 @@ breaks the loader, or that writes outside the workspace; the live tree is never 
 
 from __future__ import annotations
 
+import re
+
 import hashlib
 import os
 from pathlib import Path
@@ -14,11 +16,12 @@ import pytest
 from core.kitsoki.story import load_workspace
 from core.mining.recipes import Instance, Phrasing, Recipe, recipe_id
 from core.mining.service import trace_path
-from core.proposals.decide import reject
+from core.proposals.decide import accept, reject
 from core.proposals.drafter import Draft, rung_for
 from core.proposals.inbox import inbox
 from core.proposals.proposer import run_proposer
 from core.proposals.staging import stage_dir
+from core.proposals.validate import DraftInvalid
 from core.trace import ProposalRaised, Trace
 
 CONFIG = """\
@@ -322,12 +325,14 @@ def test_an_alias_bomb_draft_is_refused(tmp_path):
     assert got.result == "failed" and "aliases" in got.reason
 
 
-def test_a_story_with_an_alias_bomb_fails_the_workspace_load_clearly(tmp_path):
+def test_a_story_with_an_alias_bomb_is_refused_clearly(tmp_path):
     bomb = "x: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
         f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
     ws = workspace(tmp_path, app=APP + bomb)
-    with pytest.raises(ValueError, match=r"app\.yaml:\d+:\d+: .*aliases"):
-        load_workspace(ws)
+    model = load_workspace(ws)  # refused alone, with the reason, as kitsoki's discovery skips it
+    [refusal] = model.refused
+    assert re.search(r"app\.yaml:\d+:\d+: .*aliases", refusal.reason())
+    assert model.story("desk") is None
 
 
 # -- the inbox across restarts, verdicts, staleness -----------------------------------------------
@@ -521,3 +526,108 @@ def test_the_agent_prompt_leaves_out_phrasings_that_held_a_secret(tmp_path):
     data = untrusted_data(r, Mapping(classification="GAP", score=0.0, reason="simulated"), load_workspace(ws))
     assert data["recipe"]["phrasings"] == [{"text": "take the build live", "count": 1}]
     assert data["recipe"]["title"] == "take the build live"
+
+
+# -- every proposal carries its own proof ---------------------------------------------------------
+
+
+def test_a_new_room_carries_a_proof_that_passes_with_it_and_fails_without_it(tmp_path):
+    ws = workspace(tmp_path)
+    r = recipe("intent", "rotate the signing keys", phrasings=[("rotate the signing keys", 3)],
+               signature=["Bash: ./scripts/rotate-keys.sh"])
+    assert run_proposer(ws, [r]).raised == [r.id]
+    card = staged(ws, r.id)
+    proof = card["proof"]
+    assert proof["path"] == f"stories/desk/flows/mined-{r.id}.yaml" and proof["app"] == "stories/desk/app.yaml"
+    assert proof["verified"] == "passes with the change and fails without it (built-in runner)"
+    assert proof["claims"][0] == "the intent rotate_signing_keys takes the story from desk to rotate_signing_keys_room"
+    created = {f["path"]: f["before_sha256"] for f in card["files"]}
+    assert created[proof["path"]] is None and created["stories/desk/schemas/rotate_signing_keys.json"] is None
+    fixture = (stage_dir(ws, r.id) / proof["path"]).read_text()
+    assert "expect_state: rotate_signing_keys_room" in fixture and "handler: host.agent.task" in fixture
+    assert f"**Proof**: `{proof['path']}`" in card["summary_markdown"]
+    room = (stage_dir(ws, r.id) / "stories/desk/app.yaml").read_text()
+    assert "acceptance:\n" in room and "schema: schemas/rotate_signing_keys.json" in room
+    assert "agent: rotate_signing_keys_agent" in room and "rotate_signing_keys_agent:\n" in room
+    # asked before the accept, the gate names the proof among the flows it will run
+    from core.apply.gates import GateSettings
+    from core.apply.scoped_gate import gate_preview
+
+    changed = [f["path"] for f in card["files"]]
+    preview = gate_preview(ws, GateSettings(kind="builtin"), changed,
+                           {rel: (stage_dir(ws, r.id) / rel).read_bytes() for rel in changed})
+    assert proof["path"] in preview.runs
+    # the accept runs the proof with the story's other flows, and says how it went
+    decision = accept(ws, r.id, gate_kind="builtin")
+    assert decision.flows_green and decision.proof_status() == "passed"
+    assert (ws / proof["path"]).is_file() and (ws / "stories/desk/schemas/rotate_signing_keys.json").is_file()
+
+
+def test_a_synonym_says_no_flow_can_prove_a_phrasing_and_keeps_its_neighbours(tmp_path):
+    ws = workspace(tmp_path)
+    r = recipe("intent", "take the build live", phrasings=[("take the build live", 3)], signature=["Bash: make deploy"])
+    report = run_proposer(ws, [r])
+    card = staged(ws, r.id) if r.id in report.raised else None
+    assert card is not None, report.outcomes
+    assert card["proof"]["path"] is None
+    [note] = card["proof"]["unprovable"]
+    assert note.startswith('phrasings: "take the build live" route to desk\'s deploy, and "preview build" still '
+                           "routes to preview (checked with the built-in router")
+    assert "no kitsoki flow can assert where a phrasing routes" in note
+    assert not any("/flows/" in f["path"] for f in card["files"])
+
+
+def test_a_proposal_may_add_only_its_own_new_proof_fixture(tmp_path):
+    from core.kitsoki.story import load_workspace
+    from core.proposals.targets import check_target
+
+    ws = workspace(tmp_path)
+    (ws / "stories/desk/flows").mkdir()
+    (ws / "stories/desk/flows/ok.yaml").write_text("test_kind: flow\nturns: []\n")
+    model = load_workspace(ws)
+    rid = "0123456789abcdef"
+    check_target(model, f"stories/desk/flows/mined-{rid}.yaml", b"test_kind: flow\n", recipe_id=rid)
+    check_target(model, f"flows/mined-{rid}.yaml", b"test_kind: flow\n", recipe_id=rid)  # a root flow
+    for rel, rid_given in [("stories/desk/flows/ok.yaml", rid), (f"stories/desk/flows/mined-{rid}.yaml", None),
+                           ("stories/desk/flows/mined-fedcba9876543210.yaml", rid),
+                           (f"stories/nowhere/flows/mined-{rid}.yaml", rid)]:
+        with pytest.raises(DraftInvalid, match="is a flow fixture"):
+            check_target(model, rel, b"test_kind: flow\n", recipe_id=rid_given)
+    (ws / f"stories/desk/flows/mined-{rid}.yaml").write_text("planted\n")
+    with pytest.raises(DraftInvalid, match="is a flow fixture"):  # it must be new
+        check_target(load_workspace(ws), f"stories/desk/flows/mined-{rid}.yaml", b"x", recipe_id=rid)
+    check_target(model, "stories/desk/schemas/new.json", b'{"type": "object"}')
+    with pytest.raises(DraftInvalid, match="an acceptance schema is a JSON object"):
+        check_target(model, "stories/desk/schemas/other.json", b"[1]")
+    with pytest.raises(DraftInvalid, match="only change YAML files"):
+        check_target(model, "stories/desk/notes.json", b"{}")
+
+
+KITSOKI_WS = Path(__file__).resolve().parents[2] / "shared" / "kitsoki-workspace"
+
+
+def test_rung_1_proofs_are_root_flows_added_only_where_something_can_run_them(tmp_path, monkeypatch):
+    if not (KITSOKI_WS / "stories" / "dev-story").is_dir():
+        pytest.skip("../shared/kitsoki-workspace is not here")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-kitsoki"))  # no kitsoki binary anywhere
+    monkeypatch.delenv("KITSOKI_REPO", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    ws = workspace(tmp_path)
+    world = recipe("world", "test_cmd = pytest", iface="test_cmd", value="pytest")
+    binding = recipe("binding", "ticket via gh", iface="ticket", value="gh")
+    assert sorted(run_proposer(ws, [world, binding]).raised) == sorted([world.id, binding.id])
+    for r in (world, binding):  # only the summary of dev-story here, and no kitsoki: no fixture
+        proof = staged(ws, r.id)["proof"]
+        assert proof["path"] is None and proof["unprovable"], proof
+    (tmp_path / "with-dev-story").mkdir()
+    other = workspace(tmp_path / "with-dev-story")
+    monkeypatch.setenv("KITSOKI_REPO", str(KITSOKI_WS))
+    assert sorted(run_proposer(other, [world, binding]).raised) == sorted([world.id, binding.id])
+    w, b = staged(other, world.id)["proof"], staged(other, binding.id)["proof"]
+    assert w["path"] == f"flows/mined-{world.id}.yaml" and w["app"] == "<root>"
+    assert w["verified"] == "passes with the change and fails without it (built-in runner)"
+    assert b["path"] == f"flows/mined-{binding.id}.yaml"
+    assert b["claims"] == ["the ticket interface is bound to host.gh.ticket: entering root.ticket_search (by "
+                           "root__go_ticket_search) calls host.gh.ticket.search"]
+    text = (stage_dir(other, binding.id) / b["path"]).read_text()
+    assert "handler: host.gh.ticket.search" in text and "host.gh.ticket:" in text

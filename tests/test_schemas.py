@@ -39,8 +39,10 @@ def test_mine_outputs_validate_against_their_schemas(tmp_path):
         jsonl(tmp_path / "t" / f"{sid}.jsonl", [prompt(a, None, "bump the version and tag a release", session=sid),
                                                 tool_use(b, a, "m", f"c{sid}", "Bash", {"command": "make release"},
                                                          session=sid)])
-    report, recipes = run_pass(tmp_path, dirs=[tmp_path / "t"], home=tmp_path / "no-home", env={})
-    assert recipes
+    # Sessions of another project, read on purpose: the recipes carry that mark in the schema's shape.
+    report, recipes = run_pass(tmp_path, dirs=[tmp_path / "t"], home=tmp_path / "no-home", env={},
+                               other_projects=True)
+    assert recipes and all(r.other_projects for r in recipes) and report.other_projects == 2
     result = orjson.loads(orjson.dumps(MineResult(pass_=report, recipes=recipes).model_dump(mode="json", by_alias=True)))
     jsonschema.validate(result, json.loads((SCHEMA_DIR / "mine-result.schema.json").read_text()))
     jsonschema.validate(orjson.loads(recipes_path(tmp_path).read_bytes()),

@@ -123,8 +123,8 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
     line = world["files"][0]["line"]
     # two proposals insert after that line: one lens each, above where their lines would go
     titles = [lens.command.title for lens in lenses if lens.range.start.line == line + 1]
-    assert titles == ["[1/2] Set world.test_cmd to 'pytest': accept · refine · reject · diff…",
-                      "[2/2] Bind ticket to host.gh.ticket: accept · refine · reject · diff…"]
+    assert titles == ["[1/2] Set world.test_cmd to 'pytest': accept · refine · diff · reject…",
+                      "[2/2] Bind ticket to host.gh.ticket: accept · refine · diff · reject…"]
     assert (ws / ".kitsoki.yaml").read_text().splitlines()[line].strip() == "base_branch: main   # we release from main"
 
     # Information diagnostics on the lines a proposal would change
@@ -145,7 +145,8 @@ async def test_the_whole_loop_over_lsp(client: LanguageClient):
         text_document=types.TextDocumentIdentifier(uri=config_uri), range=types.Range(
             start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)),
         context=types.CodeActionContext(diagnostics=[])))
-    assert any(a.title.startswith("Accept proposal (runs flows)") for a in actions)
+    assert "Accept proposal (no flow runs: kept after checks): Set world.test_cmd to 'pytest'" in \
+        [a.title for a in actions], "the action says what the gate will do (no flow reads the root overrides)"
 
     detail = await request(client, "kitsoki/proposal", {"id": world["id"]})
     assert "+      test_cmd: pytest" in detail["diff"] and detail["evidence"]["sessions"] == 3

@@ -7,8 +7,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from core.demo.walkthrough import lay_out
-from core.mining.passes import run_pass
+from core.demo.walkthrough import lay_out, seed_pass
 from core.proposals.proposer import run_proposer
 from core.sidecar import SidecarEvents, WorkspaceSidecar
 from server.lsp import (
@@ -29,7 +28,7 @@ from server.protocol import AnswerQuestionParams
 @pytest.fixture
 def served(tmp_path):
     _, ws, transcripts = lay_out(tmp_path / "demo")
-    _, recipes = run_pass(ws, repo=ws, dirs=[transcripts], trigger="seed", workers=1)
+    _, recipes = seed_pass(ws, transcripts)
     run_proposer(ws, recipes)
     changes = []
     sidecar = WorkspaceSidecar(ws, watch=False, mining=False,

@@ -24,7 +24,7 @@ from core.mining import phrasing
 from core.mining.episodes import argument_of, attach_results, episodes, step_episodes
 from core.mining.signatures import action_signature
 from core.mining.watermark import _ENCODE, _line
-from core.transcripts.claude import is_agent_session, read_claude_file
+from core.transcripts.claude import read_claude_file, session_launch
 from core.transcripts.discover import discover
 from core.transcripts.model import Session
 from core.transcripts.records import TOOL_INPUT_KEYS
@@ -75,7 +75,7 @@ def _encoded(eps) -> list[bytes]:
 def _full(path, sidechain, carry=None, **at):
     file = read_claude_file(path, sidechain=sidechain, **at)
     who = dict(id=file.session_id or path.stem, project=file.cwd,
-               agent_session=is_agent_session(file.entrypoint, file.prompt_source))
+               agent_session=session_launch(file, [file]).agent)
     session = Session(format="claude", files=[str(path)], turns=file.turns, **who)
     return file, list(episodes(session, carry=carry))
 
@@ -84,13 +84,13 @@ def _steps(path, sidechain, carry=None, **at):
     read = read_claude_steps(path, sidechain=sidechain, **at)
     file = read.file
     eps = step_episodes(read.steps, session=file.session_id or path.stem, project=file.cwd,
-                        agent_session=is_agent_session(file.entrypoint, file.prompt_source), file=str(path),
+                        agent_session=session_launch(file, [file]).agent, file=str(path),
                         carry=carry)
     return read, list(eps)
 
 
 ENVELOPE = ("session_id", "session_ids", "cwd", "entrypoint", "prompt_source", "first_ts", "last_ts", "version",
-            "git_branch", "agent_id", "end_offset", "last_line", "accounting")
+            "git_branch", "agent_id", "end_offset", "last_line", "accounting", "origin", "kitsoki", "signs")
 
 
 def _same(path, sidechain, carry_full=None, carry_steps=None, **at):

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 import core.trace as trace_module
 from core.trace import (
+    TraceCorrupt,
     PASS_RAN,
     PROPOSAL_DECIDED,
     PROPOSAL_RAISED,
@@ -321,32 +322,51 @@ def test_pending_proposals_follow_kitsokis_lenient_decisions(tmp_path):
 # ── damaged files ─────────────────────────────────────────────────────────────────────────────
 
 
-def test_malformed_lines_and_a_torn_tail_are_counted_not_raised(tmp_path):
-    path = tmp_path / "t.jsonl"
-    good = b'{"turn":1,"seq":0,"ts":"2026-01-15T09:00:00Z","kind":"turn.start","state_path":"a","payload":{}}'
-    path.write_bytes(b"\n".join([
-        KITSOKI_TRACE[0],
-        good,
-        b"not json at all",
-        b"[1,2,3]",
-        b'{"turn":2,"ts":"2026-01-15T09:00:00Z","kind":"no.seq","payload":{}}',
-        b'{"turn":"3","seq":0,"ts":"2026-01-15T09:00:00Z","kind":"string.turn","payload":{}}',
-        b"",
-        KITSOKI_TRACE[0],
-        b'\xff\xfe binary',
-        b'{"turn":9,"seq":0,"ts":"2026-01-15T09:00:0',
-    ]))
-    trace = Trace(path, clock_ns=fixed_clock())
-    assert [e.to_json() for e in trace.events()] == [good]
-    assert trace.last_read.malformed == 6 and trace.last_read.torn_tail
-    assert trace.last_read.header is not None
+HEAD = KITSOKI_TRACE[0]
+E1 = b'{"turn":1,"seq":0,"ts":"2026-01-15T09:00:00Z","kind":"turn.start","state_path":"a","payload":{}}'
+E1b = b'{"turn":1,"seq":1,"ts":"2026-01-15T09:00:01Z","kind":"turn.end","state_path":"a","payload":{}}'
+E2 = b'{"turn":2,"seq":0,"ts":"2026-01-15T09:00:02Z","kind":"turn.start","state_path":"a","payload":{}}'
+CORRUPT = {
+    # kitsoki's own refusals (internal/store/jsonl.go loadAndValidate / splitLines at 1f4abf0e); each
+    # was checked with the real binary: `kitsoki turn --app app.yaml --trace T --intent go` fails
+    # with "open trace ...: <this reason>".
+    "newer schema": (HEAD.replace(b'"schema_version":1', b'"schema_version":2') + b"\n" + E1 + b"\n",
+                     "schema_version 2 on disk exceeds highest supported 1"),
+    "crlf": (HEAD + b"\r\n" + E1 + b"\r\n", "trace corrupted: CRLF line ending at line 1 (JSONL requires LF-only)"),
+    "no trailing newline": (HEAD + b"\n" + E1, "trace corrupted: missing trailing newline at EOF"),
+    "duplicate seq": (HEAD + b"\n" + E1 + b"\n" + E1 + b"\n", "duplicate (turn,seq) at line 3: turn=1 seq=0"),
+    "out-of-order seq": (HEAD + b"\n" + E1b.replace(b'"seq":1', b'"seq":0') + b"\n" + E1.replace(b'"seq":0', b'"seq":1')
+                         + b"\n" + E1 + b"\n", "out-of-order (turn,seq) at line 4: turn=1 seq=0 (previous seq=1)"),
+    "gapped seq": (HEAD + b"\n" + E1 + b"\n" + E1b.replace(b'"seq":1', b'"seq":2') + b"\n",
+                   "gap in seq within turn 1 at line 3: expected seq 1, got 2"),
+    "out-of-order turn": (HEAD + b"\n" + E2 + b"\n" + E1 + b"\n",
+                          "out-of-order turn at line 3: turn=1 arrives after turn=2 (cross-turn ordering violation)"),
+    "no header": (E1 + b"\n", 'trace missing session.header on line 1 (got kind="turn.start")'),
+    "second header": (HEAD + b"\n" + E1 + b"\n" + HEAD + b"\n", "duplicate session.header at line 3"),
+    "not json": (HEAD + b"\n" + b"not json at all\n", "line 2 is not valid JSON"),
+    "string turn": (HEAD + b"\n" + E1.replace(b'"turn":1', b'"turn":"1"') + b"\n", "line 2: unmarshal event"),
+    "nul byte": (HEAD + b"\n" + E1[:-1] + b"\x00}\n", "trace corrupted: NUL byte in line 2"),
+}
 
-    # The torn line still claims turn 9 (never reused), and our event starts on its own line.
-    event = trace.pass_ran(trigger="live", slug="-p", paused=True)
-    assert (event.turn, event.parent_turn) == (10, 9)
-    assert path.read_bytes().endswith(b'"ts":"2026-01-15T09:00:0\n' + event.to_json() + b"\n")
-    assert list(trace.events())[-1] == event
-    assert trace.last_read.malformed == 7 and not trace.last_read.torn_tail
+
+@pytest.mark.parametrize("case", sorted(CORRUPT))
+def test_a_trace_kitsoki_refuses_is_refused_with_kitsokis_reason(tmp_path, case):
+    data, reason = CORRUPT[case]
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(TraceCorrupt) as caught:
+        list(Trace(path).events())
+    assert reason in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_what_kitsoki_accepts_is_read(tmp_path):
+    """Blank lines, a missing seq (Go's zero), a field we cannot type: kitsoki opens these."""
+    path = tmp_path / "t.jsonl"
+    odd = b'{"turn":2,"ts":"2026-01-15T09:00:00Z","kind":"no.seq","payload":{}}'
+    path.write_bytes(b"\n".join([HEAD, b"", E1, E1b, odd, b""]) + b"\n")
+    trace = Trace(path)
+    assert [e.to_json() for e in trace.events()] == [E1, E1b, odd.replace(b'"ts"', b'"seq":0,"ts"')]
+    assert trace.last_read.malformed == 0 and trace.last_read.header is not None
 
 
 def test_an_oversized_line_is_skipped_but_its_turn_is_kept(tmp_path, monkeypatch):
@@ -451,3 +471,18 @@ def test_trace_models_export_schemas_that_accept_our_lines(tmp_path):
         jsonschema.validate(line["payload"], schemas[by_kind[line["kind"]]])
     for line in KITSOKI_TRACE[1:]:
         jsonschema.validate(orjson.loads(line), schemas["trace-event.schema.json"])
+
+
+def test_the_cli_refuses_a_trace_kitsoki_refuses_naming_why(tmp_path):
+    import subprocess
+
+    from conftest import CLI
+    from core.mining.service import trace_path
+
+    (tmp_path / ".kitsoki.yaml").write_text("story_dirs: [./stories]\n")
+    trace = trace_path(tmp_path)
+    trace.parent.mkdir(parents=True, exist_ok=True)
+    trace.write_bytes(CORRUPT["crlf"][0])
+    done = subprocess.run([*CLI, "proposals", "--repo", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2 and "trace corrupted: CRLF line ending at line 1" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -87,9 +87,10 @@ def test_tool_results_errors_and_agent_session_flag(tmp_path):
     assert s.agent_session and s.entrypoint == "sdk-cli"
 
 
-def test_sdk_prompt_source_flags_an_agent_session(tmp_path):
-    path = jsonl(tmp_path / "s.jsonl", [prompt(uid(), None, "hi", entrypoint="cli", promptSource="sdk")])
-    assert read_claude_session(path).agent_session
+def test_sdk_prompt_source_alone_is_no_agent_session(tmp_path):
+    """Claude Desktop 2.1 writes promptSource "sdk" on the prompts people type."""
+    path = jsonl(tmp_path / "s.jsonl", [prompt(uid(), None, "hi", entrypoint="claude-desktop", promptSource="sdk")])
+    assert not read_claude_session(path).agent_session
 
 
 def test_injected_user_lines_are_not_human_prompts(tmp_path):

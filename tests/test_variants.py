@@ -85,7 +85,7 @@ def test_claude_record_types_beyond_user_and_assistant():
     assert [t.reason for t in s.turns if t.kind is TurnKind.system] == [
         "informational", "stop_hook_summary", "turn_duration", "away_summary", "api_error", "model_refusal_fallback"]
     assert [t.reason for t in s.turns if t.kind is TurnKind.compaction] == ["compact_boundary"]
-    assert s.title == "Adding a health check endpoint"  # the last title wins over the old summary
+    assert s.title == "health check"  # the name the person gave it wins over the app's (ai-title) and the old summary
     # snapshot, summary, 3 attachments, 2 queue ops, mode, permission-mode, titles, name, link, last prompt, worktree
     assert s.accounting.metadata == 15 and s.accounting.unknown == 0
     assert [c.name for c in s.tool_calls()] == ["Edit"] and s.tool_calls()[0].result is not None
@@ -114,12 +114,12 @@ def test_claude_sdk_ts_records_with_request_uuids():
     assert [t.kind for t in s.turns] == [TurnKind.human, TurnKind.assistant]
 
 
-@pytest.mark.parametrize("entrypoint,agent", [("cli", False), ("claude-desktop", False), ("claude-vscode", True),
+@pytest.mark.parametrize("entrypoint,agent", [("cli", False), ("claude-desktop", False), ("claude-vscode", False),
                                               ("sdk-ts", True), ("none", False)])
 def test_claude_entrypoints(entrypoint, agent):
     s = read_claude_session(C / "handmade-claude-entrypoints" / f"{entrypoint}.jsonl")
     assert s.entrypoint == (None if entrypoint == "none" else entrypoint)
-    assert s.agent_session is agent  # a person at the terminal or the desktop app; a program otherwise
+    assert s.agent_session is agent  # a person at the terminal, in VS Code or the desktop app; an SDK is a program
 
 
 def test_claude_non_anthropic_backend():

@@ -11,13 +11,22 @@ or transitively, since a change to an imported story changes them too (they read
 their imports). Each app runs its own fixtures: `<app dir>/flows/*.yaml`, or the app's glob from
 `miner.flow_gate.flows`. Apps in `miner.flow_gate.skip` are not gated, and the answer says so.
 
-Rung 1 (`root.overrides` in `.kitsoki.yaml`). `kitsoki test flows` never reads `.kitsoki.yaml`, so
-a story's flows do not see a root override. What exercises the root instance: the project's root
-flows (`flows/*.yaml` beside `.kitsoki.yaml`, run against the synthesized root), and the flows of
-the stories that import dev-story and read the overridden world key (`<alias>__<key>`, or a
-`world_in` entry for it) or the overridden binding (a `host_bindings` entry, or `iface.<name>`):
-they run the dev-story code that reads it. Root synonyms route only the root instance: only root
-flows exercise them.
+Rung 1 (`.kitsoki.yaml`). What reads `.kitsoki.yaml` in kitsoki (1f4abf0e): `webconfig.Load`,
+called by the run/TUI root command (cmd/kitsoki/main.go:282, which synthesizes the root from
+`root:` when no app is named, main.go:306-327), `materialize` (materialize.go:75), `drive`, `hook`,
+`intercept`, `mcp`, `web`, `tour` and `test intents --profile`. `kitsoki test flows <app.yaml>`
+does not: it loads the app path it is given (cmd/kitsoki/test_flows.go:49-75,
+internal/testrunner/flows.go:959-969) and its persistent pre-run reads only KITSOKI_REPO
+(main.go:77-102). So no story's flows can see a root override, whatever they import (an importer
+of dev-story folds dev-story's own defaults, never the root's overrides, synthesis.go:141-170).
+What can: a flow run against the synthesized root itself, which is exactly the app
+`kitsoki materialize` writes (its contract: `app.Load(emit(spec))` deep-equals
+`app.SynthesizeRoot(spec)`, materialize.go:176). Those are the project's root flows
+(`flows/*.yaml` beside `.kitsoki.yaml`), run against the root written that way. They can see a
+world override (the root's world holds it) and a binding (it rewrites the root's `iface.<name>`
+invocations); a synonym they cannot: a flow turn names an intent (`intent:`), and an `input:`
+turn resolves only through a recording, never through phrasings (flows.go:1149-1167, :1544-1550).
+A change outside `root.overrides` reaches no flow at all.
 
 When nothing exercises a change, `would_exercise` names what would.
 """
@@ -26,8 +35,6 @@ from __future__ import annotations
 
 import glob as globlib
 import os
-import re
-from functools import lru_cache
 from pathlib import Path
 from types import EllipsisType
 from typing import Any
@@ -80,6 +87,9 @@ class GateScope(BaseModel):
     root: RootChange | None = None
     would_exercise: list[str] = []
     """What would exercise the change, when nothing that exists does."""
+    unprovable: list[str] = []
+    """Parts of the change no flow can exercise under kitsoki's rules, and why (a root synonym, a
+    `.kitsoki.yaml` key outside root.overrides)."""
 
     @property
     def flow_files(self) -> list[str]:
@@ -169,46 +179,6 @@ def _outside_root(config: KitsokiConfig) -> Any:
     return config.model_dump(exclude={"root", "source_files", "warnings"}, mode="json")
 
 
-def _is_dev_story(source: Path) -> bool:
-    return (source.name == "app.yaml" and source.parent.name == DEV_STORY) or source.name == f"{DEV_STORY}.json"
-
-
-@lru_cache(maxsize=512)
-def _text_of(path: str, mtime_ns: int, size: int) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(4 << 20)
-    except OSError:
-        return ""
-
-
-def _read(path: Path | str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return ""
-    return _text_of(str(path), st.st_mtime_ns, st.st_size)
-
-
-def _reads_override(workspace: Path, story: Story, change: RootChange, settings: GateSettings) -> str | None:
-    """Why `story` reaches a root override (it imports dev-story and reads what changed), or None."""
-    written = story.imports if isinstance(story.imports, dict) else {}
-    for alias, info in story.folded.items():
-        if not _is_dev_story(Path(info.source)):
-            continue
-        spec = written.get(alias) if isinstance(written.get(alias), dict) else {}
-        texts = [_read(f) for f in story.files]
-        texts += [_read(Path(workspace) / f) for f in matched(workspace, app_glob(settings, _rel(workspace, story.dir)))]
-        blob = "\n".join(texts)
-        for key in change.world:
-            if key in (spec.get("world_in") or {}) or re.search(rf"\b{re.escape(alias)}__{re.escape(key)}\b", blob):
-                return f"imports dev-story as {alias} and reads world.{key}"
-        for iface in change.bindings:
-            if iface in (spec.get("host_bindings") or {}) or re.search(rf"\biface\.{re.escape(iface)}\b", blob):
-                return f"imports dev-story as {alias} and binds the {iface} interface"
-    return None
-
-
 def compute_scope(model: Workspace, changed: list[str], settings: GateSettings,
                   before: dict[str, bytes | None] | None = None) -> GateScope:
     """The apps and flows that gate a change to `changed` (workspace-relative), on `model`, the tree
@@ -260,23 +230,21 @@ def compute_scope(model: Workspace, changed: list[str], settings: GateSettings,
         scope.root = change
         what = ", ".join(change.entries()) or (f"{CONFIG_FILE} outside root.overrides" if change.other
                                                 else "root.overrides")
-        if change.world or change.bindings:
-            for story in model.stories:
-                why = _reads_override(workspace, story, change, settings)
-                if why is not None:
-                    add(story, why)
-            scope.apps = list(chosen.values())
         root_glob = app_glob(settings, ROOT_KEY)
-        scope.apps.append(AppInScope(app=ROOT_APP, why=f"the root instance ({what})", flows=root_glob,
-                                     files=matched(workspace, root_glob)))
-        if not scope.exercised:
-            scope.would_exercise.append(f"a root flow ({root_glob} beside {CONFIG_FILE}, run against the "
-                                        f"synthesized root) that exercises {what}")
-            if change.world or change.bindings:
-                scope.would_exercise.append(
-                    "a flow of a story that imports dev-story and reads "
-                    + ", ".join([f"world.{k}" for k in change.world] + [f"the {b} binding" for b in change.bindings])
-                    + " (none here does)")
+        if change.world or change.bindings:
+            # Only a flow run against the synthesized root sees the overrides (module docstring).
+            scope.apps.append(AppInScope(app=ROOT_APP, why=f"the root instance ({what})", flows=root_glob,
+                                         files=matched(workspace, root_glob)))
+            if not scope.exercised:
+                scope.would_exercise.append(f"a root flow ({root_glob} beside {CONFIG_FILE}, run against the "
+                                            f"synthesized root) that exercises {what}")
+        elif change.synonyms:
+            scope.unprovable.append(f"{what}: no kitsoki flow can exercise a phrasing (a turn names its intent; an "
+                                    "input: turn resolves only through a recording), and `kitsoki test flows` never "
+                                    f"reads {CONFIG_FILE}")
+        else:
+            scope.unprovable.append(f"{what}: nothing `kitsoki test flows` runs reads {CONFIG_FILE} outside the "
+                                    "root instance's overrides")
     if not scope.exercised:
         for app in scope.apps:
             if app.app != ROOT_APP and not app.files:

@@ -96,6 +96,10 @@ class GateResult(BaseModel):
     """When nothing exercised the change: what would (a root flow, a flow of a named story)."""
     checks: list[str] = []
     """The structural checks an ungated change was kept after."""
+    unprovable: list[str] = []
+    """Parts of the change no flow can exercise under kitsoki's rules, and why (core.apply.gate_scope)."""
+    dev_story: str = ""
+    """Which copy of dev-story `@kitsoki/dev-story` resolved to, for the loader and the kitsoki gate alike."""
 
 
 class GateSettings(BaseModel):
@@ -503,9 +507,9 @@ def _shown_path(path: Path, workspace: Path) -> str:
 
 
 def builtin_gate(flows_glob: str | None = None, timeout_s: float | None = None, *, app: str = "",
-                 label: str = "built-in flow runner") -> Gate:
+                 label: str = "built-in flow runner", story: Any = None) -> Gate:
     """core.flows.run_flows over `flows_glob` (workspace-relative; None = every story's flows and
-    the root flows), in process. Zero fixtures is red (like kitsoki's exit 2); a flow the runner
+    the root flows), in process; with `story`, every fixture the glob matches runs against it. Zero fixtures is red (like kitsoki's exit 2); a flow the runner
     cannot run is not run, never green; nothing that ran is held.
 
     With `timeout_s` the runner is waited for on a daemon thread; on timeout the result is red
@@ -515,7 +519,9 @@ def builtin_gate(flows_glob: str | None = None, timeout_s: float | None = None, 
     def call(workspace: Path) -> Any:
         flows = importlib.import_module("core.flows")  # lazy: the runner is optional at import time
 
-        return flows.run_flows(workspace, flows_glob), getattr(flows, "UNSUPPORTED", UNSUPPORTED_PREFIX)
+        report = (flows.run_story_flows(story, flows_glob, workspace) if story is not None and flows_glob
+                  else flows.run_flows(workspace, flows_glob))
+        return report, getattr(flows, "UNSUPPORTED", UNSUPPORTED_PREFIX)
 
     def run(workspace: Path) -> GateResult:
         report_obj = _call_with_timeout(call, workspace, timeout_s)
@@ -532,6 +538,11 @@ def builtin_gate(flows_glob: str | None = None, timeout_s: float | None = None, 
         if not report["Results"] and not (flows_glob and _any_file(workspace, flows_glob)):
             summary = f"{label}: no flow fixtures matched"
             return _red("builtin", summary, report=_slim_report(report),
+                        runs=[FlowRun(app=app, flows=shown, status="error", summary=summary)])
+        fatal = report_obj.fatal() if hasattr(report_obj, "fatal") else None
+        if fatal is not None:  # kitsoki aborts the whole app run there: exit 2, no report
+            summary = f"{label}: could not run the flows: kitsoki aborts the app run here (exit 2): {fatal}"
+            return _red("builtin", summary, [fatal], report=_slim_report(report),
                         runs=[FlowRun(app=app, flows=shown, status="error", summary=summary)])
         judged = judge_report(report, app=app, flows=shown, label=label, unsupported=prefix)
         return _result_of("builtin", judged, report)

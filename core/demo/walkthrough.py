@@ -10,6 +10,7 @@ restored) and one that stays green (kept). Every step is reported through `say`.
 from __future__ import annotations
 
 import difflib
+import json
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from core.apply import recover
+from core.kitsoki.config import load_config
 from core.mining.passes import run_pass
 from core.mining.recipes import Recipe
 from core.mining.service import record_pass, trace_path
@@ -31,6 +33,8 @@ _HERE = Path(__file__).resolve().parent
 WORKSPACE = _HERE / "workspace"
 TRANSCRIPTS = _HERE / "workspace_transcripts"
 PROJECT = "release-desk"
+RECORDED_IN = "/home/dev/release-desk"
+"""Where the demo's sessions ran (core/demo/make_transcripts.py writes it as their cwd)."""
 
 
 class DemoError(RuntimeError):
@@ -62,12 +66,28 @@ def lay_out(into: Path | None = None) -> tuple[Path, Path, Path]:
     transcripts = root / "transcripts"
     shutil.copytree(WORKSPACE, workspace, ignore=shutil.ignore_patterns("__pycache__", ".artifacts"))
     shutil.copytree(TRANSCRIPTS, transcripts)
+    _recorded_here(transcripts, workspace)
     return root, workspace, transcripts
+
+
+def _recorded_here(transcripts: Path, workspace: Path) -> None:
+    """The demo's sessions were recorded in its author's checkout (RECORDED_IN); laid out, they name
+    this copy of the workspace instead, so that they are its sessions (a pass reads only those)."""
+    here = json.dumps(str(workspace), ensure_ascii=False)[1:-1].encode()
+    for path in sorted(transcripts.rglob("*.jsonl")):
+        path.write_bytes(path.read_bytes().replace(RECORDED_IN.encode(), here))
 
 
 def _tree_text(folder: Path) -> dict[str, list[str]]:
     return {p.relative_to(folder).as_posix(): p.read_text().splitlines(keepends=True)
             for p in sorted(folder.rglob("*")) if p.is_file() and ".artifacts" not in p.parts}
+
+
+def seed_pass(workspace: Path, transcripts: Path):
+    """The demo's first mining pass over its laid-out transcripts (the workspace's mining.project_paths
+    honoured, as the CLI does)."""
+    return run_pass(workspace, repo=workspace, dirs=[transcripts], trigger="seed", workers=1,
+                    project_paths=load_config(workspace).mining.project_paths)
 
 
 def run_demo(into: Path | None = None, say: Callable[[str], None] = print) -> DemoResult:
@@ -77,7 +97,7 @@ def run_demo(into: Path | None = None, say: Callable[[str], None] = print) -> De
     say(f"Demo workspace: {workspace}\nTranscripts:    {transcripts} (3 Claude Code sessions, 1 Pi session)")
     recover(workspace, Trace(trace_path(workspace)))
 
-    report, recipes = run_pass(workspace, repo=workspace, dirs=[transcripts], trigger="seed", workers=1)
+    report, recipes = seed_pass(workspace, transcripts)
     record_pass(Trace(trace_path(workspace)), report)
     result.recipes = recipes
     say(f"\n1. Mined {report.sessions} sessions into {len(recipes)} recipes:")

@@ -11,9 +11,12 @@ implement — each is a failed flow with a message a person can act on. Zero fix
 report with no results, which `FlowReport.green` (and every gate) treats as red.
 
 The boxes: fixtures (reading flow files), app (the story as the runner sees it), expressions
-(kitsoki's expr-lang), machine (one turn), hosts (stubs, cassettes, dispatch), orchestrator (the
-host-dispatching session), clock (fake time, timeouts), views and pongo (what a turn shows),
-runner (one fixture, both paths, every assertion), report, conformance (kitsoki's own CI flows).
+(kitsoki's expr-lang), machine (one turn), decisions (where an emit chain rests for a human),
+hosts (stubs, cassettes, dispatch), builtins (kitsoki's builtin handlers a `host_bindings` flow
+reaches), starlark (host.starlark.run and its interpreter), orchestrator (the host-dispatching
+session), jobs and clock (background jobs, fake time, timeouts), views and pongo (what a turn
+shows), ids (the ids kitsoki draws), runner (one fixture, both paths, every assertion), report,
+conformance (kitsoki's own CI flows).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "format_text",
     "run_app_flows",
     "run_fixture_file",
+    "run_story_flows",
     "run_flows",
 ]
 
@@ -61,7 +65,8 @@ def run_flows(workspace: Path, glob: str | None = None) -> FlowReport:
         return FlowReport.of([_failed(CONFIG_FILE, [_issue_text(workspace, issue) for issue in exc.issues])])
     stories = _Stories(workspace, loaded.stories)
     results: list[FlowResult] = []
-    for path in discover_fixtures(workspace, loaded.stories, glob):
+    # A story refused at load still has its flows: each fails with why it does not load.
+    for path in discover_fixtures(workspace, loaded.stories, glob, [r.app.parent for r in loaded.refused]):
         results.extend(_run_file(path, workspace, stories))
     return FlowReport.of(results)
 
@@ -82,6 +87,19 @@ def run_app_flows(app_yaml: Path, workspace: Path | None = None, glob: str | Non
     return FlowReport.of(results)
 
 
+def run_story_flows(story: Story, glob: str, workspace: Path) -> FlowReport:
+    """The fixtures `glob` (relative to the workspace) matches, every document run against `story`:
+    the project's root flows against the synthesized root instance, as the kitsoki gate runs them
+    against the root written out as `kitsoki materialize` emits it."""
+    stories = _Stories(Path(workspace), [])
+    pattern = glob if os.path.isabs(glob) else str(Path(workspace) / glob)
+    results: list[FlowResult] = []
+    for path in (Path(match) for match in sorted(globlib.glob(pattern, recursive=True))):
+        if path.is_file():
+            results.extend(_run_file(path, Path(workspace), stories, story=story))
+    return FlowReport.of(results)
+
+
 def run_fixture_file(path: Path, workspace: Path | None = None) -> list[FlowResult]:
     """Run every document of one fixture file; `app:` is resolved against the file.
 
@@ -92,17 +110,19 @@ def run_fixture_file(path: Path, workspace: Path | None = None) -> list[FlowResu
     return _run_file(path, root, _Stories(root, []))
 
 
-def discover_fixtures(workspace: Path, stories: list[Story], glob: str | None = None) -> list[Path]:
+def discover_fixtures(workspace: Path, stories: list[Story], glob: str | None = None,
+                      refused_dirs: list[Path] = ()) -> list[Path]:
     """Fixture files in run order: the glob's matches (sorted), or each story's flows/*.yaml
-    then the workspace's flows/*.yaml, each file once."""
+    (those of `refused_dirs`, stories that do not load, too) then the workspace's flows/*.yaml,
+    each file once."""
     workspace = Path(workspace)
     if glob is not None:
         pattern = glob if os.path.isabs(glob) else str(workspace / glob)
         candidates = [Path(match) for match in sorted(globlib.glob(pattern, recursive=True))]
     else:
         candidates = []
-        for story in stories:
-            candidates.extend(Path(match) for match in sorted(globlib.glob(str(story.dir / FLOWS_DIR / "*.yaml"))))
+        for folder in [story.dir for story in stories] + list(refused_dirs):
+            candidates.extend(Path(match) for match in sorted(globlib.glob(str(folder / FLOWS_DIR / "*.yaml"))))
         candidates.extend(Path(match) for match in sorted(globlib.glob(str(workspace / FLOWS_DIR / "*.yaml"))))
     seen: set[Path] = set()
     found = []

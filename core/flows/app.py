@@ -71,10 +71,6 @@ class AppModel:
     """Constructs the loader does not compose yet; non-empty means flows cannot be run soundly."""
     problems: list[str] = field(default_factory=list)
     """Shapes the adapter could not read (each makes every flow of the story not supported)."""
-    views_unchecked: str = ""
-    """Why this story's views are not known to render as kitsoki's (then `expect_view_matches`
-    is declined): with imports folded, 11 of dev-story's turn views still differ from kitsoki's
-    own renders (its ticket_search room), so folded stories are declined until that is understood."""
 
     @property
     def root(self) -> str:
@@ -201,8 +197,6 @@ def _build(story: Story) -> AppModel:
     for name in story.exits:
         synth = f"__exit__{name}"
         model.states.setdefault(synth, StateDef(path=synth, raw={}, terminal=True))
-    if getattr(story, "folded", None):
-        model.views_unchecked = "views of a story with imports"
     for path, state in model.states.items():  # what only the loader's model carries
         aliases = getattr(story.states.get(path), "intent_aliases", None)
         if isinstance(aliases, dict) and aliases and not state.intent_aliases:

@@ -51,7 +51,8 @@ KITSOKI_FIXTURE_KEYS = (
 """Every key of kitsoki's FlowFixture; any other key is dropped by its non-strict decoder, so here too."""
 FIXTURE_KEYS = ("test_kind", "app", "initial_state", "initial_world", "turns", "expect_terminal",
                 "expect_no_errors", "expect_world_final", "host_handlers", "host_bindings", "use_orchestrator",
-                "mode", "expect_no_host_calls", "strict_cassette_coverage", "host_cassette", "recording")
+                "mode", "expect_no_host_calls", "strict_cassette_coverage", "host_cassette", "recording",
+                "starlark_http_cassette", "starlark_inspect_cassette")
 """The keys the built-in runner implements (the rest of kitsoki's are refused by name)."""
 KITSOKI_TURN_KEYS = (
     "intent", "input", "display_input", "world_override", "advance_clock", "expect_inbox", "expect_jobs",
@@ -140,6 +141,10 @@ class FlowFixture(BaseModel):
     host_cassette: str = ""
     recording: str = ""
     strict_cassette_coverage: bool = False
+    starlark_http_cassette: str = ""
+    starlark_inspect_cassette: str = ""
+    mode: str = ""
+    """`staged` stops the post-bind emit chain at decision gates (orchestrator path only)."""
     expect_no_host_calls: list[str] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
     skipped: bool = False
@@ -150,7 +155,8 @@ class FlowFixture(BaseModel):
         """kitsoki's shouldUseOrchestrator: the path split between machine-only and orchestrator."""
         if self.use_orchestrator is not None:
             return self.use_orchestrator
-        return bool(self.host_handlers) or bool(self.host_cassette) or any(turn.advance_clock for turn in self.turns)
+        return (bool(self.host_handlers) or bool(self.host_cassette) or bool(self.starlark_http_cassette)
+                or any(turn.advance_clock or turn.expect_inbox is not None or turn.expect_jobs for turn in self.turns))
 
 
 class FixtureFile(BaseModel):
@@ -272,9 +278,10 @@ def _read_fixture(path: Path, index: int, line: int, data: Any) -> FlowFixture:
         if key in KITSOKI_FIXTURE_KEYS and key not in FIXTURE_KEYS and data[key] not in (None, "", [], {}):
             problems.append(unsupported(key))
     mode = data.get("mode")
-    if mode not in (None, "", "one-shot"):
-        problems.append(unsupported(f"mode: {mode}") if mode == "staged" else
-                        f'mode must be "staged" or "one-shot", got {_kind(mode) if not isinstance(mode, str) else mode}')
+    if mode not in (None, "", "one-shot", "staged"):
+        problems.append(f'mode must be "staged" or "one-shot", got {_kind(mode) if not isinstance(mode, str) else mode}')
+    elif mode == "staged":
+        fixture.mode = mode
 
     fixture.name = str(data.get("name") or "")
     fixture.app = _string(data, "app", problems)
@@ -289,6 +296,8 @@ def _read_fixture(path: Path, index: int, line: int, data: Any) -> FlowFixture:
         fixture.use_orchestrator = _boolean(data, "use_orchestrator", problems)
     fixture.expect_no_host_calls = _strings(data, "expect_no_host_calls", problems)
     fixture.host_cassette = _string(data, "host_cassette", problems) or ""
+    fixture.starlark_http_cassette = _string(data, "starlark_http_cassette", problems) or ""
+    fixture.starlark_inspect_cassette = _string(data, "starlark_inspect_cassette", problems) or ""
     fixture.recording = _string(data, "recording", problems) or ""
     fixture.strict_cassette_coverage = _boolean(data, "strict_cassette_coverage", problems)
 

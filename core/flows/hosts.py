@@ -6,7 +6,9 @@ clock, ask `request_clarification`, then the `by_call[args.call]` envelope, the 
 envelope, `infra_error`, and finally `{data, error}`. A name is looked up exactly, then by its
 longest registered dotted prefix, the dropped suffix becoming `args.op` unless the caller set one
 (internal/host/host.go). Without `host_bindings:` only the stubs and
-`host.jobs.answer_clarification` are registered, so any other name is an infrastructure error.
+`host.jobs.answer_clarification` are registered, so any other name is an infrastructure error;
+with it, kitsoki's builtins are registered too (core.flows.builtins answers the ones whose answer
+follows from their arguments and files, and declines the rest).
 
 `dispatch` is the orchestrator's dispatchHostCalls (internal/orchestrator/host_dispatch.go):
 per call a `harness.dispatched` event with the args after re-rendering `with:` against the
@@ -33,6 +35,8 @@ from typing import Any
 
 import yaml
 
+from core.flows.builtins import BUILTINS, Files
+from core.flows.builtins import answer as answer_builtin
 from core.flows.expressions import ExprError, ExprUnsupported, render_value
 from core.flows.machine import Event, HostCall, Unsupported
 from core.flows.values import go_quote, go_value
@@ -40,6 +44,7 @@ from core.kitsoki.duration import DurationError
 from core.safeio import read_regular
 
 ANSWER_CLARIFICATION = "host.jobs.answer_clarification"
+STARLARK_RUN = "host.starlark.run"
 NO_JOB_CONTEXT = "host.RequestClarification: not running as a background job (no JobContext in ctx)"
 
 
@@ -65,19 +70,22 @@ class HostStub:
     by_op: dict[str, Envelope] = field(default_factory=dict)
     by_call: dict[str, Envelope] = field(default_factory=dict)
 
+    def real_sleep_ns(self) -> int:
+        """A foreground call's delay: kitsoki's stub sleeps on the clock of the call's context,
+        which only a background job's carries (the scheduler's fake clock); a foreground call
+        sleeps in real time and then answers. Raises InfraError when the delay does not parse."""
+        if not self.delay:
+            return 0
+        from core.flows.clock import parse_duration_ns
+
+        try:
+            return max(0, parse_duration_ns(self.delay))
+        except DurationError as exc:
+            raise InfraError(f"stub {self.name}: parse delay: {exc}") from None
+
     def answer(self, args: dict[str, Any], background: bool = False) -> tuple[dict[str, Any] | None, str]:
         """(data, domain error) of one call; raises InfraError for an infrastructure error. A
-        background call's delay is the job's (core.flows.jobs)."""
-        if self.delay and not background:
-            from core.flows.clock import parse_duration
-
-            try:
-                delay = parse_duration(self.delay)
-            except DurationError as exc:
-                raise InfraError(f"stub {self.name}: parse delay: {exc}") from None
-            if delay > 0:
-                raise Unsupported(f"host_handlers.{self.name}.delay {go_quote(self.delay)} on a foreground call "
-                                  "(kitsoki's fake clock blocks it until advanced)")
+        background call's delay is the job's (core.flows.jobs), a foreground one's the registry's."""
         if self.request_clarification:
             return None, NO_JOB_CONTEXT
         envelope = None
@@ -132,10 +140,18 @@ class Registry:
     """The handlers a flow's orchestrator can reach: the fixture's stubs, then a cassette's handlers
     (which replace stubs of the same name, as kitsoki registers them after)."""
 
-    def __init__(self, stubs: dict[str, Any], bindings: bool = False) -> None:
+    def __init__(self, stubs: dict[str, Any], bindings: bool = False, files: Files | None = None,
+                 starlark: Any = None) -> None:
         self.stubs: dict[str, Any] = dict(stubs)
         self.bindings = bindings
         """`host_bindings:` set: kitsoki registers its real builtin handlers beside the stubs."""
+        self.files = files if files is not None else Files()
+        """What the builtins kitsoki would run have written (core.flows.builtins)."""
+        self.starlark = starlark
+        """The real host.starlark.run (core.flows.starlark.host.Handler): registered by a fixture's
+        starlark_*_cassette, or among the builtins with host_bindings."""
+        self.real_sleep_ns = 0
+        """Real time kitsoki would have slept in foreground stub delays so far."""
 
     def lookup(self, name: str) -> tuple[Any, str]:
         """(stub, the registered name it matched) by exact name, then longest dotted prefix."""
@@ -148,20 +164,43 @@ class Registry:
                 return self.stubs[current], current
         return None, ""
 
-    def invoke(self, name: str, args: dict[str, Any], background: bool = False) -> tuple[dict[str, Any] | None, str]:
+    def builtin(self, name: str) -> str:
+        """The builtin `name` resolves to (exact, then longest dotted prefix), "" for none; only
+        `host.jobs.answer_clarification` without `host_bindings`."""
+        current = name
+        while True:
+            if current in BUILTINS and (self.bindings or current == ANSWER_CLARIFICATION):
+                return current
+            if current == STARLARK_RUN and self.starlark is not None and self.starlark.registered:
+                return current
+            if "." not in current:
+                return ""
+            current = current.rsplit(".", 1)[0]
+
+    def invoke(self, name: str, args: dict[str, Any], background: bool = False,
+               world: dict[str, Any] | None = None) -> tuple[dict[str, Any] | None, str]:
         stub, registered = self.lookup(name)
-        if stub is None:
-            if name == ANSWER_CLARIFICATION:
-                raise Unsupported(f"invoke {ANSWER_CLARIFICATION} (background jobs)")
-            if self.bindings:
-                raise Unsupported(f"host_bindings: kitsoki would run its real builtin handler for {name}")
-            raise InfraError(f"host: no handler registered for {go_quote(name)}")
+        builtin = self.builtin(name)
+        if builtin and (stub is None or len(builtin) > len(registered)):
+            stub, registered = None, builtin  # a stub replaces a builtin of its own name only
         if registered != name and not (isinstance(args.get("op"), str) and args.get("op")):
-            suffix = name[len(registered):].lstrip(".")
+            suffix = name[len(registered):].lstrip(".") if registered else ""
             if suffix:
                 args["op"] = suffix
+        if stub is None:
+            if registered == ANSWER_CLARIFICATION:
+                raise Unsupported(f"invoke {ANSWER_CLARIFICATION} (background jobs)")
+            if registered == STARLARK_RUN and self.starlark is not None:
+                if background or world is None:
+                    raise Unsupported(f"invoke {STARLARK_RUN} as a background job")
+                return self.starlark(args, world)
+            if registered:
+                return answer_builtin(registered, args, self.files)
+            raise InfraError(f"host: no handler registered for {go_quote(name)}")
         if background and isinstance(stub, HostStub):
             return stub.answer(args, background=True)
+        if isinstance(stub, HostStub):
+            self.real_sleep_ns += stub.real_sleep_ns()
         return stub.answer(args)
 
 
@@ -249,7 +288,7 @@ def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any], s
         out.events.append(Event("harness.dispatched", {"namespace": call.namespace, "args": copy.deepcopy(args),
                                                         "background": False}))
         try:
-            data, error = registry.invoke(call.namespace, args)
+            data, error = registry.invoke(call.namespace, args, world=w)
         except InfraError as exc:
             message = str(exc)
             w["last_error"] = message

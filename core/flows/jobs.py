@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.flows.clock import parse_duration_ns
+from core.flows.ids import job_id
 from core.flows.machine import Event, HostCall, Unsupported
 from core.kitsoki.duration import DurationError
 
@@ -81,7 +82,7 @@ def submit(jobs: Jobs, registry: Any, call: HostCall, args: dict[str, Any], stat
         delay_ns = parse_duration_ns(delay) if delay else 0
     except DurationError:
         delay_ns = 0
-    job = Job(id=f"job-{len(jobs.jobs) + 1}", namespace=call.namespace, origin=state, args=args,
+    job = Job(id=job_id(len(jobs.jobs) + 1), namespace=call.namespace, origin=state, args=args,
               on_complete=list(call.on_complete), due=now + delay_ns if delay_ns > 0 else None)
     jobs.jobs.append(job)
     key = next((k for k in sorted(call.bind) if call.bind[k] == "job_id"), "last_job_id")

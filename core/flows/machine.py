@@ -4,7 +4,7 @@
 INVALID_SLOT_VALUE, GUARD_FAILED), picks the first arm whose guard holds (a `default: true`
 arm or one without `when:` wins where it stands), applies its effects, runs `on_enter` of every
 state newly entered (and of the state itself on an explicit self-target), then dispatches the
-intents those effects emitted, each as a synthetic turn (depth cap 8). Host invocations are not
+intents those effects emitted, each as a synthetic turn (depth cap 24, kitsoki's). Host invocations are not
 run here: the turn returns them (`HostCall`) for the orchestrator to dispatch, with the world
 as it stood at the invoke and the raw `with:` for the re-render after earlier binds.
 
@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.flows.app import WILDCARD, AppModel, Arm, chain
+from core.flows.decisions import stops_here
 from core.flows.expressions import ExprError, ExprUnsupported, eval_bool, render, resolve_value
 from core.flows.fixtures import unsupported
 from core.flows.values import GoInt, go_quote, go_value
 from core.kitsoki.checks import resolve_target
 
-EMIT_INTENT_MAX_DEPTH = 8
-"""kitsoki's EmitIntentMaxDepth."""
+EMIT_INTENT_MAX_DEPTH = 24
+"""kitsoki's EmitIntentMaxDepth (internal/machine/parallel.go:95)."""
 EFFECT_KEYS = frozenset({"__iface__", "when", "set", "increment", "say", "invoke", "id", "with", "bind", "on_error", "background",
                          "once", "on_complete", "emit_intent", "slots", "agent", "selection", "target"})
 """The effect keys the machine implements (`agent` and `selection` only steer a real agent: stubs ignore
@@ -310,11 +311,15 @@ class Machine:
         return self.apply(found.on_enter, world, {**env, "world": world}, result)
 
     def dispatch(self, state: str, world: dict[str, Any], emits: list[tuple[str, dict[str, Any]]],
-                 depth: int, result: TurnResult) -> tuple[str, dict[str, Any]]:
-        """kitsoki's dispatchEmittedIntents (one-shot mode): each emit is a synthetic turn."""
+                 depth: int, result: TurnResult, staged: bool = False) -> tuple[str, dict[str, Any]]:
+        """kitsoki's dispatchEmittedIntents: each emit is a synthetic turn, unless the chain has
+        reached a decision gate a human owes (core.flows.decisions)."""
         if depth >= EMIT_INTENT_MAX_DEPTH:
             raise Abort(f"emit_intent: dispatch exceeded max depth ({EMIT_INTENT_MAX_DEPTH}) at state "
                         f"{go_quote(state)} — likely a cyclic emit chain")
+        if stops_here(self, state, world, emits, depth, staged):
+            result.events.append(Event("gate.decided", {"state": state, "decider": "human", "bailed_to_human": True}))
+            return state, world
         for name, slots in emits:
             name = self.resolve_alias(state, name)
             env = _env(world, slots)
@@ -332,7 +337,7 @@ class Machine:
                     chained.extend(more)
             state = target
             if chained:
-                state, world = self.dispatch(state, world, chained, depth + 1, result)
+                state, world = self.dispatch(state, world, chained, depth + 1, result, staged)
         return state, world
 
     def run_effects_and_state(self, state: str, world: dict[str, Any], effects: list[Any],
@@ -344,7 +349,8 @@ class Machine:
             state, world = self.dispatch(state, world, emits, 0, result)
         return state, world
 
-    def post_bind_emits(self, state: str, world: dict[str, Any], result: TurnResult) -> tuple[str, dict[str, Any], bool]:
+    def post_bind_emits(self, state: str, world: dict[str, Any], result: TurnResult,
+                        staged: bool = False) -> tuple[str, dict[str, Any], bool]:
         """kitsoki's DispatchPostBindEmits: the landed state's on_enter emits, against the post-bind
         world. Returns (state, world, whether anything was dispatched); a guard or render error is
         raised as ExprError (the orchestrator records it and stays put)."""
@@ -369,7 +375,7 @@ class Machine:
         if not emits:
             return state, world, False
         before = len(result.events)
-        state, world = self.dispatch(state, world, emits, 0, result)
+        state, world = self.dispatch(state, world, emits, 0, result, staged)
         return state, world, len(result.events) > before
 
     # -- effects --

@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 from core.flows.app import AppModel
 from core.flows.clock import MAX_ROUNDS, FakeClock, parse_duration_ns
-from core.flows.expressions import ExprError, eval_bool
+from core.flows.expressions import ExprError, ExprUnsupported, eval_bool, render_value
+from core.flows.ids import SESSION_ID
 from core.flows.jobs import Jobs, Notification
 from core.flows.jobs import run as run_job
 from core.flows.jobs import submit as submit_job
@@ -38,7 +39,6 @@ from core.kitsoki.duration import DurationError
 POST_BIND_MAX_DEPTH = 4
 """kitsoki's OrchestratorPostBindMaxDepth."""
 REDIRECT_MAX_DEPTH = 4
-SESSION_ID = "flow-session"
 """kitsoki's session id is a fresh ULID per flow; nothing can assert on its value."""
 
 
@@ -63,10 +63,17 @@ class Outcome:
     """kitsoki's outcome.View: the turn's render, the post-bind re-render, the redirect's banner."""
 
 
+REAL_SLEEP_MARGIN_NS = 4_000_000_000
+"""Foreground stub delays (real sleeps) up to this much inside one advance_clock wait are safely
+under kitsoki's 5 s deadline; more is declined rather than raced."""
+
+
 class Session:
     def __init__(self, app: AppModel, machine: Machine, registry: Registry, state: str,
-                 world: dict[str, Any], initial_keys: set[str] | frozenset = frozenset()) -> None:
+                 world: dict[str, Any], initial_keys: set[str] | frozenset = frozenset(), staged: bool = False) -> None:
         self.app = app
+        self.staged = staged
+        """`mode: staged`: the post-bind emit chain rests at decision gates (core.flows.decisions)."""
         self.machine = machine
         self.registry = registry
         self.state = state
@@ -128,7 +135,17 @@ class Session:
 
     def advance(self, ns: int) -> list[Event]:
         """kitsoki's advanceAndWait: jobs that finish at once are drained first, then the fake
-        clock moves and due jobs and timeouts settle, earliest first, at most 32 rounds."""
+        clock moves and due jobs and timeouts settle, earliest first, at most 32 rounds. kitsoki
+        gives the whole wait 5 s of real time, which foreground stub delays (real sleeps) use up."""
+        slept = self.registry.real_sleep_ns
+        events = self._advance(ns)
+        slept = self.registry.real_sleep_ns - slept
+        if slept >= REAL_SLEEP_MARGIN_NS:
+            raise Unsupported(f"foreground host_handlers delays sleeping {slept / 1e9:g}s of real time while "
+                              "advance_clock waits (kitsoki gives the wait 5s; past it the run stops)")
+        return events
+
+    def _advance(self, ns: int) -> list[Event]:
         events = self.drain()
         self.clock.advance(ns)
         for _ in range(MAX_ROUNDS):
@@ -224,7 +241,12 @@ class Session:
         if not redirected:
             target = self._on_complete_target(job, world)
             if target:
-                events.extend(self._enter_quietly(job.origin, target, world))
+                try:
+                    entered, entered_world = self._enter_target(job.origin, target, world)
+                except Abort:
+                    return current, world  # kitsoki logs the target's error; the rest of the completion stands
+                events.extend(entered)
+                world = entered_world
                 current = self._last_entered or target
         return current, world
 
@@ -240,29 +262,43 @@ class Session:
                         continue
                 except ExprError:
                     return ""  # kitsoki logs the error and stays
+                except ExprUnsupported as exc:
+                    raise Unsupported(f"on_complete when: {when.strip()} ({exc})") from None
             raw = str(effect["target"])
-            resolved = resolve_target(job.origin, raw) if raw.startswith("..") else raw.replace("/", ".")
+            resolved = _on_complete_path(job.origin, raw)
             if "{{" in resolved:
-                raise Unsupported(f"templated on_complete target {go_quote(raw)}")
+                # A templated target renders against the post-effects world, then resolves
+                # again; a render error or a non-string leaves the session where it is (kitsoki
+                # logs a warning).
+                try:
+                    rendered = render_value(resolved, env)
+                except ExprError:
+                    return ""
+                except ExprUnsupported as exc:
+                    raise Unsupported(f"on_complete target {go_quote(raw)} ({exc})") from None
+                if not isinstance(rendered, str):
+                    return ""
+                resolved = _on_complete_path(job.origin, rendered.strip())
             return resolved if resolved in self.app.states else ""
         return ""
 
-    def _enter_quietly(self, origin: str, target: str, world: dict[str, Any]) -> list[Event]:
-        """resolveAndApplyOnCompleteTarget: enter the target and run its on_enter, whose world
-        changes kitsoki does not keep."""
+    def _enter_target(self, origin: str, target: str, world: dict[str, Any]) -> tuple[list[Event], dict[str, Any]]:
+        """resolveAndApplyOnCompleteTarget: enter the target and run its on_enter (effects, then
+        its host calls). kitsoki drops the world these return but appends their events, and the
+        journey it reloads replays them: their sets, increments and binds are kept."""
         events = [Event("machine.transition", {"from": origin, "to": target, "intent": "__on_complete_target__"})]
         self._last_entered = target
         found = self.app.states[target]
         if found.on_enter:
             result = TurnResult(target, world)
-            landed, scratch = self.machine.run_effects_and_state(target, copy.deepcopy(world), found.on_enter, result)
+            landed, world = self.machine.run_effects_and_state(target, world, found.on_enter, result)
             events.extend(result.events)
             if landed and landed != target:
                 self._last_entered = landed
             if result.host_calls:
-                more, _, _, _ = self.dispatch_calls(result.host_calls, scratch, self._last_entered, 0)
+                more, world, _, _ = self.dispatch_calls(result.host_calls, world, self._last_entered, 0)
                 events.extend(more)
-        return [event for event in events if event.kind != "world.update"]
+        return events, world
 
     def _fire(self, source: str, target: str) -> list[Event]:
         found = self.app.states.get(target)
@@ -348,7 +384,7 @@ class Session:
             return state, world, message, view
         result = TurnResult(state, world)
         try:
-            landed, new_world, dispatched = self.machine.post_bind_emits(state, world, result)
+            landed, new_world, dispatched = self.machine.post_bind_emits(state, world, result, self.staged)
         except (ExprError, Abort) as exc:
             message = str(exc)
             events.append(Event("harness.error", {"phase": "dispatch_post_bind_emits", "error": message}))
@@ -452,3 +488,9 @@ def _as_json_numbers(value: Any) -> Any:
     if isinstance(value, list):
         return [_as_json_numbers(item) for item in value]
     return value
+
+
+def _on_complete_path(origin: str, target: str) -> str:
+    """kitsoki's resolveOnCompleteTarget: `..` segments walk up from the job's origin state;
+    anything else is absolute (`/` reads as `.`), `.` included."""
+    return resolve_target(origin, target) if target.startswith("..") else target.replace("/", ".")

@@ -399,16 +399,16 @@ class _Expr:
             if self.accept("."):
                 kind, part = self.take()
                 if kind == "lit" and _is_int(part):
-                    node = ("get", node, ("lit", part))
+                    node = ("get", node, ("lit", part), "int")
                 elif kind == "name":
-                    node = ("get", node, ("lit", part))
+                    node = ("get", node, ("lit", part), "ident")
                 else:
                     raise PongoError(f"bad attribute in {self.source!r}")
             elif self.accept("["):
                 key = self.or_()
                 if not self.accept("]"):
                     raise PongoError(f"missing ] in {self.source!r}")
-                node = ("get", node, key)
+                node = ("get", node, key, "subscript")
             elif self.accept("("):
                 args = []
                 if not self.accept(")"):
@@ -442,20 +442,45 @@ class _Expr:
         if kind == "name":
             node: tuple = ("var", value)
             while self.accept("."):
-                _, part = self.take()
-                node = ("get", node, ("lit", part))
+                kind, part = self.take()
+                node = ("get", node, ("lit", part), "int" if kind == "lit" and _is_int(part) else "ident")
             return node
         raise PongoError(f"bad filter argument in {self.source!r}")
 
 
-def _get(base: Any, key: Any) -> Any:
+def _get(base: Any, key: Any, how: str) -> Any:
+    """pongo2's variable resolution, one part: nil stays nil; `.name` reads a map (or forloop's
+    fields) and is an error on anything else; `.0` and `[i]` index a list (past the end is nil),
+    `.0` on a map and either on a scalar are errors; `[key]` reads a map."""
     if base is None:
         return None
-    if isinstance(base, dict):
-        return base.get(key if isinstance(key, str) else to_str(key))
-    if isinstance(base, (list, str)) and _is_int(key):
+    if isinstance(base, str) and how != "ident":
+        raise PongoUnsupported("indexing a string (pongo2 yields a byte)")
+    if how == "ident":
+        if isinstance(base, dict):
+            return base.get(key)
+        raise PongoError(f"can't access a field by name on type {_go_kind(base)}")
+    if isinstance(base, list):
+        if not _is_int(key):
+            raise PongoUnsupported(f"indexing a list with {key!r}")
         return base[key] if 0 <= key < len(base) else None
-    return None
+    if isinstance(base, dict) and how == "subscript":
+        return base.get(key) if isinstance(key, str) else None
+    raise PongoError(f"can't access an index on type {_go_kind(base)}")
+
+
+def _go_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "slice"
+    return "map" if isinstance(value, dict) else type(value).__name__
 
 
 def evaluate(node: tuple, ctx: dict[str, Any]) -> Any:
@@ -465,7 +490,7 @@ def evaluate(node: tuple, ctx: dict[str, Any]) -> Any:
     if op == "var":
         return ctx.get(node[1])
     if op == "get":
-        return _get(evaluate(node[1], ctx), evaluate(node[2], ctx))
+        return _get(evaluate(node[1], ctx), evaluate(node[2], ctx), node[3])
     if op == "call":
         fn = evaluate(node[1], ctx)
         if not callable(fn):

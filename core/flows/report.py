@@ -28,6 +28,11 @@ class TurnResult(BaseModel):
     """kitsoki records the machine's events here; the built-in runner records none (null)."""
 
 
+FATAL = "(kitsoki stops the run here)"
+"""Ends a failure where kitsoki's run returns an error: `kitsoki test flows` then aborts the whole app
+run (no report, exit 2; internal/testrunner/flows.go:1184-1186, cmd/kitsoki/test_flows.go:69-72)."""
+
+
 class FlowResult(BaseModel):
     File: str
     Passed: bool
@@ -37,6 +42,10 @@ class FlowResult(BaseModel):
     def failures(self) -> list[str]:
         """Every failure of the flow, turn failures first, in report order."""
         return [failure for turn in self.Turns for failure in turn.Failures]
+
+    def fatal(self) -> str | None:
+        """The failure that would abort kitsoki's whole app run, or None."""
+        return next((failure for failure in self.failures() if failure.endswith(FATAL)), None)
 
 
 class FlowReport(BaseModel):
@@ -55,6 +64,15 @@ class FlowReport(BaseModel):
     def green(self) -> bool:
         """True only when at least one flow ran and none failed (zero fixtures is red)."""
         return self.Failed == 0 and self.Passed > 0
+
+    def fatal(self) -> str | None:
+        """`<file>: <failure>` of the first flow whose run kitsoki would abort (exit 2, no report for
+        the app), or None."""
+        for result in self.Results:
+            failure = result.fatal()
+            if failure is not None:
+                return f"{result.File}: {failure}"
+        return None
 
 
 NO_FIXTURES = "no flow fixtures matched"

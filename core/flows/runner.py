@@ -20,9 +20,11 @@ cannot pass there). The two paths differ where kitsoki's do:
   turn's outcome view (its render, the post-bind re-render, an on_error banner), else a render
   of where the turn settled (core.flows.views); the machine-only path renders the landed state.
 
-Where kitsoki's run would stop with an error (exit 2), the flow fails at that turn with
-`(kitsoki stops the run here)`; what the runner cannot judge is `not supported by the built-in
-runner: <what>`, and the flow stops there too.
+Where kitsoki's run would stop with an error, the flow fails at that turn with `(kitsoki stops the
+run here)`: kitsoki aborts the whole app run there (exit 2, no report), and the report's `fatal()`
+says so. What the runner cannot judge is `not supported by the built-in runner: <what>` on the turn
+kitsoki would have run (its own index, never a synthetic one), naming the turns not run after it;
+every failure of such a flow starts with that marker.
 """
 
 from __future__ import annotations
@@ -35,12 +37,15 @@ from typing import Any, Callable
 from core.flows.app import AppModel, app_model
 from core.flows.clock import parse_duration_ns
 from core.flows.expressions import ExprError, ExprUnsupported, render
-from core.flows.fixtures import FlowFixture, FlowTurn
+from core.flows.builtins import Files
+from core.flows.fixtures import UNSUPPORTED, FlowFixture, FlowTurn
 from core.flows.hosts import CassetteError, CassetteHandler, Cassette, Registry, load_cassette, read_stubs
 from core.flows.machine import Abort, Event, Machine, Unsupported
 from core.flows.orchestrator import Session
 from core.flows.recording import Recording, RecordingError, load_recording
-from core.flows.report import SESSION_TURN, FlowResult, TurnResult
+from core.flows.report import FATAL, SESSION_TURN, FlowResult, TurnResult
+from core.flows.starlark.host import Handler as StarlarkHandler
+from core.flows.starlark.host import StarlarkDeclined
 from core.flows.values import deep_equal, go_quote, go_type, go_value
 from core.flows.views import ViewError, render_state, view_matches
 from core.kitsoki.duration import DurationError
@@ -59,13 +64,12 @@ def run_fixture(fixture: FlowFixture, story: Story, file: str, router_cache: dic
     app = app_model(story)
     blocked = app.needs_loader + app.problems
     if blocked:
-        result.Turns.append(TurnResult(TurnIndex=SESSION_TURN, Passed=False,
-                                       Failures=[str(Unsupported(blocked[0]))]))
+        result.Turns.append(_not_started(fixture, str(Unsupported(blocked[0]))))
         return result
     state = fixture.initial_state or app.root
     if "#" in state:
-        result.Turns.append(TurnResult(TurnIndex=SESSION_TURN, Passed=False, Failures=[
-            str(Unsupported(f"initial_state {state} inside a parallel state (type: parallel)"))]))
+        result.Turns.append(_not_started(fixture, str(Unsupported(f"initial_state {state} inside a parallel state "
+                                                                  "(type: parallel)"))))
         return result
     setup = []
     if not state:
@@ -77,11 +81,19 @@ def run_fixture(fixture: FlowFixture, story: Story, file: str, router_cache: dic
         return result
     inside = [path for path in _ancestors(state) if app.states[path].type == "parallel"] if state in app.states else []
     if inside:
-        result.Turns.append(TurnResult(TurnIndex=SESSION_TURN, Passed=False, Failures=[
-            str(Unsupported(f"initial_state {state} inside a parallel state (type: parallel)"))]))
+        result.Turns.append(_not_started(fixture, str(Unsupported(f"initial_state {state} inside a parallel state "
+                                                                  "(type: parallel)"))))
         return result
     run = _Run(fixture, app, state, router_cache if router_cache is not None else {})
     return run.execute(result)
+
+
+def _not_started(fixture: FlowFixture, unsupported: str) -> TurnResult:
+    """A flow the runner cannot start: said on the first turn kitsoki would run (its index 0)."""
+    count = len(fixture.turns)
+    return TurnResult(TurnIndex=0, Passed=False,
+                      Failures=[f"{unsupported} (the flow did not start: {count} turn{'' if count == 1 else 's'} "
+                                "not run)"])
 
 
 def _ancestors(state: str) -> list[str]:
@@ -111,13 +123,31 @@ class _Run:
             try:
                 self.recording = load_recording(path if path.is_absolute() else fixture.file.parent / path)
             except RecordingError as exc:
-                self.setup_problems.append(f"{exc} (kitsoki stops the run here)")
+                self.setup_problems.append(f"{exc} {FATAL}")
         if self.orchestrated:
             stubs: dict[str, Any] = dict(read_stubs(fixture.host_handlers, self.setup_problems))
-            registry = Registry(stubs, bool(fixture.host_bindings))
-            self.session = Session(app, self.machine, registry, state, world, set(fixture.initial_world))
+            # kitsoki's builtins write files that later flows of the same run read back
+            files = router_cache.setdefault("builtin_files", Files())
+            registry = Registry(stubs, bool(fixture.host_bindings), files, self._starlark(fixture, app))
+            self.session = Session(app, self.machine, registry, state, world, set(fixture.initial_world),
+                                   staged=fixture.mode == "staged")
             if fixture.host_cassette:
                 self._load_cassette(registry)
+
+    def _starlark(self, fixture: FlowFixture, app: AppModel) -> StarlarkHandler | None:
+        """The real host.starlark.run with the fixture's replay cassettes (paths relative to the
+        fixture file, as kitsoki reads them)."""
+        def beside(name: str) -> Path | None:
+            if not name:
+                return None
+            path = Path(name)
+            return path if path.is_absolute() else fixture.file.parent / path
+        try:
+            return StarlarkHandler(app.dir, beside(fixture.starlark_http_cassette),
+                                   beside(fixture.starlark_inspect_cassette), bool(fixture.host_bindings))
+        except StarlarkDeclined as exc:
+            self.setup_problems.append(str(Unsupported(f"host.starlark.run: {exc}")))
+            return None
 
     def _load_cassette(self, registry: Registry) -> None:
         path = Path(self.fixture.host_cassette)
@@ -126,7 +156,7 @@ class _Run:
         try:
             self.cassette = load_cassette(path)
         except CassetteError as exc:
-            self.setup_problems.append(f"buildOrchestratorRig: load cassette: {exc} (kitsoki stops the run here)")
+            self.setup_problems.append(f"buildOrchestratorRig: load cassette: {exc} {FATAL}")
             return
         except Unsupported as exc:
             self.setup_problems.append(str(exc))
@@ -137,7 +167,11 @@ class _Run:
 
     def execute(self, result: FlowResult) -> FlowResult:
         if self.setup_problems:
-            result.Turns.append(TurnResult(TurnIndex=SESSION_TURN, Passed=False, Failures=self.setup_problems))
+            unsupported = [problem for problem in self.setup_problems if problem.startswith(UNSUPPORTED)]
+            if unsupported and len(unsupported) == len(self.setup_problems):
+                result.Turns.append(_not_started(self.fixture, unsupported[0]))
+            else:
+                result.Turns.append(TurnResult(TurnIndex=SESSION_TURN, Passed=False, Failures=self.setup_problems))
             return result
         stopped_at: int | None = None
         for index, turn in enumerate(self.fixture.turns):
@@ -149,7 +183,7 @@ class _Run:
                 record.Failures = [str(exc)]
                 stopped_at = index
             except Abort as exc:
-                record.Failures = [f"turn {index + 1}: {exc} (kitsoki stops the run here)"]
+                record.Failures = [f"turn {index + 1}: {exc} {FATAL}"]
                 stopped_at = index
             record.NewState = self.current_state
             record.View = self.last_view  # filled when the turn checked its view
@@ -160,9 +194,12 @@ class _Run:
         session: list[str] = []
         if stopped_at is not None:
             remaining = len(self.fixture.turns) - stopped_at - 1
-            if remaining:
-                session.append(f"turns {stopped_at + 2}..{len(self.fixture.turns)} not run: the flow stopped at turn "
-                               f"{stopped_at + 1}")
+            last = result.Turns[-1]
+            if remaining and last.Failures and last.Failures[0].startswith(UNSUPPORTED):
+                # Said on the turn it stopped at: kitsoki would run those turns, so no turn of ours
+                # (and no synthetic one) may read as theirs.
+                span = f"turn {stopped_at + 2}" if remaining == 1 else f"turns {stopped_at + 2}..{len(self.fixture.turns)}"
+                last.Failures = [f"{last.Failures[0]} ({span} not run after it)"]
         else:
             session.extend(self._session_checks())
         result.Passed = all(turn.Passed for turn in result.Turns) and not session
@@ -352,9 +389,6 @@ class _Run:
                 failures.append(f"expect_host_calls: {call.handler} never invoked (args={go_value(call.args)})")
         failures.extend(_forbidden_calls(events, turn.expect_no_host_calls))
         if turn.expect_view_matches:
-            if self.app.views_unchecked:
-                raise Unsupported(f"expect_view_matches on {self.app.views_unchecked} (folded views do not yet "
-                                  "render as kitsoki's everywhere)")
             try:
                 self.last_view = view()
             except ViewError as exc:

@@ -28,6 +28,7 @@ from core.kitsoki.expr_checks import expression_issues
 from core.kitsoki.imports import RESERVED_WORLD_KEYS
 from core.kitsoki.tree import FALLBACK_KEY, Wrapper, map_states
 from core.kitsoki.parse import LMap, LSeq
+from core.kitsoki.view_checks import view_problems
 from core.kitsoki.yamlread import ConfigIssue
 
 
@@ -263,6 +264,12 @@ class _Checks:
                                      "this state")
                     if value not in scope and value not in self.intents:
                         self.add(at, f'state "{path}": contextual_routing.{lane} "{value}" is not a declared intent')
+            invalid, choices = view_problems(state.get("view"), self.intents, scope)
+            where = state.value_at("view") if "view" in state else at
+            if invalid:
+                self.add(where, f'state "{path}": {invalid}', f"states.{path}.view")
+            for index, problem in choices:
+                self.add(where, f'state "{path}": view[{index}] (choice): {problem}', f"states.{path}.view")
             if prefix:
                 for key in ("transcript", "theme"):
                     if state.get(key):
@@ -280,6 +287,12 @@ class _Checks:
                     if not isinstance(arm, LMap):
                         continue
                     self.target(path, arm.get("target"), arm.at if arm.kline else on[intent_name].item_at(index))
+                    invalid, choices = view_problems(arm.get("view"), self.intents, scope)
+                    if invalid:
+                        self.add(arm.at, f'state "{path}" intent "{intent_name}": transition view: {invalid}')
+                    for position, problem in choices:
+                        self.add(arm.at, f'state "{path}" intent "{intent_name}": transition view[{position}] '
+                                         f"(choice): {problem}")
                     for position, effect in enumerate(arm.get("effects") or ()):
                         if isinstance(effect, LMap):
                             location = f'state "{path}" intent "{intent_name}" effects[{position}]'
@@ -396,6 +409,12 @@ class _Checks:
         if not isinstance(routing, LMap):
             return
         at = self.definition.key_at("routing")
+        max_age = routing.get("cache_max_age")
+        if max_age not in (None, ""):  # an app.Duration: refused when the file is decoded (duration.go:28-45)
+            try:
+                parse_app_duration(str(max_age))
+            except ValueError as exc:
+                self.add(routing.value_at("cache_max_age"), f"app.Duration: {exc}", "routing.cache_max_age")
         high, mid = routing.get("semantic_high_bar", 0.80), routing.get("semantic_mid_bar", 0.65)
         high = high if isinstance(high, (int, float)) and not isinstance(high, bool) else 0.80
         mid = mid if isinstance(mid, (int, float)) and not isinstance(mid, bool) else 0.65

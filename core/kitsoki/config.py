@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -236,8 +237,10 @@ _MODELED_KEYS = frozenset({"story_dirs", "default_profile", "mining", "root", "p
 KNOWN_TOP_LEVEL_KEYS = _MODELED_KEYS | {"harness_profiles", "intercept", "miner"}
 """`miner:` is ours (flow gate settings); kitsoki ignores keys it does not know."""
 _MINING_KEYS = frozenset(
-    {"enabled", "cadence", "first_pass_sample", "priority_threshold", "transcript_dirs", "mined_through"}
+    {"enabled", "cadence", "first_pass_sample", "priority_threshold", "transcript_dirs", "mined_through",
+     "other_projects", "project_paths"}
 )
+"""kitsoki's mining keys and ours (other_projects, project_paths), which kitsoki's loader ignores."""
 _ROOT_KEYS = frozenset({"import", "overrides"})
 _OVERRIDES_KEYS = frozenset({"bindings", "world", "synonyms"})
 
@@ -276,6 +279,12 @@ class MiningConfig(BaseModel):
     """Transcript folders beyond the resolved ~/.claude/projects/<slug>."""
     mined_through: dict[str, int] = Field(default_factory=dict)
     """Watermark per project slug: newest mined transcript mtime, unix seconds."""
+    other_projects: bool = False
+    """Read sessions of other projects found under the transcript folders too (ours; kitsoki ignores
+    it). Their evidence only ever makes a dev-story-enrich suggestion."""
+    project_paths: list[str] = Field(default_factory=list)
+    """Other folders this project was worked in (an earlier checkout, a container's mount): sessions
+    recorded there are this project's (ours; kitsoki ignores it). Absolute paths."""
 
     @field_validator("cadence")
     @classmethod
@@ -634,6 +643,17 @@ def _read_mining(value: _Value | None, checker: _Checker) -> MiningConfig:
         threshold = DEFAULT_PRIORITY_THRESHOLD
 
     transcript_dirs = checker.strings(block.get("transcript_dirs"), "mining.transcript_dirs", [])
+    other_projects = checker.boolean(block.get("other_projects"), "mining.other_projects", False)
+    raw_paths = block.get("project_paths")
+    project_paths = checker.strings(raw_paths, "mining.project_paths", [])
+    if raw_paths is not None and raw_paths.kind == "seq":
+        items = [(i, item) for i, item in enumerate(raw_paths.data) if not item.is_null and item.kind == "scalar"]
+        for (index, item), path in zip(items, list(project_paths)):
+            if not _absolute_anywhere(path):
+                # relative to what? kitsoki's own folder is not the workspace: refused rather than guessed
+                checker.report(item, f"mining.project_paths[{index}]",
+                               f'"{path}" is not an absolute path (a session records its folder in full)')
+                project_paths.remove(path)
     mined_through: dict[str, int] = {}
     for slug, mark in checker.mapping(block.get("mined_through"), "mining.mined_through").items():
         seconds = checker.integer(mark, _join("mining.mined_through", slug), None)
@@ -647,7 +667,14 @@ def _read_mining(value: _Value | None, checker: _Checker) -> MiningConfig:
         priority_threshold=max(threshold, 0.0),
         transcript_dirs=transcript_dirs,
         mined_through=mined_through,
+        other_projects=other_projects,
+        project_paths=project_paths,
     )
+
+
+def _absolute_anywhere(path: str) -> bool:
+    """An absolute POSIX or Windows path, or one under the home folder (`~/...`)."""
+    return path.startswith(("/", "~/")) or path == "~" or re.match(r"^[A-Za-z]:[\\/]", path) is not None
 
 
 def _whole(value: _Value | None, key: str, checker: _Checker) -> int:

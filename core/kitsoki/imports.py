@@ -50,14 +50,26 @@ class Sources:
     """Where `@kitsoki/<name>` can come from, in kitsoki's order."""
 
     kitsoki_repo: Path | None = None
-    """KITSOKI_REPO, or the checkout kitsoki recorded in ~/.kitsoki/repo."""
+    """The kitsoki checkout `@kitsoki/<name>` resolves against first (`repo_from` says why)."""
     library: Path | None = None
     """The stories we carry (summaries of kitsoki's own, at the commit noted in the library)."""
+    repo_from: str = ""
+    """Where `kitsoki_repo` came from: miner.flow_gate.kitsoki_repo, KITSOKI_REPO or ~/.kitsoki/repo."""
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, home: Path | None = None) -> Sources:
+    def from_env(cls, env: dict[str, str] | None = None, home: Path | None = None,
+                 setting: Path | None = None) -> Sources:
+        """kitsoki's order (cmd/kitsoki/main.go:77-95, imports.go:287-320): `--kitsoki-repo` (for
+        us, `setting`: the `miner.flow_gate.kitsoki_repo` the kitsoki gate passes as that flag),
+        else $KITSOKI_REPO, else the checkout recorded in ~/.kitsoki/repo, then (in resolve_source)
+        a checkout around the importer, then the library. The loader and the kitsoki gate resolve
+        through this one function, and the gate passes what it found as `--kitsoki-repo`, so the
+        binary's own rewrite of ~/.kitsoki/repo never makes them read different dev-stories."""
         env = os.environ if env is None else env
+        if setting is not None:
+            return cls(kitsoki_repo=Path(setting), library=LIBRARY_DIR, repo_from="miner.flow_gate.kitsoki_repo")
         repo = (env.get("KITSOKI_REPO") or "").strip()
+        source = "KITSOKI_REPO" if repo else ""
         if not repo:
             saved = Path(home or Path.home()) / ".kitsoki" / "repo"
             try:
@@ -65,7 +77,8 @@ class Sources:
             except (OSError, UnicodeDecodeError):
                 text = ""
             repo = text if text and Path(text).is_dir() else ""
-        return cls(kitsoki_repo=Path(repo) if repo else None, library=LIBRARY_DIR)
+            source = "~/.kitsoki/repo" if repo else ""
+        return cls(kitsoki_repo=Path(repo) if repo else None, library=LIBRARY_DIR, repo_from=source)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from core.kitsoki.agent_checks import agent_decl_issues, definition_agent_issues
 from core.kitsoki.checks import validate_definition
 from core.kitsoki.imports import (
     ALIAS_RE,
@@ -82,9 +83,10 @@ class LoadSession:
 
     # -- one app ---------------------------------------------------------------------------------------
 
-    def load(self, app: Path, document: LMap | None = None) -> Loaded:
+    def load(self, app: Path, document: LMap | None = None, base_dir: Path | None = None) -> Loaded:
         """The whole pipeline for an app loaded on its own (a story, or with `document`, an app
-        synthesized in memory at the path `app`)."""
+        synthesized in memory at the path `app`; `base_dir` is its folder, unless given: kitsoki
+        roots a synthesized root's relative paths at the project)."""
         if document is None:
             loaded = self.load_child(str(Path(os.path.abspath(app))), [], top=True)
         else:
@@ -98,8 +100,12 @@ class LoadSession:
         issues = resolve_interfaces(top)
         if not issues:
             issues = materialise_exits(top)
-        if not issues:
-            issues = validate_definition(top, loaded.wrappers)
+        fatal = bool(issues)
+        if not fatal:  # agent_plugins and providers stop the load before validateDef, as in kitsoki
+            agent_issues, fatal = definition_agent_issues(top, base_dir or Path(os.path.abspath(app)).parent)
+            issues = agent_issues if fatal else []
+        if not fatal:
+            issues = validate_definition(top, loaded.wrappers) + agent_issues
         out.issues = issues
         out.definition = None if issues else top
         return out
@@ -159,6 +165,7 @@ class LoadSession:
         if issues:
             loaded.issues.extend(issues)
             return None
+        loaded.issues.extend(agent_decl_issues(document, path))  # kitsoki resolves agents per file, then merges
         merged = document.like(document)
         for block in _MERGED_BLOCKS:
             if isinstance(merged.get(block), LMap):
@@ -197,7 +204,7 @@ class LoadSession:
                 included = self.read(match, loaded.issues, loaded.files, loaded.signatures, "included room file")
                 if included is None:
                     continue
-                problems = check_app(included, match)
+                problems = check_app(included, match) or agent_decl_issues(included, match)
                 if problems:
                     loaded.issues.extend(problems)
                     continue

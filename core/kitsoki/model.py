@@ -200,11 +200,30 @@ class Story(BaseModel):
             yield from state.intents.values()
 
 
+class RefusedStory(BaseModel):
+    """A story kitsoki's discovery skips because it does not load (webconfig.DiscoverStories logs it
+    and goes on): the rest of the workspace loads without it."""
+
+    app: Path
+    """Its app.yaml."""
+    issues: list[ConfigIssue]
+    """Why, each with file:line:col (kitsoki's reasons)."""
+    files: list[Path] = Field(default_factory=list)
+    """The files its load read."""
+
+    def reason(self, limit: int = 3) -> str:
+        shown = "; ".join(f"{Path(i.file).name}:{i.line}:{i.column}: {i.message}" for i in self.issues[:limit])
+        more = f" (and {len(self.issues) - limit} more)" if len(self.issues) > limit else ""
+        return shown + more
+
+
 class Workspace(BaseModel):
     path: Path
     config: KitsokiConfig
     stories: list[Story] = Field(default_factory=list)
     warnings: list[ConfigIssue] = Field(default_factory=list)
+    refused: list[RefusedStory] = Field(default_factory=list)
+    """Stories that do not load, refused alone as kitsoki's discovery skips them (with the reason)."""
     root_instance: Story | None = None
     """The app kitsoki synthesizes for the project root (dev-story imported as `root`), or None
     when dev-story cannot be resolved."""
@@ -229,6 +248,27 @@ class Workspace(BaseModel):
         """The stories a file belongs to: as one of its own files, or through an import."""
         file = Path(file)
         return [story for story in self.stories if file in story.files or file in story.import_files]
+
+    def refusal(self, app: Path | str) -> RefusedStory | None:
+        import os
+
+        key = os.path.realpath(app)
+        return next((r for r in self.refused if os.path.realpath(r.app) == key), None)
+
+    def newly_refused(self, before: Workspace | None, changed: list[Path] | None = None) -> list[RefusedStory]:
+        """The refused stories that loaded in `before` (or are new; with no `before`, none of
+        those), plus those that read a file in `changed`: what an edit broke, as opposed to what
+        was already refused."""
+        import os
+
+        was = {os.path.realpath(r.app) for r in (before.refused if before is not None else [])}
+        touched = {os.path.realpath(f) for f in changed or []}
+        out = []
+        for refusal in self.refused:
+            files = {os.path.realpath(f) for f in [refusal.app, *refusal.files, *(i.file for i in refusal.issues)]}
+            if (before is not None and os.path.realpath(refusal.app) not in was) or files & touched:
+                out.append(refusal)
+        return out
 
     def importers_of(self, story: Story) -> list[Story]:
         """The stories that import `story` (directly or transitively)."""

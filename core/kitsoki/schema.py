@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.kitsoki.parse import LMap, LSeq
+from core.kitsoki.view_checks import element_problem
 from core.kitsoki.yamlread import ConfigIssue
 
 # Field kinds: "str", "bool", "int", "float", "any", a struct name (a key of STRUCTS), or a
@@ -232,6 +233,14 @@ class _Check:
             if set(value) <= {"extends", "blocks", "template_file"} and (value.get("extends") or value.get("template_file")):
                 if value.get("template_file") and (value.get("extends") or value.get("blocks")):
                     self.report(where, path, "view: template_file is mutually exclusive with extends/blocks")
+                    return
+                blocks = value.get("blocks")
+                for name, items in (blocks.items() if isinstance(blocks, LMap) else ()):
+                    for index, element in enumerate(items if isinstance(items, LSeq) else ()):
+                        problem = element_problem(element)
+                        if problem:
+                            self.report(where, path, f"blocks.{name}[{index}]: {problem}")
+                            return
                 return
             self.report(where, path, "view: must be a string, an array of elements, or an {extends, blocks} mapping")
             return
@@ -240,11 +249,10 @@ class _Check:
                 self.report(value.item_at(index), f"{path}[{index}]",
                             "view: must be a string, an array of elements, or an {extends, blocks} mapping")
                 return
-            kinds = [key for key in element if key in _VIEW_ELEMENT_KINDS]
-            if len(kinds) != 1:
-                self.report(value.item_at(index), f"{path}[{index}]",
-                            f"view[{index}]: exactly one element kind must be set "
-                            f"({', '.join(_VIEW_ELEMENT_KINDS)}), got {len(kinds)}")
+            problem = element_problem(element)
+            if problem:
+                self.report(value.item_at(index), f"{path}[{index}]", f"view[{index}]: {problem}")
+                return
 
 
 def check_app(document: Any, file: str) -> list[ConfigIssue]:

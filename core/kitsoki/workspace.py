@@ -29,7 +29,7 @@ from core.kitsoki.config import DEV_STORY, KitsokiConfig, load_config
 from core.kitsoki.imports import KITSOKI_PREFIX, Sources, SourceError, resolve_source
 from core.kitsoki.library import describe as describe_library
 from core.kitsoki.loader import LoadSession
-from core.kitsoki.model import APP_FILE, MATERIALIZED_DIR, Story, Workspace, WorkspaceError
+from core.kitsoki.model import APP_FILE, MATERIALIZED_DIR, RefusedStory, Story, Workspace, WorkspaceError
 from core.kitsoki.parse import LMap, LSeq, Signature, signature
 from core.kitsoki.yamlread import ConfigError, ConfigIssue
 
@@ -161,6 +161,20 @@ def _limits():
     return STORY_LIMITS
 
 
+def workspace_sources(workspace: Path, config: KitsokiConfig | None, env: dict[str, str] | None = None,
+                      home: Path | None = None) -> Sources:
+    """Where this workspace's `@kitsoki/<name>` imports resolve: `miner.flow_gate.kitsoki_repo` (the
+    checkout the kitsoki gate passes as `--kitsoki-repo`), else KITSOKI_REPO, else ~/.kitsoki/repo
+    (core.kitsoki.imports.Sources.from_env). The loader and the kitsoki gate both use this."""
+    miner = (config.extra.get("miner") if config is not None else None) or {}
+    gate = miner.get("flow_gate") if isinstance(miner, dict) else None
+    setting = gate.get("kitsoki_repo") if isinstance(gate, dict) else None
+    repo = None
+    if isinstance(setting, str) and setting.strip():
+        repo = Path(setting) if os.path.isabs(setting) else Path(workspace) / setting
+    return Sources.from_env(env, home, repo)
+
+
 def dev_story_source(workspace: Path, sources: Sources) -> DevStorySource:
     """Where `@kitsoki/dev-story` resolves for this workspace, as kitsoki would resolve it."""
     try:
@@ -168,7 +182,10 @@ def dev_story_source(workspace: Path, sources: Sources) -> DevStorySource:
     except SourceError as exc:
         return DevStorySource(kind="missing", message=str(exc))
     commit = describe_library(DEV_STORY).get("kitsoki_commit", "") if resolved.origin == "library" else ""
-    return DevStorySource(kind=resolved.origin, path=str(resolved.path), kitsoki_commit=commit)
+    why = {"kitsoki-repo": f"from {sources.repo_from}", "checkout": "the kitsoki checkout around the workspace",
+           "library": "the summary of dev-story kitsoki-miner carries (kitsoki uses its embedded library)"}
+    return DevStorySource(kind=resolved.origin, path=str(resolved.path), kitsoki_commit=commit,
+                          message=why.get(resolved.origin, ""))
 
 
 def synthesize_root(workspace: Path, config: KitsokiConfig) -> LMap:
@@ -230,7 +247,7 @@ def load_root_instance(workspace: Path, config: KitsokiConfig, session: LoadSess
         cached = _ROOTS.get(key)
     if cached is not None and _valid(cached, session.overlay, seen):
         return cached
-    loaded = session.load(path, definition)
+    loaded = session.load(path, definition, base_dir=Path(os.path.abspath(workspace)))
     if loaded.issues or loaded.definition is None:
         entry = _StoryEntry(None, loaded.issues, dict(loaded.signatures))
     else:
@@ -269,8 +286,10 @@ def gc_paused():
 
 def load_workspace(path: Path, *, overlay: dict[str, bytes] | None = None, env: dict[str, str] | None = None,
                    home: Path | None = None) -> Workspace:
-    """Load `.kitsoki.yaml`, every story and the root instance; raise WorkspaceError listing every
-    problem. `overlay` (absolute path -> bytes) stands in for files on disk (a staged draft)."""
+    """Load `.kitsoki.yaml`, every story and the root instance. A story that does not load is
+    refused alone (`Workspace.refused`, and a warning), as kitsoki's discovery skips it; a config or
+    root-instance problem raises WorkspaceError listing every problem. `overlay` (absolute path ->
+    bytes) stands in for files on disk (a staged draft)."""
     with gc_paused():
         return _load_workspace(Path(path), overlay, env, home)
 
@@ -281,17 +300,23 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
         config = load_config(workspace, overlay=overlay, env=env)
     except ConfigError as exc:
         raise WorkspaceError(exc.issues) from None
-    sources = Sources.from_env(env, home)
+    sources = workspace_sources(workspace, config, env, home)
     session = LoadSession(sources=sources, overlay=overlay, story_root=workspace)
     seen: dict[str, bool] = {}
     issues: list[ConfigIssue] = []
     warnings: list[ConfigIssue] = list(config.warnings)
     stories = []
+    refused: list[RefusedStory] = []
     for app, materialized in story_app_files(workspace, config, session.overlay):
         entry = load_story_at(session, app, materialized, seen)
-        issues.extend(entry.issues)
         if entry.story is not None:
             stories.append(entry.story)
+        elif entry.issues:  # kitsoki's discovery skips a story that does not load; so do we, saying why
+            refused.append(RefusedStory(app=app, issues=entry.issues, files=[Path(f) for f in entry.signatures]))
+            first = entry.issues[0]
+            warnings.append(ConfigIssue(file=str(app), line=1, column=1, key="",
+                                        message=f"this story does not load, so it is left out (kitsoki skips it "
+                                                f"too): {first.message} ({Path(first.file).name}:{first.line})"))
     source = dev_story_source(workspace, sources)
     root = None
     if source.kind != "missing":
@@ -300,7 +325,7 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
         issues.extend(entry.issues)
     if issues:
         raise WorkspaceError(issues)
-    model = Workspace(path=workspace, config=config, stories=stories, warnings=warnings)
+    model = Workspace(path=workspace, config=config, stories=stories, warnings=warnings, refused=refused)
     model.root_instance = root
     model.dev_story = source
     return model

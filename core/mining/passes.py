@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -36,12 +35,13 @@ from core.mining.watermark import (
     save_state,
     write_unsynced,
 )
-from core.transcripts.claude import is_agent_session
-from core.transcripts.codex import is_agent_source, read_codex_session
-from core.transcripts.discover import codex_meta, discover, first_fields
+from core.transcripts.codex import read_codex_session
+from core.transcripts.discover import SessionFiles, discover
+from core.transcripts.launch import PersonSigns, claude_launch
 from core.transcripts.ingest import parallel_map
-from core.transcripts.lines import paused_gc, sniff_format
+from core.transcripts.lines import NOT_A_TRANSCRIPT, paused_gc, sniff_format
 from core.transcripts.pi import read_pi_session
+from core.transcripts.scope import Scope, split_by_scope, workspace_scope
 from core.transcripts.steps import read_claude_steps
 
 Trigger = Literal["seed", "live"]
@@ -63,6 +63,11 @@ class PassReport(BaseModel):
     bytes_read: int = 0
     mined_through: int = 0
     recipes_path: str = ""
+    other_projects: int = 0
+    """Sessions under the folders looked in that belong to other projects (another `cwd`): left out,
+    or, with `reads_other_projects`, read for suggestions only."""
+    reads_other_projects: bool = False
+    """mining.other_projects / --other-projects was on for this pass."""
 
 
 class MineResult(BaseModel):
@@ -129,23 +134,22 @@ def _stat(fmt: str, path: Path) -> _Candidate | None:
     return _Candidate(fmt, path, st.st_size, st.st_mtime_ns)
 
 
-def _agent_file(c: _Candidate) -> bool:
-    if c.format == "codex":
-        meta = codex_meta(c.path)
-        return is_agent_source(meta.get("source"), meta.get("originator"))
-    if c.format != "claude":
-        return False
-    found = first_fields(c.path, ("entrypoint", "promptSource"))
-    return is_agent_session(found["entrypoint"], found["promptSource"])
+_SIGNS = ("interrupted", "refused", "answered")
 
 
 def _identity(file, path: Path, mark: FileMark | None) -> dict:
-    """The session, project and agent flag of a Claude file's episodes (a resumed read: what the
-    mark says where the new part does not)."""
+    """The session, project and launch of a Claude file's episodes (a resumed read: what the mark
+    says where the new part does not, and who started it from the evidence of both parts)."""
+    signs = PersonSigns(*(getattr(file.signs, s) or bool(mark and s in mark.person_signs) for s in _SIGNS))
+    entrypoint = (mark.entrypoint if mark else None) or file.entrypoint
+    origin = (mark.origin if mark else None) or file.origin
+    kitsoki = file.kitsoki or bool(mark and mark.kitsoki)
+    launch = claude_launch(entrypoint, origin=origin, kitsoki=kitsoki, signs=signs)
     return dict(
         session=file.session_id or (mark.session if mark else path.stem),
         project=file.cwd or (mark.project if mark else None),
-        agent_session=is_agent_session(file.entrypoint, file.prompt_source) or bool(mark and mark.agent_session),
+        agent_session=launch.agent, entrypoint=entrypoint, origin=origin, kitsoki=kitsoki,
+        person_signs=[s for s in _SIGNS if getattr(signs, s)],
     )
 
 
@@ -155,11 +159,12 @@ def mine_file(
     """Episodes of one transcript file, resuming from `mark` when the file only grew.
 
     Returns (path, new mark, bytes read, index of the first episode that changed); with `screen`,
-    None for an agent's session (the seed pass leaves those out)."""
-    if screen and _agent_file(_Candidate(fmt, path, size, mtime_ns)):
-        return None
+    None for a session a program started (the seed pass leaves those out: who started a session is
+    decided with the whole file's evidence, core/transcripts/launch.py)."""
     if fmt in ("pi", "codex"):  # read whole: no resume from an offset for these formats (yet)
         session = read_pi_session(path) if fmt == "pi" else read_codex_session(path)
+        if screen and session.agent_session:
+            return None
         eps = list(episodes(session))
         new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=size,
                        line=session.accounting.lines_read, session=session.id, project=session.project,
@@ -173,19 +178,25 @@ def mine_file(
         if carry is not None and read.orphan_results:
             attach_results(carry, read.orphan_results)
         who = _identity(read.file, path, mark)
-        fresh = list(step_episodes(read.steps, **who, file=str(path), carry=carry))
+        fresh = list(step_episodes(read.steps, **_episode_identity(who), file=str(path), carry=carry))
         kept = mark.episodes[:-1] if carry is not None else mark.episodes
         eps = kept + fresh
         start, changed_from = mark.offset, len(kept)
     else:
         read = read_claude_steps(path)
         who = _identity(read.file, path, None)
-        eps = list(step_episodes(read.steps, **who, file=str(path)))
+        if screen and who["agent_session"]:
+            return None
+        eps = list(step_episodes(read.steps, **_episode_identity(who), file=str(path)))
         start = changed_from = 0
     file = read.file
     new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=file.end_offset, line=file.last_line,
                    **who, episodes=eps)
     return str(path), new, file.end_offset - start, changed_from
+
+
+def _episode_identity(who: dict) -> dict:
+    return {k: who[k] for k in ("session", "project", "agent_session")}
 
 
 def _share_strings(mark: FileMark) -> None:
@@ -214,17 +225,44 @@ def _recipes_stand(path: Path, state: MiningState) -> bool:
     return hashlib.sha256(body).hexdigest() == state._recipes_sha256
 
 
-def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[_Candidate]:
+def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[SessionFiles]:
     """The transcript trunks among watcher-reported paths (subagent files are not mined)."""
     out = []
-    for path in {Path(p) for p in paths}:
+    for path in sorted({Path(p) for p in paths}):
         if path.suffix != ".jsonl" or path.name.startswith("agent-") or path.parent.name == "subagents":
             continue
         mark = state.files.get(str(path))
         fmt = mark.format if mark is not None else (sniff_format(path) or "claude")
-        if (c := _stat(fmt, path)) is not None:
-            out.append(c)
+        if fmt == NOT_A_TRANSCRIPT:
+            continue
+        out.append(SessionFiles(fmt, path))
     return out
+
+
+def _sort_by_scope(units: list[SessionFiles], scope: Scope, state: MiningState) -> tuple[list[SessionFiles], int,
+                                                                                          set[str], set[str]]:
+    """(the sessions this pass may read, how many belong to other projects, the files the state had
+    mined that now do (their episodes leave), the files it had set aside that now belong (they are
+    read whatever the watermark: they never had their turn)). The state remembers every session's
+    project, so only new files have their first lines read."""
+    known = {path: mark.project for path, mark in state.files.items()}
+    known.update(state.others)
+    split = split_by_scope(units, scope, known)
+    dropped, returned = set(), set()
+    for unit in split.other:
+        key = str(unit.trunk or unit.subagents[0])
+        if key in state.files:
+            del state.files[key]
+            dropped.add(key)
+        state.others[key] = split.projects[key]
+    for unit in split.kept:
+        key = str(unit.trunk or unit.subagents[0])
+        if key in state.others:
+            del state.others[key]
+            returned.add(key)
+    others = len(split.other) + sum(1 for unit in split.kept if not scope.owns(split.projects.get(
+        str(unit.trunk or unit.subagents[0])), unit.trunk))
+    return split.kept, others, dropped, returned
 
 
 @dataclass
@@ -233,6 +271,8 @@ class PassMemory:
 
     state: MiningState | None = None
     index: RecipeIndex | None = None
+    scope: str = ""
+    """The scope (Scope.key) the index was built for: another one rebuilds it."""
 
 
 def _run_pass(
@@ -252,10 +292,14 @@ def _run_pass(
     on_complete: Callable[[PassReport, list[Recipe]], None] | None = None,
     memory: PassMemory | None = None,
     changed_paths: Iterable[Path] | None = None,
+    other_projects: bool = False,
+    project_paths: Iterable[str] = (),
 ) -> tuple[PassReport, list[Recipe]]:
     """One pass for the workspace's slug; returns its report and the ranked recipes.
 
-    `changed_paths` (from a file watcher) lets a live pass with a remembered state look only at
+    Only the workspace's own sessions are read (core/transcripts/scope.py), whichever folders the
+    transcripts come from; the others are counted. `other_projects` reads them too, for suggestions
+    only; `project_paths` are other folders this project was worked in. `changed_paths` (from a file watcher) lets a live pass with a remembered state look only at
     those files instead of walking every transcript folder.
     """
     repo = (repo or workspace).resolve()
@@ -275,34 +319,33 @@ def _run_pass(
     else:
         fresh_seed = False
 
-    if changed_paths is not None and remembered is state and not fresh_seed:
-        seen = _changed_trunks(changed_paths, state)
+    scope = workspace_scope(repo, other_projects=other_projects, project_paths=project_paths)
+    same_scope = memory is not None and memory.scope == scope.key
+    if changed_paths is not None and remembered is state and not fresh_seed and same_scope:
+        units = _changed_trunks(changed_paths, state)
     else:
         known = {path: mark.format for path, mark in state.files.items()}
-        units = discover(repo, dirs, home=home, env=env, known=known)
-        seen = [c for u in units if u.trunk is not None and (c := _stat(u.format, u.trunk)) is not None]
-    screen = False
+        units = discover(repo, dirs, home=home, env=env, known=known, scope=scope)
+    kept, others, dropped, returned = _sort_by_scope([u for u in units if u.trunk is not None], scope, state)
+    seen = [c for u in kept if (c := _stat(u.format, u.trunk)) is not None]
+    sample = max(0, first_pass_sample)
     if fresh_seed:
-        newest_first = sorted(seen, key=lambda c: (-c.mtime_ns, str(c.path)))
-        sample = max(0, first_pass_sample)
-        if len(newest_first) <= sample:
-            # Every session but the agents' is read: each job tells its own file's (in the workers),
-            # rather than this process reading every file's head first.
-            todo, screen = newest_first, True
-        else:
-            todo = list(itertools.islice((c for c in newest_first if not _agent_file(c)), sample))
+        # The most recent sessions first; each is read whole, since who started it is decided with the
+        # whole file's evidence (a person's interrupt in an SDK session, kitsoki's tools), and the ones
+        # programs started are dropped until `sample` people's sessions are read.
+        todo = sorted(seen, key=lambda c: (-c.mtime_ns, str(c.path)))
     else:
         todo = []
         for c in seen:
             mark = state.files.get(str(c.path))
             if mark is None:
-                if c.mtime_ns > state.mined_through * 1_000_000_000:
+                if c.mtime_ns > state.mined_through * 1_000_000_000 or str(c.path) in returned:
                     todo.append(c)
             elif (mark.size, mark.mtime_ns) != (c.size, c.mtime_ns):
                 todo.append(c)
 
     out = recipes_path(workspace)
-    if not todo and not fresh_seed and out.exists() and _recipes_stand(out, state):
+    if not todo and not dropped and not fresh_seed and out.exists() and _recipes_stand(out, state):
         # Nothing new: the stored recipes stand. Only fingerprints were read and files stat()ed.
         recipes = read_recipes(workspace)
         for recipe in recipes:
@@ -310,7 +353,8 @@ def _run_pass(
         body = recipes_json(recipes)
         report = PassReport(trigger=trigger, slug=slug, sessions=0, recipes=len(recipes),
                             job_id=f"{trigger}-{hashlib.sha256(body).hexdigest()[:12]}", files_seen=len(seen),
-                            mined_through=state.mined_through, recipes_path=str(out))
+                            mined_through=state.mined_through, recipes_path=str(out), other_projects=others,
+                            reads_other_projects=other_projects)
         if memory is not None:
             memory.state = state
         if on_complete is not None:
@@ -321,32 +365,53 @@ def _run_pass(
 
     bytes_read = 0
     changed: dict[str, int] = {}
-    jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path)), screen) for c in todo]
-    sizes = [max(1, c.size - (state.files[str(c.path)].offset if str(c.path) in state.files else 0)) for c in todo]
-    for mined in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
-        if cancel is not None and cancel.is_set():
-            raise PassCancelled()
-        if mined is None:
-            continue  # an agent's session, screened out
-        path, mark, read, changed_from = mined
-        _share_strings(mark)
-        state.files[path] = mark
-        changed[path] = changed_from
-        bytes_read += read
+    examined: list[_Candidate] = []
+    pending = todo if not fresh_seed or sample > 0 else []
+    while pending:
+        batch = pending[:sample] if fresh_seed else pending
+        pending = pending[len(batch):]
+        examined += batch
+        jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path)), fresh_seed) for c in batch]
+        sizes = [max(1, c.size - (state.files[str(c.path)].offset if str(c.path) in state.files else 0))
+                 for c in batch]
+        for mined in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
+            if cancel is not None and cancel.is_set():
+                raise PassCancelled()
+            if mined is None:
+                continue  # a program's session, left out of the seed
+            path, mark, read, changed_from = mined
+            _share_strings(mark)
+            state.files[path] = mark
+            changed[path] = changed_from
+            bytes_read += read
+        if fresh_seed:
+            sample -= sum(1 for c in batch if str(c.path) in state.files)
+            if sample <= 0:
+                break
     if cancel is not None and cancel.is_set():
         raise PassCancelled()
-    if screen:
-        todo = [c for c in todo if str(c.path) in state.files]
+    todo = [c for c in examined if str(c.path) in state.files] if fresh_seed else examined
 
     if todo:
+        # kitsoki's watermark: the newest session the pass mined (a seed's sample, people's sessions);
+        # a later live pass keeps programs' sessions newer than it.
         state.mined_through = max(state.mined_through, max(c.mtime_ns for c in todo) // 1_000_000_000)
-    episodes_now = state.all_episodes()
-    index = memory.index if memory is not None and memory.index is not None else None
+    # Recipes come from this project's sessions. With other projects opted in, what recurs only when
+    # theirs are counted too is kept, marked: its evidence is not this project's (a suggestion at most).
+    own = {p: m for p, m in state.files.items() if not other_projects or scope.owns(m.project, Path(p))}
+    episodes_now = [ep for m in own.values() for ep in m.episodes]
+    index = memory.index if memory is not None and memory.scope == scope.key else None
     if index is not None:
-        index.sync_files({p: state.files[p].episodes for p in changed}, episodes_now)
+        index.sync_files({p: own[p].episodes if p in own else [] for p in (*changed, *dropped)}, episodes_now)
     else:
         index = RecipeIndex(episodes_now)
     recipes = index.recipes(priority_threshold)
+    if other_projects and len(own) < len(state.files):
+        mine = {r.id for r in recipes}
+        beyond = [r for r in RecipeIndex(state.all_episodes()).recipes(priority_threshold) if r.id not in mine]
+        for recipe in beyond:
+            recipe.__dict__["other_projects"] = True  # before its JSON is first made
+        recipes = sorted(recipes + beyond, key=lambda r: (-r.priority, r.id))
     body = recipes_json(recipes)
     digest = hashlib.sha256(body).hexdigest()
     job_id = f"{trigger}-{digest[:12]}"
@@ -356,11 +421,12 @@ def _run_pass(
     write_unsynced(out, body, what="recipes.json")
     save_state(workspace, state, None if fresh_seed else changed, recipes_sha256=digest)
     if memory is not None:
-        memory.state, memory.index = state, index
+        memory.state, memory.index, memory.scope = state, index, scope.key
     report = PassReport(
         trigger=trigger, slug=slug, sessions=len(todo), recipes=len(recipes), job_id=job_id,
         files_seen=len(seen), files_read=len(todo), bytes_read=bytes_read,
-        mined_through=state.mined_through, recipes_path=str(out),
+        mined_through=state.mined_through, recipes_path=str(out), other_projects=others,
+        reads_other_projects=other_projects,
     )
     if on_complete is not None:
         on_complete(report, recipes)

@@ -95,6 +95,10 @@ class Recipe(BaseModel):
     """binding: the dev-story iface; world: the world key."""
     value: str | None = None
     """binding: the provider seen (gh, git, beads, ...); world: the value; gate: the decision seen."""
+    other_projects: bool = False
+    """It recurs only with other projects' sessions counted (mining.other_projects): its evidence is
+    not this project's, so only a dev-story-enrich suggestion may come of it (core/mining/passes.py).
+    Written to recipes.json only when true."""
     _score: tuple = PrivateAttr(default=())
     _json: dict | None = PrivateAttr(default=None)
     """The recipe as JSON data, made once when it is built; re-scoring only patches the score."""
@@ -103,6 +107,8 @@ class Recipe(BaseModel):
     def as_json(self) -> dict:
         if self._json is None:
             self._json = self.model_dump(mode="json")
+            if not self.other_projects:
+                del self._json["other_projects"]  # the file as it was before the opt-in existed
         self._json["priority"] = self.priority
         self._json["below_threshold"] = self.below_threshold
         return self._json

@@ -21,7 +21,8 @@ from core.mining.passes import PassCancelled, PassMemory, PassReport, run_pass
 from core.mining.recipes import Recipe
 from core.mining.watermark import kitsoki_slug
 from core.trace import Trace, TraceBusyError
-from core.transcripts.discover import claude_roots, claude_slug, pi_dirname, pi_root
+from core.transcripts.discover import named_folders, claude_roots, claude_slug, pi_dirname, pi_root
+from core.transcripts.scope import workspace_scope
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,8 @@ class MinerService:
         on_progress: Callable[[int, int], None] | None = None,
         on_start: Callable[[], None] | None = None,
         workers: int | None = None,
+        other_projects: bool = False,
+        project_paths: Iterable[str] = (),
     ) -> None:
         self.workspace = Path(workspace)
         self.repo = (repo or self.workspace).resolve()
@@ -74,6 +77,10 @@ class MinerService:
         self.first_pass_sample = first_pass_sample
         self.priority_threshold = priority_threshold
         self.dirs = [Path(d) for d in (transcript_dirs or [])]
+        self.other_projects = other_projects
+        """mining.other_projects: read other projects' sessions too (suggestions only)."""
+        self.project_paths = list(project_paths)
+        self._own_dirs: list[Path] | None = None
         self.mined_through = dict(mined_through or {})
         self.home, self.env = home, env
         self.on_pass = on_pass
@@ -137,6 +144,7 @@ class MinerService:
     def set_scope(self, dirs: list[Path]) -> None:
         with self._lock:
             self.dirs = [Path(d) for d in dirs]
+            self._own_dirs = None
             self._changed = None
         if self._watcher is not None:
             self._restart_watcher()
@@ -191,11 +199,25 @@ class MinerService:
     # -- internals -------------------------------------------------------------------------------
 
     def watched_dirs(self) -> list[Path]:
+        """The folders Claude Code and Pi name after the workspace, the places inside it and its other
+        checkouts (those that exist; the workspace's own even before it does), then the extra ones.
+        Listed once (the status asks often; the watcher starts with them), again after a re-scope."""
+        if self._own_dirs is None:
+            self._own_dirs = self._own_folders()
+        return self._own_dirs + list(self.dirs)
+
+    def _own_folders(self) -> list[Path]:
         env = self.env if self.env is not None else os.environ
         home = self.home or Path(env.get("HOME", "~")).expanduser()
+        scope = workspace_scope(self.repo, project_paths=self.project_paths)
         dirs = [root / claude_slug(self.repo) for root in claude_roots(home, env)]
         dirs.append(pi_root(home, env) / pi_dirname(self.repo))
-        return dirs + list(self.dirs)
+        claude_prefixes = tuple(f + "-" for f in scope.claude_folders)
+        pi_prefixes = tuple(f[:-2] + "-" for f in scope.pi_folders)
+        for root, names, prefixes in [*((r, scope.claude_folders, claude_prefixes) for r in claude_roots(home, env)),
+                                      (pi_root(home, env), scope.pi_folders, pi_prefixes)]:
+            dirs += [d for d in named_folders(root, names, prefixes) if d not in dirs]
+        return dirs
 
     def _record(self, report: PassReport | None = None, **paused) -> None:
         try:
@@ -234,6 +256,7 @@ class MinerService:
                     priority_threshold=self.priority_threshold, mined_through=self.mined_through,
                     cancel=self._cancel, home=self.home, env=self.env, workers=self.workers,
                     memory=self._memory, changed_paths=changed, progress=self.on_progress,
+                    other_projects=self.other_projects, project_paths=self.project_paths,
                 )
                 self._record(report)
             except PassCancelled:

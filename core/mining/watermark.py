@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, PrivateAttr
 from core import statefs
 from core.mining.episodes import Episode
 
-PARSER_VERSION = "4"
+PARSER_VERSION = "5"
 """Bump when readers or episode extraction change what they produce: every file is re-read."""
 
 
@@ -46,6 +46,13 @@ class FileMark(BaseModel):
     session: str
     project: str | None = None
     agent_session: bool = False
+    entrypoint: str | None = None
+    """What the file says of who started it (core/transcripts/launch.py), kept so that a read from
+    where the last one stopped decides with the whole file's evidence."""
+    origin: str | None = None
+    kitsoki: bool = False
+    person_signs: list[str] = Field(default_factory=list)
+    """"interrupted", "refused", "answered": what a person did in it so far."""
     episodes: list[Episode] = Field(default_factory=list)
 
 
@@ -63,6 +70,10 @@ class MiningState(BaseModel):
     mined_through: int = 0
     """Newest transcript mtime (unix seconds) mined: kitsoki's watermark."""
     files: dict[str, FileMark] = Field(default_factory=dict)
+    others: dict[str, str | None] = Field(default_factory=dict)
+    """Sessions seen and left out as other projects' (path -> the folder they recorded): not read
+    again to tell, and read when the scope comes to hold them (a worktree added, other projects opted
+    in) whatever the watermark says."""
 
     def all_episodes(self) -> list[Episode]:
         return [ep for mark in self.files.values() for ep in mark.episodes]
@@ -76,6 +87,7 @@ class _Marks(BaseModel):
     parser: str = PARSER_VERSION
     mined_through: int = 0
     files: dict[str, FileMark] = Field(default_factory=dict)
+    others: dict[str, str | None] = Field(default_factory=dict)
     episodes_file: str = ""
     episodes_bytes: int = 0
     """Bytes of the episode log that belong to this state; anything after is a crashed pass's."""
@@ -132,7 +144,7 @@ def load_state(workspace: Path, slug: str, *, with_episodes: bool = True) -> Min
         if marks.parser != PARSER_VERSION or marks.slug != slug or not _episodes_name(slug, marks.episodes_file):
             return None
         state = MiningState(slug=marks.slug, parser=marks.parser, mined_through=marks.mined_through,
-                            files=marks.files)
+                            files=marks.files, others=marks.others)
         state._episodes_file = marks.episodes_file
         state._episodes_bytes = marks.episodes_bytes
         state._compacted_bytes = marks.compacted_bytes
@@ -225,7 +237,8 @@ def save_state(workspace: Path, state: MiningState, changed: dict[str, int] | No
                                 (part for p, m in sorted(state.files.items()) for part in _line_parts(p, 0, m.episodes)))
         compacted, inline = size, []
     marks = _Marks(slug=state.slug, parser=state.parser, mined_through=state.mined_through, episodes_file=name,
-                   episodes_bytes=size, compacted_bytes=compacted, files=dict(sorted(state.files.items())), inline=inline,
+                   episodes_bytes=size, compacted_bytes=compacted, files=dict(sorted(state.files.items())),
+                   others=dict(sorted(state.others.items())), inline=inline,
                    recipes_sha256=recipes_sha256)
     path = state_path(workspace, state.slug)
     # The episodes live in the log; the fingerprints file leaves them out (no copies made). Files are

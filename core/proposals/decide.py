@@ -22,6 +22,8 @@ the trace event's `call_id`, which is what makes its journal single-use (core.ap
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +38,7 @@ from core.mining.service import trace_path
 from core.safeio import read_regular
 from core.proposals.inbox import MAX_TARGET_BYTES, find, history
 from core.proposals.model import Proposal
+from core.proposals.reversal import remember_kept
 from core.proposals.settings import SettingsError, gate_settings
 from core.proposals.shown import NotShown, check_shown
 from core.proposals.staging import (
@@ -83,6 +86,22 @@ class Decision(BaseModel):
     held: bool = False
     """accept: not kept because nothing judged it (no flow exercises it, or none of those that do could
     run); `failure` says what would. The tree is as it was."""
+    proof: str | None = None
+    """accept: the proposal's own proof fixture (it ran with the rest; `proof_status` says how)."""
+
+    def proof_status(self) -> str | None:
+        """passed, failed or `not run: <why>` for the proof fixture, from the gate's runs."""
+        if self.proof is None or self.gate is None:
+            return None
+        for run in self.gate.runs:
+            if self.proof in run.passed:
+                return "passed"
+            if self.proof in run.failed:
+                return "failed"
+            for line in run.not_run:
+                if line.startswith(f"{self.proof}:"):
+                    return "not run:" + line[len(self.proof) + 1:]
+        return "not run"
 
     def flows(self) -> list[dict[str, Any]]:
         """Per app the gate reached: which flows passed, failed, or did not run and why."""
@@ -113,7 +132,10 @@ class Decision(BaseModel):
                "reverted": self.reverted, "failure": self.failure}
         if self.verdict == "accept":
             out |= {"gated": self.gated, "held": self.held, "flows": self.flows(),
-                    "skipped": list(self.gate.skipped) if self.gate else []}
+                    "skipped": list(self.gate.skipped) if self.gate else [],
+                    "proof": {"path": self.proof, "status": self.proof_status()} if self.proof else None,
+                    "dev_story": self.gate.dev_story if self.gate else "",
+                    "unprovable": list(self.gate.unprovable) if self.gate else []}
             if self.unresolved:
                 out |= {"unresolved": True, "kept_edits": list(self.kept_edits)}
             if self.note:
@@ -178,6 +200,31 @@ def _live_bytes(workspace: Path, paths: Iterable[str]) -> dict[str, bytes | None
     return out
 
 
+def reload_refusing(before: Any, changed: list[Path]) -> Callable[[Path], object]:
+    """The applier's reload after an edit: the workspace loads, and no story that loaded before the
+    edit (nor one reading a changed file) is now refused; else WorkspaceError naming why (red)."""
+    from core.kitsoki.model import WorkspaceError
+
+    def reload(workspace: Path) -> object:
+        model = load_workspace(workspace)
+        broken = model.newly_refused(before, changed)
+        if broken:
+            raise WorkspaceError([issue for refusal in broken for issue in refusal.issues])
+        return model
+
+    return reload
+
+
+def _modes(workspace: Path, paths: Iterable[str]) -> dict[str, int | None]:
+    out: dict[str, int | None] = {}
+    for rel in paths:
+        try:
+            out[rel] = stat.S_IMODE(os.lstat(workspace / rel).st_mode)
+        except OSError:
+            out[rel] = None
+    return out
+
+
 def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate: Gate | None = None,
            gate_kind: str | None = None, lock_timeout: float = 0.0,
            hook: Callable[[str], None] | None = None) -> Decision:
@@ -196,7 +243,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         raise DecisionRefused("staged", f"the staged proposal {proposal.recipe_id} changes no file")
     for change in proposal.files:  # the stored paths, held to a fresh draft's rules again
         try:
-            check_target(model, change.path)
+            check_target(model, change.path, recipe_id=proposal.recipe_id)
         except DraftInvalid as exc:
             raise DecisionRefused("invalid", f"the staged proposal {proposal.recipe_id} names a file it may not "
                                              f"change, so nothing is applied: {exc}") from None
@@ -211,10 +258,12 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
     if proposal.status == "refining":
         artifact = read_artifact(workspace, proposal)
         try:
-            check_draft(model, files, artifact, [])
+            check_draft(model, files, artifact, [], recipe_id=proposal.recipe_id)
         except DraftInvalid as exc:
             raise DecisionRefused("invalid", f"the refined draft of {proposal.recipe_id} does not validate: {exc}") \
                 from None
+    changed = [change.path for change in proposal.files]
+    before = _live_bytes(workspace, changed)  # the gate's rung-1 diff, and what an undo puts back
     if gate is None:
         # The scope (which apps, which flows) is computed by the gate itself, on the tree after the edit.
         try:
@@ -223,8 +272,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
             raise DecisionRefused("config", str(exc)) from None
         if gate_kind is not None:
             settings = settings.model_copy(update={"kind": gate_kind})
-        changed = [change.path for change in proposal.files]
-        gate = choose_gate(workspace, settings, changed=changed, before=_live_bytes(workspace, changed))
+        gate = choose_gate(workspace, settings, changed=changed, before=before)
     expected = {change.path: change.before_sha256 for change in proposal.files}
 
     def decision_of(outcome) -> Decision:
@@ -232,6 +280,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         return Decision(recipe_id=proposal.recipe_id, verdict="accept", title=proposal.title,
                         flows_green=outcome.flows_green, reverted=outcome.reverted, failure=outcome.failure,
                         files=outcome.written, kept_edits=outcome.kept_edits, gate=result,
+                        proof=proposal.proof.path if proposal.proof is not None else None,
                         gated=result.gated if result is not None else True,
                         held=bool(result is not None and result.held and outcome.reverted),
                         unresolved=outcome.unresolved, accept_id=outcome.accept_id)
@@ -243,6 +292,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         if outcome.reverted:
             proposal.status, proposal.failure = "held", outcome.failure
             save_proposal(workspace, proposal)
+        else:  # kept: what it replaced, for an undo (core.proposals.reversal)
+            remember_kept(workspace, proposal, before, files, _modes(workspace, changed))
         artifact = read_artifact(workspace, proposal)
         artifact["flows_green"] = outcome.flows_green
         if result is not None:
@@ -253,7 +304,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         write_artifact(workspace, proposal, artifact)
 
     try:
-        outcome = apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate, reload=load_workspace,
+        outcome = apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate,
+                              reload=reload_refusing(model, [workspace / rel for rel in files]),
                               unsaved=unsaved, lock_timeout=lock_timeout, hook=hook, on_outcome=record,
                               still_open=lambda: _still_the_same(workspace, proposal))
     except ApplyRefused as exc:

@@ -11,6 +11,7 @@ drafted as a suggestion to enrich dev-story, with no file change: it is shown, n
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,11 +21,13 @@ from typing import Any, Literal
 from core.kitsoki import yamledit
 from core.kitsoki.config import CONFIG_FILE, DEV_STORY_WORLD_KEYS
 from core.kitsoki.inventory import ROOT_INSTANCE, Inventory
-from core.kitsoki.routing import content_stems
-from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, relative
+from core.kitsoki.routing import Router, content_stems
+from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, initial_leaf, relative
 from core.mining.recipes import Recipe
 from core.proposals.mapper import PROVIDER_HANDLERS, usable_phrasings, without_redactions
 from core.proposals.model import Mapping
+from core.proposals import proofs
+from core.proposals.proofs import Proof
 from core.proposals.wording import actions_text, cite_text, classification_text, plural
 from core.trace import ProposalKind
 
@@ -50,6 +53,12 @@ class Draft:
     suggestion_only: bool = False
     expect_routes: list[tuple[str, str, str]] = field(default_factory=list)
     """(story, phrase, intent) the staged tree must route, or the draft does not do what it says."""
+    keep_routes: list[tuple[str, str, str]] = field(default_factory=list)
+    """(story, phrase, intent) of a neighbour intent that must still route there after the draft."""
+    proof: Proof | None = None
+    """The proposal's own proof (core.proposals.proofs): a new fixture, or why no flow can show it."""
+    proof_later: Callable[[Workspace, Workspace], Proof] | None = None
+    """Builds the proof from the live and the staged tree, when it needs the staged tree."""
 
 
 Reader = Callable[[str], bytes | None]
@@ -132,6 +141,12 @@ def draft(recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inv
     raise DraftError(f"the built-in drafter does not draft {recipe.kind} recipes")
 
 
+def other_projects_suggestion(recipe: Recipe, mapping: Mapping) -> Draft:
+    """A recipe that recurs only across other projects' sessions: a dev-story-enrich suggestion, never a
+    rung-1 or rung-2 change to this project (core/mining/passes.py marks it)."""
+    return _suggestion(recipe, mapping, f"Seen in other projects' sessions, not this one's: {recipe.title}")
+
+
 def _suggestion(recipe: Recipe, mapping: Mapping, headline: str) -> Draft:
     return Draft(kind="dev-story-enrich", target="dev-story", rung=2, title=headline, suggestion_only=True,
                  summary_markdown=_summary(headline, recipe, mapping, []))
@@ -144,8 +159,14 @@ def _draft_binding(recipe: Recipe, mapping: Mapping, read: Reader) -> Draft:
         return _suggestion(recipe, mapping, f"dev-story could offer a {provider} provider for {iface}")
     text = yamledit.set_value(_text(read, CONFIG_FILE), ["root", "overrides", "bindings", iface], handler)
     headline = f"Bind {iface} to {handler}"
+
+    def proof(live: Workspace, staged: Workspace) -> Proof:
+        return proofs.binding_proof(live.path, recipe.id, headline, live.root_instance, staged.root_instance,
+                                    iface, handler)
+
     return Draft(kind="binding", target="root-instance", rung=1, title=headline,
-                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]))
+                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]),
+                 proof_later=proof)
 
 
 def _typed(key: str, value: str | None) -> Any:
@@ -171,8 +192,13 @@ def _draft_world(recipe: Recipe, mapping: Mapping, read: Reader) -> Draft:
     value = _typed(key, recipe.value)
     text = yamledit.set_value(_text(read, CONFIG_FILE), ["root", "overrides", "world", key], value)
     headline = f"Set world.{key} to {value!r}"
+
+    def proof(live: Workspace, staged: Workspace) -> Proof:
+        return proofs.world_proof(live.path, recipe.id, headline, staged.root_instance, key, value)
+
     return Draft(kind="world", target="root-instance", rung=1, title=headline,
-                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]))
+                 files={CONFIG_FILE: text.encode()}, summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]),
+                 proof_later=proof)
 
 
 def _new_phrases(recipe: Recipe, existing: set[str]) -> list[str]:
@@ -216,10 +242,13 @@ def _draft_intent(recipe: Recipe, mapping: Mapping, workspace: Workspace, invent
         if story_slug == ROOT_INSTANCE:
             text = yamledit.append_items(_text(read, CONFIG_FILE), ["root", "overrides", "synonyms", intent], phrases)
             headline = f"Route {_count(phrases, 'more phrasing')} to dev-story's {intent}"
+            neighbours = _neighbours(inventory, ROOT_INSTANCE, intent, phrases)
             return Draft(kind="intent", target="root-instance", rung=1, title=headline,
                          files={CONFIG_FILE: text.encode()},
                          summary_markdown=_summary(headline, recipe, mapping, [CONFIG_FILE]),
-                         expect_routes=[(ROOT_INSTANCE, p, intent) for p in phrases])
+                         expect_routes=[(ROOT_INSTANCE, p, intent) for p in phrases], keep_routes=neighbours,
+                         proof=Proof(unprovable=[proofs.phrasing_note(phrases, f"dev-story's {intent}",
+                                                                      [(p, i) for _, p, i in neighbours])]))
         story = workspace.story(story_slug)
         if story is None or row is None or row.at is None:
             raise DraftError(f"{mapping.near} is not in a story file this workspace can edit")
@@ -230,10 +259,39 @@ def _draft_intent(recipe: Recipe, mapping: Mapping, workspace: Workspace, invent
         path = (_state_path(declared.state) + ["intents", intent] if declared.state else ["intents", intent])
         text = yamledit.append_items(_text(read, rel), path + ["synonyms"], phrases)
         headline = f"Add {_count(phrases, 'synonym')} to {story_slug}'s {intent}"
+        neighbours = _neighbours(inventory, story_slug, intent, phrases)
         return Draft(kind="intent", target="root-instance", rung=2, title=headline, files={rel: text.encode()},
                      summary_markdown=_summary(headline, recipe, mapping, [rel]),
-                     expect_routes=[(story_slug, p, intent) for p in phrases])
-    return _draft_new_room(recipe, mapping, workspace, read)
+                     expect_routes=[(story_slug, p, intent) for p in phrases], keep_routes=neighbours,
+                     proof=Proof(unprovable=[proofs.phrasing_note(phrases, f"{story_slug}'s {intent}",
+                                                                  [(p, i) for _, p, i in neighbours])]))
+    return _draft_new_room(recipe, mapping, workspace, inventory, read)
+
+
+def _neighbours(inventory: Inventory, story: str, intent: str, phrases: list[str]) -> list[tuple[str, str, str]]:
+    """(story, phrase, intent) of the other intents of `story` nearest to the new phrasings: one
+    phrase each of the two closest, which must still route to their own intent after the draft."""
+    words = set().union(*(content_stems(p) for p in phrases)) if phrases else set()
+    scored = []
+    for row in inventory.intents:
+        if row.story != story or row.name == intent:
+            continue
+        for phrase in row.phrases:
+            stems = content_stems(phrase.text)
+            if stems and words and "{" not in phrase.text:
+                overlap = 2 * len(stems & words) / (len(stems) + len(words))
+                if overlap > 0:
+                    scored.append((overlap, row.name, phrase.text))
+    scored.sort(key=lambda item: (-item[0], item[1], item[2]))
+    router = Router([row for row in inventory.intents if row.story == story], strict=False) if scored else None
+    out: list[tuple[str, str, str]] = []
+    for _, name, text in scored[:40]:
+        # Only a phrasing that routes to its intent now can be held to still route there.
+        if all(name != other for _, _, other in out) and router.route(text).intent == name:
+            out.append((story, text, name))
+        if len(out) == 2:
+            break
+    return out
 
 
 def _home_story(workspace: Workspace) -> Story | None:
@@ -244,15 +302,71 @@ def _home_story(workspace: Workspace) -> Story | None:
     return (next((s for s in own if not s.materialized), None) or (own[0] if own else None))
 
 
-def _room_spec(recipe: Recipe, description: str) -> dict[str, Any]:
+AGENT_TOOLS = ["Read", "Grep", "Glob", "Edit", "Write", "Bash"]
+"""What the room's agent may use: host.agent.task is kitsoki's verb for agentic work (a read-only verb
+would refuse Edit and Write at load)."""
+
+
+@dataclass
+class Room:
+    """What a new intent's room needs besides its state: kitsoki's `host.agent.task` names a declared
+    agent and an acceptance schema (a story-relative JSON file), or the story does not load."""
+
+    agent: str
+    agent_spec: dict[str, Any]
+    schema: str
+    """Story-relative, as the effect names it."""
+    schema_bytes: bytes
+
+
+def _ask(recipe: Recipe) -> tuple[str, str]:
     usable = usable_phrasings(recipe)
     ask = clean_phrase(usable[0].text) if usable else without_redactions(recipe.title)
     steps = "; ".join(without_redactions(step) for step in recipe.action_signature[:6])  # no placeholder in YAML
+    return ask, steps
+
+
+def _room(recipe: Recipe, name: str, taken_agents: set[str]) -> Room:
+    ask, steps = _ask(recipe)
+    agent, n = f"{name}_agent", 2
+    while agent in taken_agents:
+        agent, n = f"{name}_agent_{n}", n + 1
+    prompt = (f"You carry out one request people made again and again in this project: {ask}."
+              + (f" The steps they usually took: {steps}." if steps else "")
+              + " Work in the project's tree, then submit what you changed and why.")
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": f"{name}_result",
+        "description": f"What the {name} room's agent submits when it is done (drafted by kitsoki-miner).",
+        "type": "object",
+        "required": ["summary_markdown", "files_changed"],
+        "properties": {
+            "summary_markdown": {"type": "string", "minLength": 1,
+                                 "description": "What was done, for the person reviewing it."},
+            "files_changed": {"type": "array", "items": {"type": "string"},
+                              "description": "Every file changed, workspace-relative."},
+        },
+    }
+    return Room(agent=agent, agent_spec={"system_prompt": prompt, "tools": list(AGENT_TOOLS)},
+                schema=f"schemas/{name}.json", schema_bytes=(json.dumps(schema, indent=2) + "\n").encode())
+
+
+def _room_spec(recipe: Recipe, description: str, room: Room) -> dict[str, Any]:
+    ask, steps = _ask(recipe)
     prompt = f"{ask}. The usual steps: {steps}." if steps else f"{ask}."
-    return {"description": description, "on_enter": [{"invoke": AGENT_TASK, "with": {"prompt": prompt}}]}
+    return {"description": description,
+            "on_enter": [{"invoke": AGENT_TASK, "with": {"agent": room.agent, "acceptance": {"schema": room.schema},
+                                                        "context": {"prompt": prompt}}}]}
 
 
-def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read: Reader) -> Draft:
+def _story_agents(story: Story) -> set[str]:
+    definition = story.definition
+    agents = definition.get("agents") if isinstance(definition, dict) else None
+    return set(agents or ())
+
+
+def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inventory,
+                    read: Reader) -> Draft:
     story = _home_story(workspace)
     taken = {i.name for s in workspace.stories for i in s.all_intents()}
     name = intent_name_for(recipe, taken)
@@ -271,8 +385,15 @@ def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read
         return files[rel] if rel in files else _text(read, rel)
 
     app_rel = relative(workspace.path, story.path)
-    files[app_rel] = _add_intent(text_of(app_rel), name, intent_spec)
-    spec = _room_spec(recipe, description[:160])
+    room_parts = _room(recipe, name, _story_agents(story))
+    text = _add_top_entry(_add_intent(text_of(app_rel), name, intent_spec), "agents", room_parts.agent,
+                          room_parts.agent_spec)
+    if story.hosts and AGENT_TASK not in story.hosts:  # an allow-list must name the verb the room invokes
+        if "hosts" not in _top_keys(text):
+            raise DraftError(f"{story.slug}'s hosts: allow-list is declared outside {app_rel} and lacks {AGENT_TASK}")
+        text = yamledit.append_items(text, ["hosts"], [AGENT_TASK])
+    files[app_rel] = text
+    spec = _room_spec(recipe, description[:160], room_parts)
     # kitsoki refuses an on: intent that is neither global in this story nor the room's own.
     back = next((i for i in ("go_back", "back", "done", "go_main") if i in story.intents), None)
     if back:
@@ -281,10 +402,18 @@ def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, read
     root_rel = relative(workspace.path, story.states[story.root].at.file)
     files[root_rel] = _add_state(text_of(root_rel), story, room, spec, name)
     headline = f"New intent {name} with a room that hands the work to host.agent.task"
+    out = {path: body.encode() for path, body in files.items()}
+    schema_rel = f"{relative(workspace.path, story.dir)}/{room_parts.schema}"
+    if read(schema_rel) is not None:
+        raise DraftError(f"{schema_rel} exists; the room's acceptance schema would overwrite it")
+    out[schema_rel] = room_parts.schema_bytes
+    proof = proofs.new_room_proof(recipe.id, headline, app_rel, name, room, room_parts.agent,
+                                  initial_leaf(story, story.root or ""))
+    neighbours = _neighbours(inventory, story.slug, name, phrases)
     return Draft(kind="intent", target="root-instance", rung=2, title=headline,
-                 files={path: body.encode() for path, body in files.items()},
-                 summary_markdown=_summary(headline, recipe, mapping, sorted(files)),
-                 expect_routes=[(story.slug, p, name) for p in phrases[:1]])
+                 files=out,
+                 summary_markdown=_summary(headline, recipe, mapping, sorted(out)),
+                 expect_routes=[(story.slug, p, name) for p in phrases[:1]], keep_routes=neighbours, proof=proof)
 
 
 def _top_keys(text: str) -> set[str]:
@@ -292,9 +421,13 @@ def _top_keys(text: str) -> set[str]:
 
 
 def _add_intent(text: str, name: str, spec: dict[str, Any]) -> str:
-    if "intents" in _top_keys(text):
-        return yamledit.add_entry(text, ["intents"], name, spec)
-    return yamledit.set_value(text, ["intents"], {name: spec})
+    return _add_top_entry(text, "intents", name, spec)
+
+
+def _add_top_entry(text: str, block: str, name: str, spec: dict[str, Any]) -> str:
+    if block in _top_keys(text):
+        return yamledit.add_entry(text, [block], name, spec)
+    return yamledit.set_value(text, [block], {name: spec})
 
 
 def _add_state(text: str, story: Story, state: str, spec: dict[str, Any], enter_intent: str) -> str:
@@ -313,9 +446,11 @@ def _materialize(recipe: Recipe, mapping: Mapping, workspace: Workspace, name: s
     rel = f"{MATERIALIZED_DIR}/{slug}/app.yaml"
     if read(rel) is not None:
         raise DraftError(f"{rel} exists but did not load as a story of this workspace")
-    spec = _room_spec(recipe, str(intent_spec["description"]))
+    room_parts = _room(recipe, name, set())
+    spec = _room_spec(recipe, str(intent_spec["description"]), room_parts)
     body = {
         "app": {"id": slug, "version": "0.1.0", "title": f"{slug} (materialized by kitsoki-miner)"},
+        "agents": {room_parts.agent: room_parts.agent_spec},
         "intents": {name: intent_spec},
         "root": "landing",
         "states": {"landing": {"description": "Where the project's own requests start.",
@@ -325,11 +460,14 @@ def _materialize(recipe: Recipe, mapping: Mapping, workspace: Workspace, name: s
     header = (f"# Materialized by kitsoki-miner from mined transcripts (recipe {recipe.id}).\n"
               f"# Accepting this proposal creates the project's own story; edit it freely.\n")
     text = header + yamledit.set_value("", ["app"], body["app"])
-    for key in ("intents", "root", "states"):
+    for key in ("agents", "intents", "root", "states"):
         text = yamledit.set_value(text, [key], body[key])
     headline = f"Materialize {rel} with a new intent {name}"
-    return Draft(kind="intent", target="root-instance", rung=2, title=headline, files={rel: text.encode()},
-                 summary_markdown=_summary(headline, recipe, mapping, [rel]),
+    schema_rel = f"{MATERIALIZED_DIR}/{slug}/{room_parts.schema}"
+    proof = proofs.new_room_proof(recipe.id, headline, rel, name, room, room_parts.agent, "landing")
+    return Draft(kind="intent", target="root-instance", rung=2, title=headline,
+                 files={rel: text.encode(), schema_rel: room_parts.schema_bytes}, proof=proof,
+                 summary_markdown=_summary(headline, recipe, mapping, [rel, schema_rel]),
                  expect_routes=[(slug, p, name) for p in intent_spec["examples"][:1]])
 
 
@@ -342,8 +480,9 @@ def _draft_gate(recipe: Recipe, mapping: Mapping, workspace: Workspace, read: Re
         rel = relative(workspace.path, story.states[state_name].at.file)
         text = yamledit.set_value(_text(read, rel), _state_path(state_name) + ["decider"], "human")
         headline = f"Let a human decide at {story_slug}:{state_name}"
+        proof = proofs.arrival_proof(workspace.path, recipe.id, headline, story, state_name)
         return Draft(kind="gate", target="root-instance", rung=2, title=headline, files={rel: text.encode()},
-                     summary_markdown=_summary(headline, recipe, mapping, [rel]))
+                     summary_markdown=_summary(headline, recipe, mapping, [rel]), proof=proof)
     story = _home_story(workspace)
     if story is None:
         raise DraftError("a new gate needs a story of the project's own; none with a root state loads")
@@ -373,6 +512,11 @@ def _draft_gate(recipe: Recipe, mapping: Mapping, workspace: Workspace, read: Re
     files[root_rel] = _add_state(files[root_rel] if root_rel in files else _text(read, root_rel), story, state,
                                  spec, enter_intent)
     headline = f"A human review state {state} before {', '.join(recipe.action_signature)}"
+    start = initial_leaf(story, story.root or "")
+    proof = (proofs.review_proof(workspace.path, recipe.id, headline, story, enter_intent, state, start)
+             if start == story.root else
+             Proof(unprovable=[f"{state}: approve returns to {story.root}, which lands in {start}; the proof would "
+                               "have to follow that descent"]))
     return Draft(kind="gate", target="root-instance", rung=2, title=headline,
                  files={path: body.encode() for path, body in files.items()},
-                 summary_markdown=_summary(headline, recipe, mapping, sorted(files)))
+                 summary_markdown=_summary(headline, recipe, mapping, sorted(files)), proof=proof)

@@ -71,6 +71,21 @@ class FileChange(BaseModel):
     diff: str = ""
 
 
+class ProofInfo(BaseModel):
+    """The proposal's own proof: a new flow fixture asserting what it claims (core.proposals.proofs)."""
+
+    path: str | None = None
+    """The new fixture, workspace-relative (one of `files`); None when no flow can show the claim."""
+    app: str | None = None
+    """The app it runs against (`<root>` for a root flow, run against the synthesized root)."""
+    claims: list[str] = Field(default_factory=list)
+    """What the fixture asserts."""
+    unprovable: list[str] = Field(default_factory=list)
+    """What the proposal claims that no kitsoki flow can assert, and how it was checked instead."""
+    verified: str = ""
+    """How it was checked before it was shown."""
+
+
 class Proposal(BaseModel):
     recipe_id: str
     kind: ProposalKind
@@ -95,6 +110,8 @@ class Proposal(BaseModel):
     """Keys of `.kitsoki.yaml` the change sets that decide which commands kitsoki-miner runs
     (`miner.flow_gate`, `harness_profiles.<name>`...): the card shows them as a warning, and an
     accept refuses a draft whose keys differ from these (core.proposals.shown)."""
+    proof: ProofInfo | None = None
+    """What proves the change, run by the flow gate with the app's other flows."""
 
     @property
     def draft_path(self) -> str:

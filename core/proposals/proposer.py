@@ -11,6 +11,7 @@ when it no longer drafts. Staging holds the workspace lock, so it never interlea
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from core.kitsoki.inventory import Inventory, build_inventory
+from core.kitsoki.yamlread import ConfigIssue
+from core.kitsoki.model import RefusedStory
 from core.kitsoki.story import Workspace, load_workspace
 from core.locks import workspace_lock
 from core.mining.passes import read_recipes
@@ -27,10 +30,11 @@ from core.proposals import drafter as builtin
 from core.proposals.drafter import Draft, DraftError, Reader
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
 from core.proposals.mapper import Routers, map_recipe
-from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, Proposal
+from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, ProofInfo, Proposal
+from core.proposals.proofs import Proof, proof_markdown
 from core.proposals.shown import command_changes
 from core.proposals.staging import file_change, load_proposal, write_stage
-from core.proposals.validate import DraftInvalid, check_draft
+from core.proposals.validate import DraftInvalid, check_draft, settle_proof
 from core.trace import Trace
 
 log = logging.getLogger("kitsoki_miner.proposer")
@@ -55,9 +59,18 @@ class ProposerReport(BaseModel):
     recipes: int
     raised: list[str] = Field(default_factory=list)
     outcomes: list[Outcome] = Field(default_factory=list)
+    problems: list[ConfigIssue] = Field(default_factory=list)
+    """Why stories were refused (kitsoki skips them): file:line:col, for editors to publish."""
 
     def count(self, result: str) -> int:
         return sum(1 for outcome in self.outcomes if outcome.result == result)
+
+
+def refused_story(model: Workspace, workspace: Path, proposal: Proposal) -> RefusedStory | None:
+    """The refused story (it does not load) that one of the proposal's targets belongs to."""
+    targets = {os.path.realpath(workspace / change.path) for change in proposal.files}
+    return next((refusal for refusal in model.refused
+                 if targets & {os.path.realpath(f) for f in (refusal.app, *refusal.files)}), None)
 
 
 def load_recipes(workspace: Path) -> list[Recipe]:
@@ -90,7 +103,12 @@ def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, m
                    ) -> tuple[Proposal, dict[str, bytes], AuthorArtifact | None]:
     """Draft and validate one mapped recipe; raises DraftError or DraftInvalid."""
     read = reader_for(workspace.path)
-    draft = draft_fn(recipe, mapping, workspace, inventory, read)
+    if recipe.other_projects:
+        # It recurs only with other projects' sessions counted (mining.other_projects): its evidence is
+        # not this project's, so it is a suggestion, whichever drafter, never a change to this project.
+        draft = builtin.other_projects_suggestion(recipe, mapping)
+    else:
+        draft = draft_fn(recipe, mapping, workspace, inventory, read)
     artifact = None  # kitsoki's author artifact needs files_changed: a suggestion has none
     if draft.suggestion_only:
         if draft.files:
@@ -105,13 +123,25 @@ def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, m
                                    "that held a secret is never drafted")
         artifact = AuthorArtifact(files_changed=sorted(draft.files), flows_green=False,
                                   summary_markdown=draft.summary_markdown)
-        check_draft(workspace, draft.files, artifact.model_dump(mode="json"), draft.expect_routes)
+        staged = check_draft(workspace, draft.files, artifact.model_dump(mode="json"), draft.expect_routes,
+                             recipe_id=recipe.id, keep_routes=draft.keep_routes)
+        proof = draft.proof_later(workspace, staged) if draft.proof_later is not None else draft.proof
+        proof = settle_proof(proof, workspace, staged, recipe.id)
+        if proof is None:
+            proof = Proof(unprovable=[f"the {drafter_name} drafter's draft carries no proof"])
+        if proof.path is not None:
+            draft.files[proof.path] = proof.text.encode()
+        draft.summary_markdown += proof_markdown(proof)
+        artifact = AuthorArtifact(files_changed=sorted(draft.files), flows_green=False,
+                                  flow_files=[proof.path] if proof.path else [], summary_markdown=draft.summary_markdown)
     changes = [file_change(rel, read(rel), data) for rel, data in sorted(draft.files.items())]
     proposal = Proposal(
         recipe_id=recipe.id, kind=draft.kind, target=draft.target, rung=draft.rung, priority=recipe.priority,
         title=draft.title, mapping=mapping, files=changes, diff="".join(c.diff for c in changes),
         evidence=evidence_of(recipe), summary_markdown=draft.summary_markdown, drafter=drafter_name,
         suggestion_only=draft.suggestion_only, drafted_at=datetime.now(timezone.utc),
+        proof=None if draft.suggestion_only else ProofInfo(path=proof.path, app=proof.app, claims=proof.claims,
+                                                            unprovable=proof.unprovable, verified=proof.verified),
         runs_commands=[key for rel, data in sorted(draft.files.items()) for key in command_changes(rel, read(rel), data)])
     return proposal, dict(draft.files), artifact
 
@@ -136,7 +166,8 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
     draft_fn = drafter or builtin.draft
     name = drafter_name or ("builtin" if drafter is None else "agent")
     trace = Trace(trace_path(workspace))
-    report = ProposerReport(workspace=str(workspace), recipes=len(recipes))
+    report = ProposerReport(workspace=str(workspace), recipes=len(recipes),
+                            problems=[issue for refusal in model.refused for issue in refusal.issues])
     states = history(trace)
     ready: list[tuple[Outcome, Proposal, dict[str, bytes], AuthorArtifact | None, bool]] = []
     withdrawals: list[tuple[Outcome, str]] = []
@@ -154,6 +185,11 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             stale = staged is not None and bool(stale_files(workspace, staged))
             if staged is not None and (not stale or state == "refining"):
                 outcome.result, outcome.reason = "open", f"{state}, waiting for a verdict"
+                continue
+            waiting = refused_story(model, workspace, staged) if stale and staged is not None else None
+            if stale and waiting is not None:
+                # its story does not load (kitsoki skips it): re-drafted once it loads, never withdrawn for it
+                outcome.result, outcome.reason = "open", f"stale, waiting: {waiting.reason()}"
                 continue
         if recipe.priority < threshold:
             outcome.result = "below-threshold"

@@ -157,7 +157,8 @@ def show_refined(workspace: Path, proposal: Proposal, *, lock_timeout: float = 2
         with workspace_lock(workspace, lock_timeout):
             changes = [file_change(c.path, _live(workspace, c.path), files[c.path]) for c in proposal.files]
             try:
-                check_draft(load_workspace(workspace), files, read_artifact(workspace, proposal), [])
+                check_draft(load_workspace(workspace), files, read_artifact(workspace, proposal), [],
+                            recipe_id=proposal.recipe_id)
             except (DraftInvalid, ValueError) as exc:
                 failure = f"the refined draft does not validate, so it cannot be accepted: {exc}"
                 if proposal.failure != failure:

@@ -90,48 +90,112 @@ def staged_load(workspace: Workspace, files: Mapping[str, bytes]) -> Workspace:
     root = workspace.path
     overlay = {str(Path(os.path.abspath(root / rel))): data for rel, data in files.items()}
     try:
-        return load_workspace(root, overlay=overlay)
+        staged = load_workspace(root, overlay=overlay)
     except ConfigError as exc:
-        problems = "; ".join(
-            f"{relative(root, issue.file)}:{issue.line}:{issue.column}: "
-            f"{issue.key + ': ' if issue.key else ''}{issue.message}" for issue in exc.issues[:5])
-        raise DraftInvalid(f"the staged tree does not load: {problems}") from None
+        raise DraftInvalid(f"the staged tree does not load: {_problems(root, exc.issues)}") from None
+    # A story that did not load before stays refused alone (kitsoki skips it too); one the draft
+    # breaks, or a story the draft writes that does not load, refuses the draft.
+    broken = staged.newly_refused(workspace, [root / rel for rel in files])
+    if broken:
+        issues = [issue for refusal in broken for issue in refusal.issues]
+        raise DraftInvalid(f"the staged tree does not load: {_problems(root, issues)}")
+    return staged
+
+
+def _problems(root: Path, issues: list) -> str:
+    return "; ".join(f"{relative(root, issue.file)}:{issue.line}:{issue.column}: "
+                     f"{issue.key + ': ' if issue.key else ''}{issue.message}" for issue in issues[:5])
 
 
 def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapping,
-                expect_routes: list[tuple[str, str, str]]) -> None:
-    """Every check above, in order; raises DraftInvalid on the first failure."""
+                expect_routes: list[tuple[str, str, str]], recipe_id: str | None = None,
+                keep_routes: list[tuple[str, str, str]] = ()) -> Workspace:
+    """Every check above, in order; raises DraftInvalid on the first failure. Returns the staged
+    tree. `keep_routes` are a neighbour intent's phrasings that must still route to it."""
     if not files:
         raise DraftInvalid("the draft changes no file")
     for rel, data in files.items():
-        _check_target(workspace, rel, data)  # core.proposals.targets: the rule an accept re-checks
+        _check_target(workspace, rel, data, recipe_id)  # core.proposals.targets: the rule an accept re-checks
         check_path(workspace.path, rel)
         if len(data) > MAX_DRAFT_FILE_BYTES:
             raise DraftInvalid(f"{rel}: {len(data)} bytes; a draft file over 1 MiB is refused")
-        if not rel.endswith((".yaml", ".yml")):
-            raise DraftInvalid(f"{rel}: drafts only change YAML files")
-        if rel != CONFIG_FILE and not _in_a_story_dir(workspace, rel):
-            raise DraftInvalid(f"{rel}: is neither {CONFIG_FILE} nor a file of a story folder")
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
             raise DraftInvalid(f"{rel}: the draft is not UTF-8") from None
     check_artifact(artifact)
     staged = staged_load(workspace, files)
-    if expect_routes:
+    if expect_routes or keep_routes:
         inventory = build_inventory(staged)
-        for story, phrase, intent in expect_routes:
+        for story, phrase, intent in [*expect_routes, *keep_routes]:
             rows = [row for row in inventory.intents if row.story == story]
             verdict = Router(rows, strict=False).route(phrase)
             if verdict.intent != intent:
                 got = verdict.intent or (f"a tie ({', '.join(verdict.candidates)})" if verdict.candidates else "nothing")
-                raise DraftInvalid(f'after the draft, "{phrase}" would route to {got}, not {intent}')
+                what = "" if (story, phrase, intent) in expect_routes else f" (a phrasing of the neighbour {intent})"
+                raise DraftInvalid(f'after the draft, "{phrase}"{what} would route to {got}, not {intent}')
+    return staged
 
 
-def _check_target(workspace: Workspace, rel: str, data: bytes) -> None:
+def _kitsoki_will_run_it(live: Workspace) -> bool:
+    """The flow gate of this workspace is, or can fall back to, the real kitsoki."""
+    import shutil
+
+    from core.apply.gates import resolved_kind
+    from core.proposals.settings import SettingsError, gate_settings
+
+    try:
+        settings = gate_settings(live.config)
+    except SettingsError:
+        return False
+    return resolved_kind(settings) == "kitsoki" or (resolved_kind(settings) == "builtin"
+                                                    and shutil.which(settings.kitsoki) is not None)
+
+
+def settle_proof(proof, live: Workspace, staged: Workspace, recipe_id: str):
+    """Check a proposal's proof (core.proposals.proofs) before anyone sees it: its fixture is a new
+    file the proposal may add; with the built-in runner, it must pass on the staged tree (else the
+    draft does not do what it says: DraftInvalid) and fail on the live tree (else it proves
+    nothing and is dropped, the card saying so). A fixture the runner cannot run is kept (the flow
+    gate runs it: with kitsoki, or it holds the change) and says so."""
+    from core.proposals.proofs import run_proof  # proofs import the gates and the runner
+
+    if proof is None or proof.path is None:
+        return proof
+    _check_target(live, proof.path, proof.text.encode(), recipe_id)
+    status, failures = run_proof(proof, staged)
+    if status == "failed" and proof.required:
+        raise DraftInvalid(f"the proposal's proof {proof.path} fails on the staged tree: {'; '.join(failures[:3])}")
+    if status == "failed":
+        proof.unprovable.append("; ".join(proof.claims) + f": the flow that would show it fails here before reaching "
+                                f"it ({failures[0] if failures else 'no reason given'}), so no fixture is added")
+        proof.path, proof.text, proof.claims = None, "", []
+        return proof
+    if status == "not run":
+        if _kitsoki_will_run_it(live):
+            proof.verified = f"not run here before it was shown (the kitsoki gate runs it): {'; '.join(failures[:2])}"
+            return proof
+        # Nothing here could run it, so it would hold every accept: say what would prove it instead.
+        proof.unprovable.append("; ".join(proof.claims) + f": a flow asserting it ({proof.path}) cannot run here "
+                                f"({'; '.join(failures[:1])}) and kitsoki is not here either, so no fixture is added")
+        proof.path, proof.text, proof.claims = None, "", []
+        return proof
+    before, _ = run_proof(proof, live)
+    if before == "passed":
+        proof.unprovable.append("; ".join(proof.claims) + ": a flow asserting it passes with and without the change, "
+                                "so it would prove nothing (no fixture added)")
+        proof.path, proof.text, proof.claims = None, "", []
+        proof.verified = ""
+        return proof
+    proof.verified = ("passes with the change and fails without it (built-in runner)" if before == "failed" else
+                      "passes with the change (built-in runner; without it the flow could not run here)")
+    return proof
+
+
+def _check_target(workspace: Workspace, rel: str, data: bytes, recipe_id: str | None) -> None:
     from core.proposals.targets import check_target  # targets builds on this module's rules
 
-    check_target(workspace, rel, data)
+    check_target(workspace, rel, data, recipe_id=recipe_id)
 
 
 def _in_a_story_dir(workspace: Workspace, rel: str) -> bool:

@@ -74,3 +74,48 @@ def readable_failure(text: str) -> str:
 
 def readable_failures(lines: Iterable[str]) -> list[str]:
     return [readable_failure(line) for line in lines]
+
+
+# -- what an accept will do, from the gate's own preview (core.apply.gates.GatePreview) ----------------
+# Rendered from the preview's fields as they are (held, gated, kind, runs, note, skipped), never
+# re-derived from the change: the preview is the gate's own scope function, and what it says is what
+# happens. Duck-typed, so a preview with more fields renders the same.
+
+_BRIEF_CMD = 40
+
+
+def accept_brief(preview) -> str:
+    """A few words for a lens or a list row: `runs 2 flow files`, `no flow runs: kept after checks`,
+    `would be held, not kept`, `runs pytest -q`."""
+    if preview is None:
+        return "asks first"
+    if getattr(preview, "held", False):
+        return "would be held, not kept"
+    if preview.kind == "command":
+        command = " ".join(preview.runs)
+        return f"runs {command if len(command) <= _BRIEF_CMD else command[:_BRIEF_CMD - 1] + '…'}"
+    if preview.kind == "unknown":
+        return "cannot be checked now"
+    if not getattr(preview, "gated", True):
+        return "no flow runs: kept after checks"
+    # `runs` names flow files (a file may hold several flows, as kitsoki's fixtures do): say files.
+    return f"runs {plural(len(preview.runs), 'flow file')}" if preview.runs else "no flow runs"
+
+
+def accept_says(preview, files: Sequence[str] = ()) -> str:
+    """What an accept does, in a sentence or two, for the confirmation and the question card:
+    the files it changes, what judges the change and what happens when it fails."""
+    where = ", ".join(files) or "no file"
+    if preview is None:
+        return f"This changes {where}; the flow gate decides whether it is kept."
+    note = (getattr(preview, "note", None) or "").rstrip(".")
+    skipped = list(getattr(preview, "skipped", []) or [])
+    tail = f" Not gated: {'; '.join(skipped)}." if skipped else ""
+    if getattr(preview, "held", False) or preview.kind == "unknown" or not getattr(preview, "gated", True):
+        return f"This changes {where}; {note or 'nothing would judge this change'}.{tail}"
+    if preview.kind == "command":
+        return (f"This changes {where}, then runs the gate command `{' '.join(preview.runs)}`. The change is kept "
+                f"only if it passes; otherwise every byte is restored.{tail}")
+    files_run = ", ".join(preview.runs)
+    return (f"This changes {where}, then runs the flows in {plural(len(preview.runs), 'flow file')} ({files_run}). "
+            f"The change is kept only if they all pass; otherwise every byte is restored.{tail}")

@@ -15,9 +15,12 @@ from msgspec import Raw, Struct
 
 from core.transcripts import normalize as nz
 from core.transcripts.accounting import CLAUDE_CONVERSATION, CLAUDE_METADATA
+from core.transcripts.launch import ANSWERED_MARKER, KITSOKI_TOOLS, PersonSigns, claude_launch
+from core.transcripts.launch import is_agent_session  # noqa: F401 - re-exported: callers import it from here
 from core.transcripts.lines import LineReader
 from core.transcripts.records import (
     BLOCK_TYPES,
+    BRANCH,
     FULL,
     MESSAGE_TYPES,
     PROGRESS_DATA_TYPES,
@@ -59,13 +62,14 @@ _WRAPPER_REASONS = (
 REJECTED_TOOL_USE = "User rejected tool use"
 """`toolUseResult` of a call the person refused."""
 
-PERSON_ENTRYPOINTS = frozenset({"cli", "claude-desktop"})
-"""Entrypoints where a person types (the terminal, the desktop app); older builds write none."""
 
-
-def is_agent_session(entrypoint: str | None, prompt_source: str | None) -> bool:
-    """Started by a program (SDK, IDE bridge) rather than a person (prep.py's rule, plus the desktop app)."""
-    return (entrypoint is not None and entrypoint not in PERSON_ENTRYPOINTS) or prompt_source == "sdk"
+def origin_kind(record) -> str | None:
+    """`origin.kind` of a user record (newer builds: "human", "peer", "task-notification", ...)."""
+    origin = record.origin
+    if type(origin) is dict:
+        kind = origin.get("kind")
+        return kind if type(kind) is str else None
+    return None
 
 
 def subagent_kind(path: Path) -> SubagentKind:
@@ -97,11 +101,15 @@ def classify_user_text(text: str, record, sidechain: bool) -> tuple[TurnKind, st
         for prefix, reason in _WRAPPER_REASONS:
             if head.startswith(prefix):
                 return TurnKind.injected, reason
-    if sidechain:
-        # The first prompt of a subagent is written by the parent agent, never by a person.
+    if sidechain or record.isSidechain is True:
+        # The first prompt of a subagent is written by the parent agent, never by a person (Claude
+        # Code 2.0's "Warmup" too, which it sends to subagents as it starts).
         return TurnKind.injected, "subagent-prompt"
     if not head:
         return TurnKind.injected, "empty"
+    kind = origin_kind(record)
+    if kind is not None and kind != "human":
+        return TurnKind.injected, "origin"  # another session, a notification: not a person's words
     return TurnKind.human, None
 
 
@@ -120,13 +128,27 @@ class ClaudeFile:
     """Every sessionId in the file, in order: a continued session carries its predecessor's too."""
     agent_id: str | None = None
     cwd: str | None = None
+    spare_cwd: str | None = None
+    """The first `cwd` of a record outside the conversation (hook, metadata records)."""
     first_ts: str | None = None
     last_ts: str | None = None
     entrypoint: str | None = None
     prompt_source: str | None = None
+    origin: str | None = None
+    """`origin.kind` of the first prompt (a person's or not), when the build writes one."""
+    kitsoki: bool = False
+    """Calls one of kitsoki's dispatch tools (launch.KITSOKI_TOOLS)."""
+    signs: PersonSigns = field(default_factory=PersonSigns)
+    """What only a person does: interrupt, refuse a call, answer a question."""
     version: str | None = None
     git_branch: str | None = None
     title: str | None = None
+    """The person's name for the session (custom-title), else the app's (ai-title), else the summary
+    whose leafUuid is on the file's final branch."""
+    custom_title: str | None = None
+    ai_title: str | None = None
+    summaries: list[tuple[str, str]] = field(default_factory=list)
+    """(leafUuid, summary) of every summary record, in file order."""
     models: list[str] = field(default_factory=list)
     agent_progress: dict[str, str] = field(default_factory=dict)
     """agentId -> spawning tool_use id, from `progress` agent_progress lines."""
@@ -150,8 +172,10 @@ def is_tool_result_line(content) -> bool:
     return type(content) is list and any(isinstance(b, Struct) and b.type == "tool_result" for b in content)
 
 
-_MARKERS = tuple(m.encode() for m in nz.REJECTION_MARKERS)
-_MARKER_HEAD = 1 + max(len(m) for m in _MARKERS)
+_STRING_HEAD = 12 * max(len(m) for m in (*nz.REJECTION_MARKERS, ANSWERED_MARKER)) + 16
+"""Bytes of a JSON string that hold at least as many characters as the longest marker: a character
+takes at most 12 (an escaped surrogate pair)."""
+_decode_str = msgspec.json.Decoder(str).decode
 
 
 def result_text(content) -> str:
@@ -159,12 +183,6 @@ def result_text(content) -> str:
     if type(content) is Raw:
         content = msgspec.json.decode(content)
     return nz.blocks_text(content)
-
-
-_STRING_HEAD = 12 * max(len(m) for m in nz.REJECTION_MARKERS) + 16
-"""Bytes of a JSON string that hold at least as many characters as the longest marker: a character
-takes at most 12 (an escaped surrogate pair)."""
-_decode_str = msgspec.json.Decoder(str).decode
 
 
 def _string_head(view: memoryview) -> str:
@@ -181,18 +199,32 @@ def _string_head(view: memoryview) -> str:
     return _decode_str(view)
 
 
-def refused_in(content) -> bool:
-    """nz.is_rejection(result_text(content)), looking only at the head of a raw JSON string."""
-    if type(content) is Raw:
-        view = memoryview(content)
-        head = bytes(view[:_MARKER_HEAD])
-        if head[:1] == b'"':
-            if b"\\" not in head:
-                return head[1:].startswith(_MARKERS)  # ASCII markers: the bytes match iff the text does
-            return _string_head(view).startswith(nz.REJECTION_MARKERS)
-        if head[:1] != b"[":
-            return False  # a number, object, true/false/null: no text
-    return nz.is_rejection(result_text(content))
+class _Markers:
+    """Does a tool result's text start with one of these markers? Asked of a raw JSON value by
+    looking only at its head (the counts-only and steps readers keep results raw)."""
+
+    def __init__(self, markers: tuple[str, ...]) -> None:
+        self.text = markers
+        self.bytes = tuple(m.encode() for m in markers)
+        self.head = 1 + max(len(m) for m in self.bytes)
+
+    def __call__(self, content) -> bool:
+        if type(content) is Raw:
+            view = memoryview(content)
+            head = bytes(view[:self.head])
+            if head[:1] == b'"':
+                if b"\\" not in head:
+                    return head[1:].startswith(self.bytes)  # ASCII markers: the bytes match iff the text does
+                return _string_head(view).startswith(self.text)
+            if head[:1] != b"[":
+                return False  # a number, object, true/false/null: no text
+        return result_text(content).startswith(self.text)
+
+
+refused_in = _Markers(nz.REJECTION_MARKERS)
+"""nz.is_rejection(result_text(content)): the person refused the call."""
+answered_in = _Markers((ANSWERED_MARKER,))
+"""The person answered the agent's question (AskUserQuestion)."""
 
 
 class ClaudeWalk:
@@ -214,6 +246,7 @@ class ClaudeWalk:
         out = self.out
         by_type = out.accounting.by_type
         duplicates = metadata = unknown = 0
+        spare_cwd = None
         seen = self.seen
         conversation, other = self._conversation, self._other
         envelope, on_metadata, hooked = self._envelope, self._metadata, self.METADATA_HOOKED
@@ -242,6 +275,8 @@ class ClaudeWalk:
                         on_metadata(kind, rec)
                 else:
                     unknown += 1
+                if spare_cwd is None and type(rec.cwd) is str:
+                    spare_cwd = rec.cwd  # the project, if no conversation record names one
                 if type(uuid) is str:
                     if uuid:
                         seen[uuid] = uuid
@@ -250,9 +285,28 @@ class ClaudeWalk:
         out.accounting.duplicates += duplicates
         out.accounting.metadata += metadata
         out.accounting.unknown += unknown
+        out.spare_cwd = spare_cwd
 
     def _conversation(self, kind: str, rec, node, lineno: int) -> None:
         raise NotImplementedError
+
+    _prompted = False
+
+    def _person(self, kind: TurnKind, reason: str | None, rec) -> None:
+        """The launch evidence a user line carries (core/transcripts/launch.py), the same in every
+        reader: the first prompt's origin, and an interrupt as a person's sign."""
+        if kind is TurnKind.interrupt:
+            self.out.signs.interrupted = True
+        elif (reason is None or reason == "origin") and not self._prompted:
+            self._prompted = True
+            self.out.origin = origin_kind(rec)
+
+    def _result_signs(self, refused: bool, content) -> None:
+        signs = self.out.signs
+        if refused:
+            signs.refused = True
+        if not signs.answered and answered_in(content):
+            signs.answered = True
 
     _other = None
     """other(rec, node) for a record outside the conversation whose uuid is a string, if set."""
@@ -284,29 +338,82 @@ class ClaudeWalk:
             out.prompt_source = rec.promptSource
 
     def _metadata(self, kind: str, rec) -> None:
-        if kind in ("ai-title", "custom-title"):
-            title = rec.aiTitle or rec.customTitle or rec.title
+        out = self.out
+        if kind == "custom-title":
+            title = rec.customTitle if type(rec.customTitle) is str else rec.title
             if type(title) is str:
-                self.out.title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
-        elif kind == "summary" and self.out.title is None:
-            summary = rec.summary
-            if type(summary) is str:
-                self.out.title = nz.clean_text(summary, nz.TEXT_CHARS, self.redact)
+                out.custom_title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
+        elif kind == "ai-title":
+            title = rec.aiTitle if type(rec.aiTitle) is str else rec.title
+            if type(title) is str:
+                out.ai_title = nz.clean_text(title, nz.TEXT_CHARS, self.redact)
+        elif kind == "summary":
+            summary, leaf = rec.summary, rec.leafUuid
+            if type(summary) is str and len(out.summaries) < MAX_SUMMARIES:
+                out.summaries.append((leaf if type(leaf) is str else "",
+                                      nz.clean_text(summary, nz.TEXT_CHARS, self.redact)))
 
     def _finish_envelope(self) -> None:
-        """The file's identity as it leaves the reader: named after its session, redacted."""
+        """The file's identity as it leaves the reader: named after its session, titled, redacted."""
         out = self.out
+        if out.cwd is None:
+            out.cwd = out.spare_cwd  # a file of hook or metadata records only still says where it ran
+        out.spare_cwd = None
+        out.title = out.custom_title or out.ai_title
+        if out.title is None and out.summaries:
+            out.title = final_branch_summary(out.path, out.summaries)
         if out.path.stem in out.session_ids:
             out.session_id = out.path.stem  # the file is named after the session it continues into
         if self.redact:
             out.session_ids = [nz.clean_id(s, True) for s in out.session_ids]
-            for name in ("session_id", "agent_id", "cwd", "version", "git_branch", "entrypoint", "prompt_source"):
+            for name in ("session_id", "agent_id", "cwd", "version", "git_branch", "entrypoint", "prompt_source",
+                         "origin"):
                 value = getattr(out, name)
                 if value is not None:
                     setattr(out, name, nz.clean_id(value, True))
             out.accounting.by_type = nz.clean_keys(out.accounting.by_type)
         out.end_offset = self.reader.end_offset
         out.last_line = self.reader.first_line - 1 + self.reader.accounting.lines_read
+
+
+MAX_SUMMARIES = 4096
+"""Summary records kept per file (a resumed session repeats its predecessors'; a title needs one)."""
+
+
+def final_branch_summary(path: Path, summaries: list[tuple[str, str]]) -> str | None:
+    """The summary whose leafUuid is on the file's final branch (the parent chain of its last
+    conversation record), the one nearest that record; else the last summary that names no leaf;
+    None when neither is (a summary copied from the session this one continues names a leaf of that
+    session's).
+
+    A second, light read of the file (four fields a line), made only for a file that has summaries
+    and no title record: the walk that counts keeps no parent links."""
+    parent: dict[str, str | None] = {}
+    last = None
+    for _, rec in LineReader(path, decoding=BRANCH):
+        uuid = rec.uuid
+        if type(uuid) is not str or not uuid or uuid in parent:
+            continue
+        up = rec.parentUuid
+        if up is None and rec.type == "system":
+            up = rec.logicalParentUuid  # a compaction boundary continues from its logical parent
+        parent[uuid] = up if type(up) is str else None
+        if rec.type in CLAUDE_CONVERSATION:
+            last = uuid
+    distance: dict[str, int] = {}
+    node, steps = last, 0
+    while node is not None and node not in distance:
+        distance[node] = steps
+        node, steps = parent.get(node), steps + 1
+    best = None
+    for position, (leaf, text) in enumerate(summaries):
+        if leaf in distance:
+            key = (distance[leaf], -position)  # nearest the end; of two for one leaf, the later record
+            if best is None or key < best[0]:
+                best = (key, text)
+    if best is not None:
+        return best[1]
+    return next((text for leaf, text in reversed(summaries) if not leaf), None)
 
 
 class ClaudeTree(ClaudeWalk):
@@ -417,6 +524,7 @@ class _FileParser(ClaudeTree):
             return
         text = nz.blocks_text(content)
         kind, reason = classify_user_text(text, rec, self.sidechain)
+        self._person(kind, reason, rec)
         if kind is TurnKind.human:
             kept = nz.clean_text(text, nz.PROMPT_CHARS, self.redact)
         else:
@@ -454,10 +562,12 @@ class _FileParser(ClaudeTree):
             text = nz.blocks_text(block.content)
             if type(agent) is not str:
                 agent = nz.agent_id_in(text) if "agentId" in text else None
+            refused = nz.is_rejection(text) or extra == REJECTED_TOOL_USE
+            self._result_signs(refused, block.content)
             result = ToolResult(
                 is_error=is_error,
                 interrupted=described and extra.interrupted is True,
-                rejected=nz.is_rejection(text) or extra == REJECTED_TOOL_USE,
+                rejected=refused,
                 exit_code=nz.exit_code_of(text) if is_error else None,
                 output_head=nz.clean_text(text, nz.OUTPUT_HEAD_CHARS, self.redact),
                 output_chars=len(text),
@@ -512,6 +622,8 @@ class _FileParser(ClaudeTree):
                 call_id = block.id
                 call_id = call_id if type(call_id) is str else f"line:{lineno}"
                 name = block.name
+                if type(name) is str and name in KITSOKI_TOOLS:
+                    self.out.kitsoki = True
                 call = ToolCall(
                     id=nz.clean_id(call_id, self.redact),
                     name=self.names[name] if type(name) is str else "?",
@@ -596,6 +708,15 @@ def _without_copies(turns: list[Turn], trunk: list[Turn]) -> tuple[list[Turn], i
     return kept, len(turns) - len(kept)
 
 
+def session_launch(main: ClaudeFile | None, files: list[ClaudeFile]):
+    """Who started a session (core/transcripts/launch.py), from its trunk and subagent files: the
+    first entrypoint any of them carries, the trunk's first prompt and a person's signs in it, kitsoki's
+    tools anywhere; a session of subagent files alone (its trunk gone) was spawned by an agent."""
+    return claude_launch(next((f.entrypoint for f in files if f.entrypoint), None),
+                         origin=main.origin if main is not None else None, subagent=main is None,
+                         kitsoki=any(f.kitsoki for f in files), signs=main.signs if main is not None else None)
+
+
 def read_meta(path: Path) -> dict:
     """The `.meta.json` beside a subagent file ({toolUseId, agentType, ...}); {} when absent or bad."""
     meta = path.with_suffix(".meta.json")
@@ -659,8 +780,7 @@ def read_claude_session(
         problem_count += f.problem_count
     firsts = [f.first_ts for f in files if f.first_ts]
     lasts = [f.last_ts for f in files if f.last_ts]
-    entrypoint = next((f.entrypoint for f in files if f.entrypoint), None)
-    prompt_source = next((f.prompt_source for f in files if f.prompt_source), None)
+    launch = session_launch(main, files)
     models: list[str] = []
     for f in files:
         models += [m for m in f.models if m not in models]
@@ -671,8 +791,9 @@ def read_claude_session(
         files=[str(f.path) for f in files],
         started_at=nz.parse_time(min(firsts)) if firsts else None,
         ended_at=nz.parse_time(max(lasts)) if lasts else None,
-        entrypoint=entrypoint,
-        agent_session=is_agent_session(entrypoint, prompt_source),
+        entrypoint=next((f.entrypoint for f in files if f.entrypoint), None),
+        agent_session=launch.agent,
+        launch=launch.why,
         tool_version=head.version,
         git_branch=head.git_branch,
         title=head.title,

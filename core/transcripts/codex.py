@@ -35,14 +35,21 @@ import orjson
 
 from core.transcripts import normalize as nz
 from core.transcripts.accounting import CONVERSATION, METADATA, codex_label
+from core.transcripts.launch import PersonSigns, codex_launch
 from core.transcripts.lines import LineReader
-from core.transcripts.model import ProblemKind, Session, SourceRef, ToolCall, ToolResult, Turn, TurnKind
+from core.transcripts.model import (
+    ProblemKind,
+    Session,
+    SourceRef,
+    Subagent,
+    SubagentKind,
+    ToolCall,
+    ToolResult,
+    Turn,
+    TurnKind,
+)
 
-AGENT_SOURCES = frozenset({"exec", "mcp"})
-"""`source` values of sessions a program started (`codex exec`, the MCP/app server)."""
-_AGENT_ORIGINATOR = re.compile(r"exec|sdk", re.I)
-"""Originators of programmatic runs (`codex_exec`, `codex_sdk_ts`); people use codex_cli_rs,
-codex-tui, codex_vscode, Codex Desktop."""
+_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call"})
 _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>",
                      "<user_shell_command>", "<turn_aborted>", "<subagent_notification>")
 _SHELL_WRAPPERS = ({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "pwsh", "powershell"},
@@ -53,12 +60,59 @@ _ROLLOUT_UUID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 
 
 def is_agent_source(source, originator: str | None) -> bool:
-    """Started by a program (exec, SDK, MCP server) or spawned by another agent (a subagent)."""
-    if type(source) is dict:
-        return True  # {"subagent": ...}
-    if type(source) is str and source.lower() in AGENT_SOURCES:
-        return True
-    return type(originator) is str and _AGENT_ORIGINATOR.search(originator) is not None
+    """Started by a program (exec, SDK, MCP server) or spawned by another agent, from a rollout's
+    session_meta alone (core/transcripts/launch.py; a person's signs need the whole rollout)."""
+    return codex_launch(source, originator).agent
+
+
+_REFUSALS = ("exec command rejected by user", "patch rejected by user", "exec command declined by user")
+_REFUSED_INSIDE = re.compile(r'Rejected\(\\?"rejected by user\\?"\)')
+
+
+def refused_by_person(text: str) -> bool:
+    """A call's output saying the person declined it: the approval answer Codex writes ("exec command
+    rejected by user"), also wrapped in a failed exec's message. Not a guardian's "rejected due to
+    unacceptable risk", nor a command that merely printed the words."""
+    head = text.lstrip()[:200].lower()
+    return head.startswith(_REFUSALS) or (
+        "rejected by user" in text and _REFUSED_INSIDE.search(text) is not None)
+
+
+def codex_home(path: Path) -> Path | None:
+    """The CODEX_HOME a rollout lives in (the parent of its sessions/ or archived_sessions/)."""
+    for parent in path.parents:
+        if parent.name in ("sessions", "archived_sessions"):
+            return parent.parent
+    return None
+
+
+_NAMES: dict[str, tuple[tuple[int, int], dict[str, str]]] = {}
+
+
+def thread_names(path: Path) -> dict[str, str]:
+    """Thread id -> the name a person (or Codex) gave it, from `session_index.jsonl` beside the
+    rollouts' folder (each rename appends a line: the last one for an id wins). Read once per process
+    and index version."""
+    home = codex_home(path)
+    if home is None:
+        return {}
+    index = home / "session_index.jsonl"
+    try:
+        st = index.stat()
+    except OSError:
+        return {}
+    key = str(index)
+    memo = _NAMES.get(key)
+    if memo is not None and memo[0] == (st.st_size, st.st_mtime_ns):
+        return memo[1]
+    names: dict[str, str] = {}
+    reader = LineReader(index)
+    for _, rec in reader:
+        if type(rec) is dict and type(rec.get("id")) is str and type(rec.get("thread_name")) is str:
+            if rec["thread_name"].strip():
+                names[rec["id"]] = rec["thread_name"]
+    _NAMES[key] = ((st.st_size, st.st_mtime_ns), names)
+    return names
 
 
 def shell_text(command) -> str:
@@ -94,6 +148,15 @@ class _CodexParser:
         """User-role response items that are not injected context: prompts only in older rollouts."""
         self.first_ts: str | None = None
         self.last_ts: str | None = None
+        self.aborted_items: list[Turn] = []
+        """`<turn_aborted>` user items: the model's copy of an interrupt the turn_aborted event records
+        (both are written by newer builds), the interrupt itself where no event is."""
+        self.aborted_events = 0
+        self.spawned: dict[str, Subagent] = {}
+        """Threads this one spawned (collab_agent_spawn_end), by thread id."""
+        self.spawn_calls: list[ToolCall] = []
+        self.thread_name: str | None = None
+        self.signs = PersonSigns()
 
     def run(self) -> Session:
         acc = self.reader.accounting
@@ -116,6 +179,8 @@ class _CodexParser:
                         self._model(model)
                     if self.cwd is None and type(payload.get("cwd")) is str:
                         self.cwd = payload["cwd"]
+                elif kind == "event_msg":
+                    self._meta_event(payload)
             elif category == CONVERSATION:
                 if rec.get("type") == "response_item":
                     self._response_item(payload, lineno, ts)
@@ -164,7 +229,7 @@ class _CodexParser:
             elif role == "user":
                 head = text.lstrip()
                 if head.startswith("<turn_aborted>"):
-                    self._add(TurnKind.interrupt, lineno, ts, reason="turn_aborted")
+                    self.aborted_items.append(self._add(TurnKind.interrupt, lineno, ts, reason="turn_aborted"))
                     return
                 context = head.startswith(_CONTEXT_PREFIXES) or not head
                 turn = self._add(TurnKind.injected, lineno, ts, reason="context" if context else "user-item",
@@ -175,7 +240,7 @@ class _CodexParser:
             else:  # developer / system instructions
                 self._add(TurnKind.injected, lineno, ts, reason=self.names[_str(role) or "?"],
                           text=nz.clean_text(text, nz.TEXT_CHARS, self.redact))
-        elif kind in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
+        elif type(kind) is str and kind in _CALLS:
             self._call(item, kind, lineno, ts)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self._output(item, lineno)
@@ -212,6 +277,9 @@ class _CodexParser:
             args = {"argv": action.get("command")}
             if type(action.get("working_directory")) is str:
                 args["workdir"] = action["working_directory"]
+        elif kind == "tool_search_call":  # the model looking up a tool; answered by tool_search_output
+            name = "tool_search"
+            args = item.get("arguments") if type(item.get("arguments")) is dict else {}
         else:  # web_search_call: answered inline, no output item
             name = "web_search"
             action = item.get("action") if type(item.get("action")) is dict else {}
@@ -227,6 +295,8 @@ class _CodexParser:
             call.result = ToolResult(is_error=status == "failed", source=self._ref(lineno))
         self._assistant(lineno, ts).tool_calls.append(call)
         self.calls[call_id] = call
+        if name == "spawn_agent":
+            self.spawn_calls.append(call)
 
     def _output(self, item: dict, lineno: int) -> None:
         if type(item.get("call_id")) is not str:
@@ -240,7 +310,11 @@ class _CodexParser:
         if exit_code is None:
             m = _EXIT_LINE.search(text[:300])
             exit_code = int(m.group(1)) if m else None
-        rejected = "rejected by user" in text[:200].lower() or "declined by user" in text[:200].lower()
+        rejected = refused_by_person(text)
+        if rejected:
+            self.signs.refused = True
+        if call.name == "request_user_input" and success is not False and text.strip():
+            self.signs.answered = True
         call.result = ToolResult(
             is_error=success is False or (exit_code is not None and exit_code != 0) or rejected,
             rejected=rejected,
@@ -260,24 +334,53 @@ class _CodexParser:
             if turn.kind is TurnKind.human:
                 self.typed.append(turn)
         elif kind == "turn_aborted":
+            self.aborted_events += 1
             reason = _str(event.get("reason")) or "interrupted"
             if reason == "interrupted":
                 self._add(TurnKind.interrupt, lineno, ts, reason="interrupted")
             else:  # replaced by a new turn, review ended: not the person stopping the agent
                 self._add(TurnKind.system, lineno, ts, reason=self.names[f"turn_aborted:{reason}"])
 
+    def _meta_event(self, event: dict) -> None:
+        """Events about the thread rather than the conversation: a spawned agent, a new name."""
+        kind = event.get("type")
+        if kind == "collab_agent_spawn_end":
+            thread = event.get("new_thread_id")
+            if type(thread) is str and thread and thread not in self.spawned:
+                role = event.get("new_agent_role")
+                call = event.get("call_id")
+                self.spawned[thread] = Subagent(
+                    agent_id=nz.clean_id(thread, self.redact), kind=SubagentKind.task, file="",
+                    tool_use_id=nz.clean_id(call, self.redact) if type(call) is str else None,
+                    agent_type=self.names[role] if type(role) is str else None)
+        elif kind == "thread_name_updated":
+            name = event.get("thread_name")
+            if type(name) is str and name.strip():
+                self.thread_name = name
+
     # -- assembly ----------------------------------------------------------------------------
 
     def _finish(self) -> Session:
         # A prompt is recorded twice in newer rollouts (a user response item and a user_message
         # event): the event is what the person typed. Older rollouts have only the item.
-        if not self.typed:
-            for turn in self.user_items:
-                turn.kind, turn.reason = TurnKind.human, None
-        else:
+        meta = self.meta or {}
+        source = meta.get("source")
+        prompts = self.typed or self.user_items
+        if self.typed:
             for turn in self.user_items:
                 turn.reason = "prompt-copy"
-        meta = self.meta or {}
+        else:
+            for turn in self.user_items:
+                turn.kind, turn.reason = TurnKind.human, None
+        if type(source) is dict:
+            # A subagent's prompts are its parent agent's brief (or the harness's), never a person's.
+            for turn in prompts:
+                turn.kind, turn.reason = TurnKind.injected, "subagent-prompt"
+        if self.aborted_events:
+            for turn in self.aborted_items:  # the event is the interrupt; the item repeats it to the model
+                turn.kind, turn.reason = TurnKind.injected, "interrupt-copy"
+        if any(t.kind is TurnKind.interrupt for t in self.turns):
+            self.signs.interrupted = True
         if self.meta is None:
             self.reader.problem(ProblemKind.unsupported, 1, "no session_meta line: the id is taken from the file name")
         sid = next((v for v in (meta.get("id"), meta.get("session_id")) if type(v) is str and v), None)
@@ -286,7 +389,13 @@ class _CodexParser:
             sid = m.group(1) if m else self.path.stem
         cwd = meta.get("cwd") if type(meta.get("cwd")) is str else self.cwd
         originator = meta.get("originator") if type(meta.get("originator")) is str else None
+        launch = codex_launch(source, originator, signs=self.signs)
         git = meta.get("git") if type(meta.get("git")) is dict else {}
+        subagents = list(self.spawned.values())
+        if not subagents:  # older builds write no spawn event: a spawn call that got an answer
+            subagents = [Subagent(agent_id=c.id, kind=SubagentKind.task, file="", tool_use_id=c.id)
+                         for c in self.spawn_calls if c.result is not None and not c.result.is_error]
+        title = thread_names(self.path).get(sid) or self.thread_name
         starts = [t for t in (nz.parse_time(meta.get("timestamp")), nz.parse_time(self.first_ts)) if t]
         if self.redact:
             self.reader.accounting.by_type = nz.clean_keys(self.reader.accounting.by_type)
@@ -298,11 +407,14 @@ class _CodexParser:
             started_at=min(starts) if starts else None,
             ended_at=nz.parse_time(self.last_ts),
             entrypoint=nz.clean_id(originator, self.redact),
-            agent_session=is_agent_source(meta.get("source"), originator),
+            agent_session=launch.agent,
+            launch=nz.clean_text(launch.why, nz.TEXT_CHARS, self.redact),  # it names the originator
+            title=nz.clean_text(title, nz.TEXT_CHARS, self.redact) if title else None,
             tool_version=nz.clean_id(_str(meta.get("cli_version")) or None, self.redact),
             git_branch=nz.clean_id(_str(git.get("branch")) or None, self.redact),
             models=self.models,
             turns=self.turns,
+            subagents=subagents,
             accounting=self.reader.accounting,
             problems=self.reader.problems,
             problem_count=self.reader.problem_count,

@@ -27,11 +27,12 @@ from core.transcripts.claude import (
     ClaudeFile,
     ClaudeWalk,
     classify_user_text,
-    is_agent_session,
     is_tool_result_line,
     refused_in,
+    session_launch,
     subagent_kind,
 )
+from core.transcripts.launch import KITSOKI_TOOLS
 from core.transcripts.lines import LineReader
 from core.transcripts.model import LineAccounting, SubagentKind, TurnKind
 from core.transcripts.records import COUNTS, CountBlock, CountBlockLoose, CountMessage, CountMessageLoose
@@ -92,6 +93,7 @@ class ClaudeCounts(ClaudeWalk):
             self._results(rec, content)
             return
         kind, reason = classify_user_text(nz.blocks_text(content), rec, self.sidechain)
+        self._person(kind, reason, rec)
         if kind is TurnKind.human:
             self.prompts += 1
         elif kind is TurnKind.interrupt:
@@ -108,6 +110,7 @@ class ClaudeCounts(ClaudeWalk):
             if type(block) not in _BLOCKS or block.type != "tool_result":
                 continue
             refused = refused_in(block.content) or by_person
+            self._result_signs(refused, block.content)
             tool_id = block.tool_use_id
             if type(tool_id) is not str:
                 continue
@@ -132,6 +135,8 @@ class ClaudeCounts(ClaudeWalk):
             return
         for block in content:
             if type(block) in _BLOCKS and block.type == "tool_use":
+                if type(block.name) is str and block.name in KITSOKI_TOOLS:
+                    self.out.kitsoki = True
                 call_id = block.id if type(block.id) is str else f"line:{lineno}"
                 self.calls[call_id] = len(self.refused)
                 self.refused.append(self.early.pop(call_id, None))
@@ -158,8 +163,7 @@ def count_claude_session(trunk: Path | None, subagent_files: list[Path] = (), *,
         accounting.add(f.accounting)
     firsts = [f.first_ts for f in files if f.first_ts]
     lasts = [f.last_ts for f in files if f.last_ts]
-    entrypoint = next((f.entrypoint for f in files if f.entrypoint), None)
-    prompt_source = next((f.prompt_source for f in files if f.prompt_source), None)
+    launch = session_launch(main.out if main else None, files)
     summary = SessionSummary(
         id=head.session_id or nz.clean_id((trunk or head.path).stem, redact),
         format="claude",
@@ -175,7 +179,8 @@ def count_claude_session(trunk: Path | None, subagent_files: list[Path] = (), *,
         rejected_tool_uses=sum(1 for r in main.refused if r) if main else 0,
         subagents=len(agents),
         duplicates=accounting.duplicates,
-        agent_session=is_agent_session(entrypoint, prompt_source),
+        agent_session=launch.agent,
+        launch=launch.why,
         started_at=nz.parse_time(min(firsts)) if firsts else None,
         ended_at=nz.parse_time(max(lasts)) if lasts else None,
         title=head.title,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from core.transcripts.lines import sniff_format
+from core.transcripts.lines import NOT_A_TRANSCRIPT, sniff_format
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
@@ -247,6 +247,8 @@ def group_sessions(
             kind = "claude"  # only Claude Code writes subagent files; no need to open them
         else:
             kind = (known and known.get(str(path))) or sniff_format(path) or "claude"
+        if kind == NOT_A_TRANSCRIPT:
+            continue  # an index or a prompt history kept beside the transcripts
         if kind in ("pi", "codex"):
             pi.append(SessionFiles(kind, path))
         elif path.parent.name == "tool-results":
@@ -284,6 +286,18 @@ def group_sessions(
     return list(trunks.values()) + list(orphans.values()) + pi
 
 
+def named_folders(root: Path, names: frozenset[str], prefixes: tuple[str, ...]) -> list[Path]:
+    """The folders of `root` named one of `names` or starting with one of `prefixes` (a slug is
+    lossy: a folder inside the project shares its slug's start, so may a sibling; the records' cwd
+    decides)."""
+    try:
+        with os.scandir(root) as entries:
+            return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)
+                          and (e.name in names or e.name.startswith(prefixes)))
+    except OSError:
+        return []
+
+
 def discover(
     repo: Path | None = None,
     dirs: Iterable[Path] = (),
@@ -292,51 +306,72 @@ def discover(
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
     known: Mapping[str, str] | None = None,
+    scope=None,
 ) -> list[SessionFiles]:
-    """Sessions for `repo` (from the default roots) and from extra `dirs`; all history if neither."""
+    """Sessions for `repo` (from the default roots) and from extra `dirs`; all history if neither.
+
+    For a repository: the sessions recorded in it, in a folder inside it or in another checkout of it
+    (core/transcripts/scope.py), from the folders Claude Code and Pi name after those places and from
+    every Codex rollout. With `scope` (a mining pass's), those are returned as found, for the caller to
+    sort by project and count the other projects' (scope.split_by_scope); without it, only the
+    repository's own. Files under `dirs` are returned as found either way."""
     env = os.environ if env is None else env
     home = Path(env.get("HOME", "~")).expanduser() if home is None else home
-    files: list[Path] = []
     dirs = [Path(d) for d in dirs]
+    found: list[Path] = []
+    sort = False
     if repo is not None:
-        repo = repo_path(repo)
-        if fmt in ("auto", "claude"):
-            for root in claude_roots(home, env):
-                for slug in claude_slugs(repo):
-                    for path in _jsonl_files(root / slug):
-                        # The slug is lossy (`a_b` and `a-b` share one): the records' cwd decides.
-                        cwd = first_field(path, "cwd")
-                        if cwd is None or same_project(cwd, repo):
-                            files.append(path)
-        if fmt in ("auto", "pi"):
-            for path in _jsonl_files(pi_root(home, env) / pi_dirname(repo)):
-                cwd = first_field(path, "cwd")
-                if cwd is None or same_project(cwd, repo):
-                    files.append(path)
-        if fmt in ("auto", "codex"):
-            for root in codex_roots(home, env):
-                for path in _jsonl_files(root):
-                    cwd = codex_meta(path).get("cwd")
-                    if type(cwd) is str and same_project(cwd, repo):
-                        files.append(path)
+        if scope is None:
+            from core.transcripts.scope import workspace_scope
+
+            scope, sort = workspace_scope(repo_path(repo)), True
+        if scope.other_projects:
+            found = _all_history(fmt, home, env)
+        else:
+            claude_prefixes = tuple(f + "-" for f in scope.claude_folders)
+            pi_prefixes = tuple(f[:-2] + "-" for f in scope.pi_folders)
+            if fmt in ("auto", "claude"):
+                for root in claude_roots(home, env):
+                    for folder in named_folders(root, scope.claude_folders, claude_prefixes):
+                        found += _jsonl_files(folder)
+            if fmt in ("auto", "pi"):
+                for folder in named_folders(pi_root(home, env), scope.pi_folders, pi_prefixes):
+                    found += _jsonl_files(folder)
+            if fmt in ("auto", "codex"):
+                for root in codex_roots(home, env):
+                    found += [p for p in _jsonl_files(root) if p.name.startswith("rollout-")]
     elif not dirs:
-        if fmt in ("auto", "claude"):
-            for root in claude_roots(home, env):
-                files += _jsonl_files(root)
-        if fmt in ("auto", "pi"):
-            files += _jsonl_files(pi_root(home, env))
-        if fmt in ("auto", "codex"):
-            for root in codex_roots(home, env):
-                files += [p for p in _jsonl_files(root) if p.name.startswith("rollout-")]
+        found = _all_history(fmt, home, env)
+    from_dirs: list[Path] = []
     for folder in dirs:
         # Resolve the folder once (not every file in it) so the same history reached two ways
         # (a symlinked root, a relative and an absolute path) is read once.
-        files += _jsonl_files(folder.resolve() if folder.exists() else folder)
+        from_dirs += _jsonl_files(folder.resolve() if folder.exists() else folder)
     seen: set[str] = set()
-    unique = []
-    for path in files:
-        key = os.path.abspath(path)
-        if key not in seen:
-            seen.add(key)
-            unique.append(path)
-    return group_sessions(unique, fmt, known)
+    groups: list[list[Path]] = [[], []]
+    for group, paths in ((0, found), (1, from_dirs)):
+        for path in paths:
+            key = os.path.abspath(path)
+            if key not in seen:
+                seen.add(key)
+                groups[group].append(path)
+    units = group_sessions(groups[0], fmt, known)
+    if sort:
+        from core.transcripts.scope import split_by_scope
+
+        units = split_by_scope(units, scope).kept
+    return units + group_sessions(groups[1], fmt, known)
+
+
+def _all_history(fmt: str, home: Path, env: Mapping[str, str]) -> list[Path]:
+    """Every transcript in the default locations."""
+    files: list[Path] = []
+    if fmt in ("auto", "claude"):
+        for root in claude_roots(home, env):
+            files += _jsonl_files(root)
+    if fmt in ("auto", "pi"):
+        files += _jsonl_files(pi_root(home, env))
+    if fmt in ("auto", "codex"):
+        for root in codex_roots(home, env):
+            files += [p for p in _jsonl_files(root) if p.name.startswith("rollout-")]
+    return files

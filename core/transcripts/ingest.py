@@ -54,6 +54,8 @@ class SessionSummary(BaseModel):
     subagents: int
     duplicates: int
     agent_session: bool
+    launch: str | None = None
+    """Why agent_session is what it is (core/transcripts/launch.py)."""
     started_at: datetime | None
     ended_at: datetime | None
     title: str | None = None
@@ -112,6 +114,7 @@ def summarize(session: Session) -> SessionSummary:
         subagents=len(session.subagents),
         duplicates=acc.duplicates,
         agent_session=session.agent_session,
+        launch=session.launch,
         started_at=session.started_at,
         ended_at=session.ended_at,
         title=session.title,

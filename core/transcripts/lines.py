@@ -294,9 +294,25 @@ def _decode_glued(text: str) -> tuple[list, str]:
     return out, ""
 
 
+NOT_A_TRANSCRIPT = "none"
+"""sniff_format's answer for a file the agents keep beside their transcripts that is none."""
+
+
+def not_a_transcript(record: dict) -> bool:
+    """A line of a file that sits beside transcripts but holds no conversation: Codex's thread index
+    (`session_index.jsonl`: id, thread_name, updated_at), Claude Code's prompt history
+    (`history.jsonl`: display, pastedContents, project) and Codex's (`history.jsonl`: session_id, ts,
+    text). A hook's record with a `cwd` is read: it says where a session ran."""
+    if "type" in record:
+        return False
+    return ("thread_name" in record and "id" in record) or ("display" in record and "project" in record) or (
+        "session_id" in record and "ts" in record and "text" in record)
+
+
 def sniff_format(path: Path) -> str | None:
     """'pi' when the first parseable record is a Pi session header, 'codex' for a Codex rollout line
-    ({timestamp, type, payload}), 'claude' for other records."""
+    ({timestamp, type, payload}), NOT_A_TRANSCRIPT for an index or a prompt history, 'claude' for
+    other records."""
     try:
         with open(path, "rb") as fh:
             for _ in range(20):
@@ -314,6 +330,8 @@ def sniff_format(path: Path) -> str | None:
                     return "pi"
                 if kind in ("session_meta", "response_item", "event_msg", "turn_context") and "payload" in obj:
                     return "codex"
+                if not_a_transcript(obj):
+                    return NOT_A_TRANSCRIPT
                 return "claude"
     except OSError:
         return None

@@ -191,7 +191,10 @@ class Session:
     """How the session was started: Claude's `entrypoint` (cli, claude-vscode, sdk-ts, ...), Codex's
     `originator` (codex_cli_rs, codex-tui, codex_vscode, codex_exec, ...)."""
     agent_session: bool = False
-    """Launched by a program (SDK, IDE bridge) rather than a person at the CLI."""
+    """Started by a program (an SDK, `claude -p`, `codex exec`, kitsoki's dispatch, a spawning agent)
+    rather than a person: core/transcripts/launch.py."""
+    launch: str | None = None
+    """Which rule decided `agent_session`, e.g. "entrypoint claude-vscode", "source exec"."""
     tool_version: str | None = None
     git_branch: str | None = None
     title: str | None = None

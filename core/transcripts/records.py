@@ -45,6 +45,7 @@ def _count_types(raw):
         type: Any = None
         text: Any = None
         id: Any = None
+        name: Any = None
         tool_use_id: Any = None
         content: raw = None
 
@@ -66,6 +67,8 @@ def _count_types(raw):
         agentId: Any = None
         entrypoint: Any = None
         promptSource: Any = None
+        origin: Any = None
+        isSidechain: Any = None
         isMeta: Any = None
         isCompactSummary: Any = None
         message: _either(CountMessage) = None
@@ -74,6 +77,7 @@ def _count_types(raw):
         customTitle: Any = None
         title: Any = None
         summary: Any = None
+        leafUuid: Any = None
 
     return CountLine, CountMessage, CountBlock
 
@@ -120,6 +124,8 @@ def _full_types(result_content):  # one family: the full reader decodes a tool r
         agentId: Any = None
         entrypoint: Any = None
         promptSource: Any = None
+        origin: Any = None
+        isSidechain: Any = None
         isMeta: Any = None
         isCompactSummary: Any = None
         isApiErrorMessage: Any = None
@@ -131,6 +137,7 @@ def _full_types(result_content):  # one family: the full reader decodes a tool r
         customTitle: Any = None
         title: Any = None
         summary: Any = None
+        leafUuid: Any = None
         data: _either(ProgressData) = None
         parentToolUseID: Any = None
         toolUseID: Any = None
@@ -182,6 +189,8 @@ def _step_types(result_content):
         agentId: Any = None
         entrypoint: Any = None
         promptSource: Any = None
+        origin: Any = None
+        isSidechain: Any = None
         isMeta: Any = None
         isCompactSummary: Any = None
         message: _either(StepMessage) = None
@@ -213,6 +222,16 @@ class Decoding:
         return msgspec.convert(obj, self.loose)
 
 
+class BranchLine(Struct, gc=False):
+    """What the final branch of a file is made of (a session's title, claude.final_branch_summary)."""
+
+    type: Any = None
+    uuid: Any = None
+    parentUuid: Any = None
+    logicalParentUuid: Any = None
+
+
 COUNTS = Decoding(CountLine, CountLineLoose)
+BRANCH = Decoding(BranchLine, BranchLine)
 FULL = Decoding(Line, Line)
 STEPS = Decoding(StepLine, StepLineLoose)

@@ -34,6 +34,7 @@ from core.transcripts.claude import (
     refused_in,
     result_text,
 )
+from core.transcripts.launch import KITSOKI_TOOLS
 from core.transcripts.lines import LineReader
 from core.transcripts.model import ToolResult, TurnKind
 from core.transcripts.records import (
@@ -136,6 +137,7 @@ class _StepReader(ClaudeTree):
         out = self.out
         by_type = out.accounting.by_type
         duplicates = metadata = unknown = 0
+        spare_cwd = None
         anchor, parent_of, turn_at = self.anchor, self.parent_of, self.turn_at
         envelope, user, assistant, system = self._envelope, self._user, self._assistant, self._system
         for lineno, rec in self.reader:
@@ -175,6 +177,8 @@ class _StepReader(ClaudeTree):
                     metadata += 1
                 else:
                     unknown += 1
+                if spare_cwd is None and type(rec.cwd) is str:
+                    spare_cwd = rec.cwd
                 if type(uuid) is str:
                     # Progress and attachment lines sit inside the uuid chain: later records may
                     # name them as parent, so remember the turn they hang under.
@@ -183,6 +187,7 @@ class _StepReader(ClaudeTree):
         out.accounting.duplicates += duplicates
         out.accounting.metadata += metadata
         out.accounting.unknown += unknown
+        out.spare_cwd = spare_cwd
 
     def run(self) -> ClaudeSteps:
         self.walk()
@@ -238,6 +243,7 @@ class _StepReader(ClaudeTree):
                     return
         text = nz.blocks_text(content)
         kind, reason = classify_user_text(text, rec, self.sidechain)
+        self._person(kind, reason, rec)
         step = self.turn_at[node] = Step(kind, lineno)
         if kind is _HUMAN:
             step.prompt = nz.clean_text(text, nz.PROMPT_CHARS, self.redact)
@@ -263,10 +269,12 @@ class _StepReader(ClaudeTree):
                 continue
             is_error = block.is_error is True
             body = block.content
+            refused = refused_in(body) or by_person
+            self._result_signs(refused, body)
             result = Outcome(
                 is_error,
                 interrupted,
-                refused_in(body) or by_person,
+                refused,
                 nz.exit_code_of(result_text(body)) if is_error else None,
                 lineno,
             )
@@ -300,6 +308,8 @@ class _StepReader(ClaudeTree):
             call_id = block.id
             call_id = call_id if type(call_id) is str else f"line:{lineno}"
             name = block.name
+            if type(name) is str and name in KITSOKI_TOOLS:
+                self.out.kitsoki = True
             call = StepCall(nz.clean_id(call_id, self.redact), self.names[name] if type(name) is str else "?",
                             self._input(block.input), lineno)
             step.calls.append(call)

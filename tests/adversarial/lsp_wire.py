@@ -270,12 +270,11 @@ class Served:
     the server gets a fresh one for the cases after it."""
 
     def __init__(self, root: Path) -> None:
-        from core.demo.walkthrough import lay_out
-        from core.mining.passes import run_pass
+        from core.demo.walkthrough import lay_out, seed_pass
         from core.proposals.proposer import run_proposer
 
         _, self.ws, self.transcripts = lay_out(root / "demo")
-        _, recipes = run_pass(self.ws, repo=self.ws, dirs=[self.transcripts], trigger="seed", workers=1)
+        _, recipes = seed_pass(self.ws, self.transcripts)
         run_proposer(self.ws, recipes)
         self.workdir = root / "runs"
         self.workdir.mkdir()

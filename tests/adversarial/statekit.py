@@ -70,13 +70,12 @@ def git_and_outside(root: Path, workspace: Path) -> Path:
 
 def build_template(into: Path) -> dict:
     """The demo workspace mined and proposed, once; cases copy it. Returns what the cases need."""
-    from core.demo.walkthrough import lay_out
-    from core.mining.passes import run_pass
+    from core.demo.walkthrough import lay_out, seed_pass
     from core.proposals.inbox import inbox
     from core.proposals.proposer import run_proposer
 
     root, ws, transcripts = lay_out(into)
-    _, recipes = run_pass(ws, repo=ws, dirs=[transcripts], trigger="seed", workers=1)
+    _, recipes = seed_pass(ws, transcripts)
     run_proposer(ws, recipes)
     git_and_outside(root, ws)
     cards = {p.kind: p for p in inbox(ws)}

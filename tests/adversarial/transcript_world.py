@@ -436,6 +436,10 @@ def prepare_workspace(root: Path) -> Path:
 
     ws = root / "release-desk"
     shutil.copytree(WORKSPACE, ws)
+    # A secret planted in a session's `cwd` changes the folder it recorded: every folder is named this
+    # workspace's, so each planted world is mined whole (which sessions belong is tests/test_scope.py's).
+    config = ws / ".kitsoki.yaml"
+    config.write_text(config.read_text().replace("mining:\n", "mining:\n  project_paths: [/]\n", 1))
     return ws
 
 

@@ -294,7 +294,8 @@ def mine_workspace(projects: Path) -> tuple[Path, Path]:
     shutil.rmtree(ws, ignore_errors=True)
     ws.mkdir(parents=True)
     (ws / ".kitsoki.yaml").write_text(f"mining:\n  enabled: true\n  first_pass_sample: 1000000\n"
-                                      f"  transcript_dirs: [{json.dumps(str(projects))}]\n")
+                                      f"  transcript_dirs: [{json.dumps(str(projects))}]\n"
+                                      "  project_paths: [/home/dev]\n")  # where gen_corpus's sessions ran
     home = CACHE / "empty-home"
     home.mkdir(exist_ok=True)
     return ws, home

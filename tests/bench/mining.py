@@ -37,7 +37,8 @@ from core.mining.passes import PassMemory, run_pass  # noqa: E402
 from ingest import corpus_root, ensure_corpus  # noqa: E402
 
 CACHE = HERE / ".cache"
-NO_HOME = {"home": Path("/nonexistent"), "env": {}}
+NO_HOME = {"home": Path("/nonexistent"), "env": {}, "project_paths": ["/home/dev"]}
+"""The generated corpora's sessions all ran under /home/dev: mined as this workspace's."""
 
 
 def small_session(sid: str, i: int) -> bytes:

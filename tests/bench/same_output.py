@@ -42,7 +42,7 @@ def digests(root: Path, workers: int | None = None) -> dict:
         ws = Path(tmp) / "ws"
         ws.mkdir()
         run_pass(ws, dirs=[projects], trigger="seed", first_pass_sample=10**9, workers=workers,
-                 home=Path("/nonexistent"), env={})
+                 home=Path("/nonexistent"), env={}, project_paths=["/home/dev"])  # where gen_corpus's sessions ran
         recipes = (ws / ".artifacts" / "mining" / "recipes.json").read_bytes().replace(str(root).encode(), b"<root>")
         shutil.rmtree(ws)
     return {"sessions_sha256": hashlib.sha256(body).hexdigest(), "totals": report["totals"],

@@ -26,8 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from core.demo.walkthrough import lay_out  # noqa: E402
-from core.mining.passes import run_pass  # noqa: E402
+from core.demo.walkthrough import lay_out, seed_pass  # noqa: E402
 from core.mining.service import trace_path  # noqa: E402
 from core.proposals.inbox import inbox  # noqa: E402
 from core.proposals.model import Proposal  # noqa: E402
@@ -38,7 +37,7 @@ from core.trace import Trace  # noqa: E402
 
 def make_workspace(root: Path, count: int) -> Path:
     _, ws, transcripts = lay_out(root / "demo")
-    _, recipes = run_pass(ws, repo=ws, dirs=[transcripts], trigger="seed", workers=1)
+    _, recipes = seed_pass(ws, transcripts)
     run_proposer(ws, recipes)
     template = next(p for p in inbox(ws) if p.files and p.files[0].path == ".kitsoki.yaml")
     source = stage_dir(ws, template.recipe_id)

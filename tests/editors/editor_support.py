@@ -60,15 +60,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def publish_screenshots(folder: Path, editor: str) -> Path | None:
+def publish_screenshots(folder: Path, editor: str, *, clear: bool = True) -> Path | None:
     """With KITSOKI_SCREENSHOTS=DIR (`make screenshots`), the test's screenshots are copied to
-    DIR/<editor>/ (the README shows those in docs/screenshots)."""
+    DIR/<editor>/ (the README shows those in docs/screenshots); `clear=False` adds to what an
+    earlier test of the same editor put there."""
     target = os.environ.get("KITSOKI_SCREENSHOTS")
     if not target:
         return None
     dest = Path(target) / editor
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
+    if clear:
+        shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True, exist_ok=True)
     for shot in sorted(folder.iterdir()):
         if shot.suffix == ".png" and "FAILED" not in shot.name:
             shutil.copy2(shot, dest / shot.name)

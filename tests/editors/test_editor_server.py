@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 
 from core.demo.pending import lay_out_pending
@@ -17,8 +18,12 @@ from core.mining.service import MinerStatus
 from core.proposals.hunks import hunks
 from core.proposals.wording import actions_text, cite_text, classification_text, plural, readable_failure
 from core.questions import QuestionBook
-from core.sidecar import WorkspaceSidecar, mining_note
-from server.lsp import KitsokiServer, lenses_impl, proposal_content_impl, proposal_impl
+from core.apply.gates import GatePreview
+from core.proposals.wording import accept_brief, accept_says
+from core.sidecar import SidecarEvents, WorkspaceSidecar, mining_note, not_a_workspace
+from server.lsp import (KitsokiServer, decided_impl, diagnostics_for, lenses_impl, proposal_content_impl, proposal_impl,
+                        proposals_impl, serve_roots)
+from server.views import question_of, resolve_lens_impl
 
 
 def served(tmp_path):
@@ -85,12 +90,90 @@ def test_lenses_sit_where_the_lines_go_and_share_a_line_apart(tmp_path):
     [(line, row)] = [(k, v) for k, v in rows.items() if k != 0]
     assert config.read_text().splitlines()[line - 1].strip() == "base_branch: main   # we release from main"
     assert [lens.command.title for lens in row] == [
-        "[1/2] Set world.test_cmd to 'pytest': accept · refine · reject · diff…",
-        "[2/2] Bind ticket to host.gh.ticket: accept · refine · reject · diff…"]
+        "[1/2] Set world.test_cmd to 'pytest': accept · refine · diff · reject…",
+        "[2/2] Bind ticket to host.gh.ticket: accept · refine · diff · reject…"]
     assert [lens.range.start.character for lens in row] == [0, 1], "one order for every client"
     draft = demo.workspace / ".artifacts" / "mining" / row[0].command.arguments[0]["id"] / ".kitsoki.yaml"
     draft_lenses = lenses_impl(server, types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=draft.as_uri())))
     assert draft_lenses[0].command.title == "DRAFT of .kitsoki.yaml for \"Set world.test_cmd to 'pytest'\": not the live file"
+    assert draft_lenses[1].command.title == "Accept this draft (no flow runs: kept after checks)"
+    sidecar.stop()
+
+
+def test_a_lone_proposal_s_lenses_say_what_the_gate_will_do_and_put_reject_last(tmp_path):
+    demo, sidecar, server = served(tmp_path)
+    story = demo.workspace / "stories" / "release-desk" / "app.yaml"
+    lenses = lenses_impl(server, types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=story.as_uri())))
+    row = [lens for lens in lenses if lens.range.start.line != 0]
+    assert row[0].command is None and row[0].data["lens"] == "accept", "resolved when in view"
+    assert [lens.command.title for lens in row[1:]] == ["Refine", "Diff", "Reject…"], \
+        "the destructive segment is last, apart from Refine, and says it asks"
+    resolved = resolve_lens_impl(server, row[0])
+    assert resolved.command.title == "Accept: Add 1 synonym to release-desk's deploy (runs 2 flow files)"
+    assert resolved.command.command == "kitsoki.accept"
+    sidecar.stop()
+
+
+def test_every_text_says_what_the_gate_preview_says(tmp_path):
+    """No hard-coded "(runs flows)": the lens, the detail's sentence and the question card come from
+    the gate's own preview, field by field (held, gated, runs, note)."""
+    demo, sidecar, server = served(tmp_path)
+    world = next(c for c in sidecar.cards() if c.kind == "world")
+    intent = next(c for c in sidecar.cards() if c.kind == "intent")
+    detail = proposal_impl(server, {"id": world.recipe_id})
+    assert detail["accept_brief"] == "no flow runs: kept after checks"
+    assert detail["accept_says"] == ("This changes .kitsoki.yaml; no flow exercises this change: kept after the "
+                                     "structural checks (miner.ungated: allow).")
+    gated = proposal_impl(server, {"id": intent.recipe_id})
+    assert gated["accept_says"].startswith("This changes stories/release-desk/app.yaml, then runs the flows in 2 "
+                                           "flow files (stories/release-desk/flows/preview.yaml, ")
+    card = question_of(world, sidecar.gate_preview(world.recipe_id))
+    assert card.questions[0].options[0].description == "apply to .kitsoki.yaml; no flow runs: kept after checks"
+    card = question_of(intent, sidecar.gate_preview(intent.recipe_id))
+    assert card.questions[0].options[0].description == \
+        "apply to stories/release-desk/app.yaml; runs 2 flow files, kept only if they pass"
+    # A preview that holds renders as held, whatever else it says.
+    held = GatePreview(kind="builtin", runs=["flows/a.yaml"], held=True, gated=False, note="the flows cannot run here")
+    assert accept_brief(held) == "would be held, not kept"
+    assert accept_says(held, ["a.yaml"]) == "This changes a.yaml; the flows cannot run here."
+    sidecar.stop()
+
+
+def test_a_story_that_does_not_load_says_where_and_why_its_proposal_waits(tmp_path):
+    demo, sidecar, server = served(tmp_path)
+    story = demo.workspace / "stories" / "release-desk" / "app.yaml"
+    text = story.read_text()
+    story.write_text(text.replace("intents:", "intents: [", 1))
+    sidecar.kitsoki_files_changed([str(story)])
+    [problem] = sidecar.problems
+    diagnostics = diagnostics_for(sidecar, "stories/release-desk/app.yaml")
+    [error] = [d for d in diagnostics if d.severity == types.DiagnosticSeverity.Error]
+    assert (error.range.start.line, error.range.start.character) == (problem.line - 1, problem.column - 1)
+    assert "YAML syntax error" in error.message and "proposals wait" in error.message
+    lenses = lenses_impl(server, types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=story.as_uri())))
+    [waiting] = [lens.command.title for lens in lenses if lens.command and lens.command.title.startswith("Waiting")]
+    assert waiting.startswith(f"Waiting: Add 1 synonym to release-desk's deploy: stories/release-desk/app.yaml:"
+                              f"{problem.line}:{problem.column} does not load (YAML syntax error")
+    assert waiting.endswith("re-drafted once it loads")
+    story.write_text(text)  # fixed: the problem and its diagnostic go, the proposal is open again
+    sidecar.kitsoki_files_changed([str(story)])
+    assert sidecar.problems == [] and not [d for d in diagnostics_for(sidecar, "stories/release-desk/app.yaml")
+                                           if d.severity == types.DiagnosticSeverity.Error]
+    assert {c.kind: c.status for c in sidecar.cards()}["intent"] == "pending"
+    sidecar.stop()
+
+
+def test_a_staged_draft_is_never_a_workspace(tmp_path):
+    demo, sidecar, server = served(tmp_path)
+    world = next(c for c in sidecar.cards() if c.kind == "world")
+    draft_root = demo.workspace / ".artifacts" / "mining" / world.recipe_id
+    assert (draft_root / ".kitsoki.yaml").is_file(), "the draft has a .kitsoki.yaml: the root marker"
+    assert "not a workspace" in not_a_workspace(draft_root)
+    with pytest.raises(ValueError, match="kitsoki-miner's own state"):
+        WorkspaceSidecar(draft_root, watch=False, mining=False)
+    problems = []
+    serve_roots(server, [draft_root], problems)
+    assert list(server.sidecars) == [sidecar.workspace] and "not served" in problems[0]
     sidecar.stop()
 
 
@@ -134,3 +217,58 @@ def test_the_wording_a_person_reads():
     assert classification_text("GAP") == "New: not modeled yet (GAP)"
     assert readable_failure('expect_world["x"]: got  (string), want a (string)') == \
         'expect_world["x"]: got "" (string), want a (string)'
+
+
+def test_proposals_raised_with_no_editor_are_asked_once_across_sessions(tmp_path):
+    demo = lay_out_pending(tmp_path / "demo")  # raised by `demo --pending`: no editor has asked yet
+    asked: list[str] = []
+    events = SidecarEvents(raised=lambda ws, cards: asked.extend(c.recipe_id for c in cards))
+    first = WorkspaceSidecar(demo.workspace, watch=False, mining=False, events=events)
+    first.start()
+    assert sorted(asked) == sorted(p.recipe_id for p in demo.proposals)
+    first.stop()
+    asked.clear()
+    again = WorkspaceSidecar(demo.workspace, watch=False, mining=False, events=events)
+    again.start()
+    assert asked == [], "asked in an earlier session: not again"
+    again.stop()
+
+
+def test_a_saved_file_without_the_kept_change_is_undone_and_offered_again(tmp_path):
+    demo, sidecar, server = served(tmp_path)
+    back: list = []
+    sidecar.events.taken_back = lambda ws, reversal: back.append(reversal)
+    config = demo.workspace / ".kitsoki.yaml"
+    before = config.read_bytes()
+    world = next(c for c in sidecar.cards() if c.kind == "world")
+    assert sidecar.decide(world.recipe_id, "accept").flows_green
+    assert world.recipe_id not in {c.recipe_id for c in sidecar.cards()}
+    config.write_bytes(before)  # the editor's undo, then save
+    sidecar.kitsoki_files_changed([str(config)])
+    assert [(r.recipe_id, r.how) for r in back] == [(world.recipe_id, "saved")]
+    assert {c.recipe_id: c.status for c in sidecar.cards()}[world.recipe_id] == "pending"
+    assert decided_impl(server, {"state": "accepted"})["decided"] == [], "nothing accepted any more"
+    sidecar.decide(world.recipe_id, "accept")
+    [item] = decided_impl(server, {"state": "accepted"})["decided"]
+    assert (item["id"], item["can"]) == (world.recipe_id, "undo")
+    reversal = sidecar.undo(world.recipe_id)
+    assert reversal.restored == [".kitsoki.yaml"] and config.read_bytes() == before
+    sidecar.stop()
+
+
+def test_two_workspaces_never_share_an_answer(tmp_path):
+    """The same demo laid out twice (same recipe ids, same generations): each workspace's cards."""
+    first, second = lay_out_pending(tmp_path / "a"), lay_out_pending(tmp_path / "b")
+    server = KitsokiServer()
+    sidecars = []
+    for demo in (first, second):
+        sidecar = WorkspaceSidecar(demo.workspace, watch=False, mining=False)
+        sidecar.start()
+        server.sidecars[sidecar.workspace] = sidecar
+        sidecars.append(sidecar)
+    assert sidecars[0].generation == sidecars[1].generation
+    cards = proposals_impl(server, {})["proposals"]
+    assert sorted(c["workspace"].split("/")[-2] for c in cards) == ["a"] * 3 + ["b"] * 3
+    assert {c["id"] for c in cards if "/a/" in c["workspace"]} == {c["id"] for c in cards if "/b/" in c["workspace"]}
+    for sidecar in sidecars:
+        sidecar.stop()

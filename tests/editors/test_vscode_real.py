@@ -4,13 +4,19 @@ installed from the .vsix the build makes, driven in Debian's Chromium by playwri
 README's walkthrough does (`kitsoki-miner demo --into DIR --pending`).
 
 What the page must show: with workspace trust on, the folder opened in Restricted Mode first: the
-status item says the extension waits for trust and why, and no server runs until the folder is
-trusted from that item. Then the lenses on `.kitsoki.yaml` and on the story, the hover, the
-status item, the diff view; an accept that is kept and one that is reverted (the failing flow
-shown), each confirmed first; a refined draft that the explorer does not reveal, edited and saved
-like a file, then accepted; one question card at a time, withdrawn once its proposal is decided;
-no error notification; a server that never crashed. The bytes on disk are checked here. Screenshots
-of every step land in the test's folder (and in docs/screenshots with `make screenshots`).
+status item says the extension waits for trust and why, no server runs until the folder is
+trusted from that item, and `.artifacts/` is never in the explorer; once trusted the status says
+loading (never "proposals: 0") until the server answers, and the proposals nobody was asked about
+yet get their question card. Then the lenses on `.kitsoki.yaml` and on the story, saying what the
+gate will do (from its own preview), Reject… last; the hover, the diff view; an accept that is
+kept, undone from its message, kept again and undone by hand (Ctrl+Z, save: noticed and offered
+again), kept again; one that is reverted (the failing flow shown); a story saved as invalid YAML
+(a Waiting lens that says where, an error on the line); a refined draft that the explorer does
+not reveal, left unsaved and accepted with "Save and accept"; a killed server restarted and said,
+and "Restart the server"; one question card at a time, withdrawn once its proposal is rejected
+(asked first), the rejection restored from "Show rejected proposals"; two workspaces told apart;
+no error notification. The bytes on disk are checked here. Screenshots of every step land in the
+test's folder (and in docs/screenshots with `make screenshots`).
 
 Needs Debian's chromium and ripgrep and Node 20 (.ci/run installs them); a missing one fails,
 it is never skipped.
@@ -103,6 +109,11 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
     home.mkdir()  # the server never looks at this machine's own agent histories
     demo = lay_out_pending(tmp_path / "demo")
     questions = lay_out_pending(tmp_path / "fresh", staged=False)
+    both = tmp_path / "both.code-workspace"  # the two folders in one window (same name, two parents)
+    both.write_text(json.dumps({"folders": [{"path": str(demo.workspace)}, {"path": str(questions.workspace)}],
+                                # a multi-root window reads window settings from the workspace file only
+                                "settings": {"files.exclude": {"**/.artifacts": True},
+                                             "kitsoki.serverCommand": demo.server_command}}))
     before = tree(demo.workspace)
     config_before = (demo.workspace / ".kitsoki.yaml").read_text()
     story = demo.workspace / "stories" / "release-desk" / "app.yaml"
@@ -129,7 +140,10 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", proc, log)
         settings = {"url": f"http://127.0.0.1:{port}", "workspace": str(demo.workspace),
-                    "questionsWorkspace": str(questions.workspace), "shots": str(shots), "results": str(results),
+                    "questionsWorkspace": str(questions.workspace), "bothWorkspaces": str(both),
+                    "draftFolder": str(demo.workspace / ".artifacts" / "mining" /
+                                       next(p.recipe_id for p in demo.proposals if p.kind == "world")),
+                    "shots": str(shots), "results": str(results),
                     "chromium": str(CHROMIUM), "browserProfile": str(tmp_path / "chromium-profile"),
                     "draftEdit": DRAFT_EDIT}
         (tmp_path / "drive.json").write_text(json.dumps(settings))
@@ -141,10 +155,14 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
             pytest.fail(f"the VS Code driver took over {DRIVER_TIMEOUT_S} s; screenshots in {shots}", pytrace=False)
         report = json.loads(results.read_text()) if results.is_file() else {}
         print(f"VS Code steps ({time.monotonic() - started:.0f} s):")
+        trusted = next((item for item in report.get("steps", []) if item["name"] == "workbench-with-status"), None)
+        if trusted:
+            print(f"  first proposals on screen {trusted['seconds']:.1f} s after the folder was trusted")
         for item in report.get("steps", []):
             print(f"  {item['seconds']:5.1f} s  {item['name']}")
         assert driven.returncode == 0, (
             f"the VS Code driver failed at {report.get('failure', {}).get('step')}:\n{driven.stderr[-4000:]}\n"
+            f"on top of the page: {report.get('failure', {}).get('overlays')}\n"
             f"screenshots: {shots}\nkitsoki-miner output:\n"
             + "\n".join(p.read_text()[-3000:] for p in output_logs(user_data)))
     finally:
@@ -167,10 +185,17 @@ def test_the_extension_in_a_real_vscode(code_server, tmp_path):
     assert "no flow exercises this change: kept after the structural checks" in kept_question
     assert len(kept_question) < 160, f"the confirmation reads long: {kept_question!r}"
     assert "warning" in steps["accept-reverted"]["detail"]["toast"]["severity"]
+    assert not any("proposals: 0" in seen for seen in steps["workbench-with-status"]["detail"]["seen"])
+    assert "Save and accept" in steps["save-and-accept-the-draft"]["detail"]["modal"]["buttons"]
     # Nothing went to the output that a person would read as a crash.
     logs = "\n".join(p.read_text() for p in output_logs(user_data))
     assert logs, f"no kitsoki-miner output log under {user_data}/logs"
     assert "is not trusted (Restricted Mode): the server starts once you trust it" in logs, logs[-4000:]
     assert not steps["restricted-mode-waits-for-trust"]["detail"]["servers"]
-    for bad in ("Traceback", "JsonRpcInvalidParams", "server is down", "unrecognized arguments"):
+    for bad in ("Traceback", "JsonRpcInvalidParams", "unrecognized arguments"):
         assert bad not in logs, f"{bad!r} in the kitsoki-miner output:\n{logs[-4000:]}"
+    # The server was down exactly twice: killed by the test, and restarted when asked; back both times.
+    downs = [line for line in logs.splitlines() if "the server is down" in line]
+    assert downs == ["the server is down: it stopped unexpectedly; the kitsoki-miner output may say why",
+                     "the server is down: you asked for a restart"], downs
+    assert logs.count("the server is running again") == 2, logs[-4000:]

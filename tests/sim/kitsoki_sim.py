@@ -14,9 +14,10 @@ reference/kitsoki-real.md §3) and reproduces what a caller can observe:
   embedded library (always there).
 - the default glob is `<app dir>/flows/*.yaml` when that folder exists, else `flows/*.yaml` when
   ./flows exists, else `<app without .yaml>-flows/*.yaml`.
-- a fatal error (the app does not load, a bad glob, no file matched, a fixture that does not
-  parse, a recording miss without --allow-missing-recording) prints `kitsoki test flows: <err>` on
-  stderr, writes no JSON and exits 2.
+- a fatal error (the app does not load: no app.id, an @kitsoki/ import missing from KITSOKI_REPO,
+  a `host.agent.task` whose `with:` lacks acceptance.schema; a bad glob, no file matched, a fixture
+  that does not parse, a recording miss without --allow-missing-recording) prints
+  `kitsoki test flows: <err>` on stderr, writes no JSON and exits 2.
 - each matched file is split on "\\n---"; documents whose test_kind is not `flow` are skipped; files
   but no flow document give `"Results": null` and exit 0.
 - the report is `{Results, Passed, Failed}` with Go's field names, indented by two spaces, no
@@ -122,6 +123,16 @@ def load_app(app: str) -> None:
         raise Fatal(f'load app "{app}": {exc}') from None
     if not isinstance(document, dict) or not isinstance(document.get("app"), dict) or not document["app"].get("id"):
         raise Fatal(f'load app "{app}": app.id is required')
+    # One of kitsoki's load-time checks, for the gate's "a change kitsoki cannot load" cases
+    # (internal/app/loader.go:2084-2098): host.agent.task with a `with:` and no acceptance.schema.
+    for name, state in _states(document.get("states")):
+        for index, effect in enumerate(state.get("on_enter") or []):
+            if isinstance(effect, dict) and effect.get("invoke") == "host.agent.task" and isinstance(effect.get("with"), dict):
+                schema = (effect["with"].get("acceptance") or {}).get("schema") if isinstance(
+                    effect["with"].get("acceptance"), dict) else None
+                if not isinstance(schema, str) or not schema.strip():
+                    raise Fatal(f'load app "{app}": {app}: state "{name}" on_enter[{index}]: host.agent.task requires '
+                                "acceptance.schema to be set in the with: block")
     repo = os.environ.get("KITSOKI_REPO", "")
     for alias, spec in (document.get("imports") or {}).items():
         source = spec.get("source", "") if isinstance(spec, dict) else ""
@@ -131,6 +142,14 @@ def load_app(app: str) -> None:
             if not os.path.exists(candidate):
                 raise Fatal(f'load app "{app}": import {alias}: KITSOKI_REPO={repo}: story "{name}" not found '
                             f"(looked for {candidate})")
+
+
+def _states(states, prefix: str = ""):
+    for name, state in (states or {}).items() if isinstance(states, dict) else ():
+        if isinstance(state, dict):
+            path = f"{prefix}.{name}" if prefix else name
+            yield path, state
+            yield from _states(state.get("states"), path)
 
 
 def outcome_of(path: str) -> str:

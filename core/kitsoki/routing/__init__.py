@@ -11,7 +11,8 @@ questions without running kitsoki:
 Tiers, in order (first hit wins):
 
 1. ``exact``    -- the input equals (case/space-normalised) an example of exactly
-                   one allowed intent: confidence 1.00.
+                   one allowed intent (kitsoki's deterministic tier): confidence 0.90,
+                   as ``semroute.Match`` scores it.
 2. ``synonym``  -- bag-of-stems subset match of bare synonyms and examples:
                    0.90 for one intent, leading-verb tie-break, else a 0.50 tie.
 3. ``template`` -- positional ``{slot}`` templates with typed capture parsing:

@@ -22,8 +22,11 @@ from core.kitsoki.routing.slots import (
 )
 from core.kitsoki.routing.templates import TemplateError, _analyse_template, _literal_norms, is_template
 
-# Confidence bands (constants in kitsoki, never learned).
-CONFIDENCE_EXACT = 1.00
+# Confidence bands (constants in kitsoki, never learned). An exact, unique example is kitsoki's
+# deterministic tier (MatchDeterministic: menu labels and unique examples, run before semroute);
+# semroute.Match itself scores such a hit as a whole-utterance synonym, 0.90 (verdict.go:13), and
+# that is the score kitsoki reports for it, so ours is the same.
+CONFIDENCE_EXACT = 0.90
 CONFIDENCE_SYNONYM = 0.90
 CONFIDENCE_TEMPLATE = 0.80
 CONFIDENCE_TEMPLATE_PARTIAL = 0.65

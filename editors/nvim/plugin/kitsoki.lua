@@ -12,5 +12,5 @@ end, {
   complete = function(...)
     return require('kitsoki.commands').complete(...)
   end,
-  desc = 'kitsoki-miner: status|pause|resume|now|scope <dir>|queue|accept|refine|dismiss|diff [id]|log',
+  desc = 'kitsoki-miner: status|pause|resume|now|scope <dir>|queue|accept|refine|dismiss|diff|undo|restore [id]|rejected|restart|log',
 })

@@ -249,7 +249,9 @@ local function main()
       return #marks(app_buf) == 1
     end, 'the intent proposal on app.yaml')
     check_marks_match(app_buf, cards)
-    eq(kitsoki.statusline(), 'kitsoki: 3 proposals [?3]', 'the statusline while questions wait')
+    wait(10000, function()
+      return kitsoki.statusline() == 'kitsoki: 3 proposals [?3]'
+    end, 'the statusline while questions wait (it says ' .. kitsoki.statusline() .. ')')
     vim.cmd.buffer(config_buf)
   end, true)
 
@@ -412,10 +414,15 @@ local function main()
     api.nvim_set_current_buf(config_buf)
     api.nvim_win_set_cursor(0, { entry.file.line + 1, 0 })
     local before = read(config_path)
+    local asked = #seen_of('kitsoki.confirm')
+    picks['kitsoki.confirm'] = label('dismiss')
     vim.cmd('KitsokiMine dismiss')
     wait(10000, function()
       return has_message('dismissed "Bind ticket')
     end, 'the dismissal')
+    local confirm = seen_of('kitsoki.confirm')
+    eq(#confirm, asked + 1, 'a dismissal asks first')
+    check(confirm[#confirm].labels[1]:find('KitsokiMine rejected restores it', 1, true), confirm[#confirm].labels[1])
     eq(state.last_decision.recipe_id, binding.id, 'the decision')
     eq(state.last_decision.verdict, 'reject', 'dismiss is reject')
     eq(read(config_path), before, 'nothing written')
@@ -481,6 +488,89 @@ local function main()
     wait(5000, function()
       return has_message('not a folder: /no/such/folder')
     end, 'the server\'s refusal, shown')
+  end)
+
+  test(':KitsokiMine rejected lists the dismissal; picking it restores the proposal', function()
+    local binding = by_kind.binding
+    picks['kitsoki.decided'] = function(items)
+      return items[1]
+    end
+    local asked = #seen_of('kitsoki.decided')
+    vim.cmd('KitsokiMine rejected')
+    wait(10000, function()
+      return has_message('restored "Bind ticket')
+    end, 'the restore')
+    local list = seen_of('kitsoki.decided')[asked + 1]
+    check(list.labels[1]:find('rejected Bind ticket to host.gh.ticket', 1, true), list.labels[1])
+    wait(10000, function()
+      return mark_of(config_buf, binding.id) ~= nil
+    end, 'the restored proposal drawn again')
+  end)
+
+  test(':KitsokiMine undo takes the kept accept back: the bytes before it, and the proposal again', function()
+    local world = by_kind.world
+    local kept = read(config_path)
+    check(kept:find('test_cmd: pytest', 1, true), 'the kept accept is on disk')
+    picks['kitsoki.decided'] = function(items)
+      for _, entry in ipairs(items) do
+        if entry.item.id == world.id then
+          return entry
+        end
+      end
+    end
+    vim.cmd('KitsokiMine undo')
+    wait(10000, function()
+      return has_message('undid the accept of "Set world.test_cmd')
+    end, 'the undo')
+    check(not read(config_path):find('test_cmd: pytest', 1, true), 'the bytes before the accept are back')
+    wait(5000, function()
+      return not buf_text(config_buf):find('test_cmd: pytest', 1, true)
+    end, 'the buffer reloaded')
+    local open = {}
+    for _, card in ipairs(ask('kitsoki/proposals').proposals) do
+      open[card.id] = card.status
+    end
+    check(open[world.id] ~= nil, 'the world proposal is offered again')
+  end)
+
+  test('a staged draft opened in Neovim belongs to the workspace: no second server', function()
+    local draft = ws .. '/.artifacts/mining/' .. by_kind.intent.id .. '/stories/release-desk/app.yaml'
+    check(vim.uv.fs_stat(ws .. '/.artifacts/mining/' .. by_kind.intent.id .. '/.kitsoki.yaml') == nil
+      or true, 'a draft may carry a .kitsoki.yaml of its own')
+    vim.cmd.edit(vim.fn.fnameescape(draft))
+    local buf = api.nvim_get_current_buf()
+    wait(10000, function()
+      return #state.clients(buf) == 1
+    end, 'the draft attached to the workspace\'s client')
+    eq(state.clients(buf)[1].root_dir, ws, 'the workspace is the root, never the draft')
+    eq(#state.clients(), 1, 'one server')
+    vim.cmd.buffer(config_buf)
+  end)
+
+  test('a server that dies is said, restarted with a back-off, and said again when back', function()
+    local old = state.clients()[1]
+    local nvim_pid = vim.fn.getpid()
+    local children = io.open(('/proc/%d/task/%d/children'):format(nvim_pid, nvim_pid)):read('*a')
+    local killed = false
+    for pid in children:gmatch('%d+') do
+      local cmdline = io.open('/proc/' .. pid .. '/cmdline'):read('*a')
+      if cmdline:find('serve', 1, true) then
+        vim.uv.kill(tonumber(pid), 'sigkill')
+        killed = true
+      end
+    end
+    check(killed, 'found the server among ' .. children)
+    wait(10000, function()
+      return has_message('the server stopped %(killed by signal 9%); restarting it in 1 s')
+    end, 'the death, said')
+    check(kitsoki.statusline():find('server stopped', 1, true), kitsoki.statusline())
+    wait(30000, function()
+      local now = state.clients(config_buf)[1]
+      return now ~= nil and now.id ~= old.id and now.initialized and has_message('the server was restarted')
+    end, 'a new server, and the message that it is back')
+    wait(10000, function()
+      return #(state.marks[config_buf] or {}) > 0 and kitsoki.statusline():find('proposal', 1, true)
+    end, 'the previews back')
   end)
 end
 

@@ -13,4 +13,7 @@ export const CLIENT_COMMANDS = {
   pause: 'kitsoki.client.pause',
   resume: 'kitsoki.client.resume',
   showOutput: 'kitsoki.client.showOutput',
+  showRejected: 'kitsoki.client.showRejected',
+  undoAccept: 'kitsoki.client.undoAccept',
+  restartServer: 'kitsoki.client.restartServer',
 } as const;

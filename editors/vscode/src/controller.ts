@@ -8,6 +8,7 @@
 import * as vscode from 'vscode';
 
 import { CLIENT_COMMANDS } from './clientCommands';
+import { confirmAccept, confirmReject, pickDecided } from './confirmations';
 import { decorationsFor } from './decorations';
 import {
   actionItems,
@@ -18,6 +19,8 @@ import {
   type Message,
   optionItems,
   questionItem,
+  takenBackMessage,
+  workspaceNames,
 } from './messages';
 import * as P from './protocol';
 import { codeUriParts, parseProposalUri, PROPOSAL_SCHEME, proposalUriParts, sameFile } from './proposalUri';
@@ -35,20 +38,6 @@ export interface Rpc {
 type Next = (command: string, args: any[]) => vscode.ProviderResult<any>;
 
 type Verdict = typeof P.CMD_ACCEPT | typeof P.CMD_REFINE | typeof P.CMD_REJECT;
-
-/** What the confirmation before an accept says the gate will run. */
-export function gateText(gate: P.GatePreview | null | undefined): string {
-  if (gate === undefined || gate === null) {
-    return 'the flow gate';
-  }
-  if (gate.kind === 'command') {
-    return `the gate command \`${gate.runs.join(' ')}\``;
-  }
-  if (gate.runs.length === 0) {
-    return `the flow gate (${gate.note ?? 'no flow fixture found'})`;
-  }
-  return `${gate.runs.length === 1 ? 'the flow' : `its ${gate.runs.length} flows`} (${gate.runs.join(', ')})`;
-}
 
 /** A `file:` URI inside a proposal's staged draft (`.artifacts/mining/<id>/...`). */
 export function isDraftOf(uriPath: string, id: string): boolean {
@@ -130,6 +119,8 @@ export class Controller implements vscode.Disposable {
       [CLIENT_COMMANDS.pause, () => this.mineControl('pause')],
       [CLIENT_COMMANDS.resume, () => this.mineControl('resume')],
       [CLIENT_COMMANDS.showOutput, () => this.output.show(true)],
+      [CLIENT_COMMANDS.showRejected, () => this.takeBack('restore')],
+      [CLIENT_COMMANDS.undoAccept, (arg?: unknown) => this.takeBack('undo', idOf(arg))],
     ];
     this.disposables.push(
       this.status,
@@ -159,6 +150,7 @@ export class Controller implements vscode.Disposable {
       rpc.onNotification(P.PROPOSAL_DECIDED, (note: P.ProposalDecidedNotification) => this.onDecided(note)),
       rpc.onNotification(P.QUESTION, (note: P.QuestionNotification) => this.onQuestion(note)),
       rpc.onNotification(P.QUESTION_WITHDRAWN, (note: P.QuestionWithdrawnNotification) => this.onWithdrawn(note)),
+      rpc.onNotification(P.TAKEN_BACK, (note: P.TakenBackResult) => this.onTakenBack(note)),
     );
   }
 
@@ -170,6 +162,12 @@ export class Controller implements vscode.Disposable {
     this.renderStatus();
   }
 
+  /** The folder is a staged draft (under .artifacts/): nothing starts; the status says what to open. */
+  notAWorkspace(top: string): void {
+    this.server = { state: 'not-a-workspace', reason: top };
+    this.renderStatus();
+  }
+
   /** The server stopped (or never started): say so where a person looks, and how to find out why. */
   serverDown(reason: string): void {
     this.server = { state: 'down', reason };
@@ -177,10 +175,30 @@ export class Controller implements vscode.Disposable {
     this.renderStatus();
   }
 
+  /** Running (again): the proposals are asked for; until they answer, the status says "loading". */
+  /** The client says the server stopped: down, unless a reason (a crash, a restart) was given first. */
+  serverStopped(reason: string): void {
+    if (this.server.state === 'running' && !this.server.restarting) {
+      this.serverDown(reason);
+    }
+  }
+
   async serverUp(): Promise<void> {
-    this.server = { state: 'running', note: this.server.note };
+    const wasDown = this.server.state === 'down' || this.server.restarting ? this.server.reason : undefined;
+    this.server = { state: 'running', note: this.server.note, loading: true };
     this.renderStatus();
+    if (wasDown !== undefined) { // a restart: say it is back, and why it had stopped
+      this.output.appendLine(`the server is running again (it had stopped: ${wasDown})`);
+      void vscode.window.showInformationMessage(`kitsoki-miner: the server was restarted (${wasDown}).`);
+    }
     await Promise.all([this.refresh(), this.refreshNote()]);
+  }
+
+  /** Loading again (a restart asked for): the status says so until the server answers. */
+  serverRestarting(): void {
+    this.server = { state: 'starting', note: this.server.note, loading: true, restarting: true,
+      reason: this.server.reason };
+    this.renderStatus();
   }
 
   /** What mining has to say (where a pass that read 0 sessions looked), for the status item. */
@@ -295,7 +313,18 @@ export class Controller implements vscode.Disposable {
     if (gone) {
       void this.closeDraftTabs(note.recipe_id);
     }
-    void this.say(decisionMessage(note, title));
+    void this.say(decisionMessage(note, title), note.verdict === 'accept' && !note.reverted ? note.recipe_id : undefined);
+  }
+
+  private onTakenBack(note: P.TakenBackResult): void {
+    this.state.answered(note.recipe_id);
+    for (const document of vscode.workspace.textDocuments) {
+      if (parseProposalUri(document.uri)?.id === note.recipe_id) {
+        this.contentChanged.fire(document.uri);
+      }
+    }
+    void this.refresh();
+    void this.say(takenBackMessage(note));
   }
 
   /** A kept or rejected proposal's staged draft is closed (unless it has unsaved edits). */
@@ -332,7 +361,8 @@ export class Controller implements vscode.Disposable {
       vscode.window.withProgress(
         {
           location: vscode.ProgressLocation.Notification,
-          title: `kitsoki-miner: ${first?.header ?? P.QUESTION_HEADER} "${first?.question ?? note.question_id}"`,
+          title: `kitsoki-miner${this.whereOf(note.workspace)}: ${first?.header ?? P.QUESTION_HEADER} ` +
+            `"${first?.question ?? note.question_id}"`,
           cancellable: true,
         },
         (progress, token) => {
@@ -346,6 +376,12 @@ export class Controller implements vscode.Disposable {
         this.shownQuestion = undefined;
       }
     });
+  }
+
+  /** " (<workspace>)" when several workspaces are served, else nothing. */
+  private whereOf(workspace: string | null | undefined): string {
+    const names = workspaceNames(this.state.workspaces());
+    return workspace && names.size > 1 ? ` (${names.get(workspace) ?? workspace})` : '';
   }
 
   private withdrawQuestion(id: string): void {
@@ -363,13 +399,17 @@ export class Controller implements vscode.Disposable {
     this.renderStatus();
   }
 
-  private async say(message: Message): Promise<void> {
+  /** `undoable`: a kept accept's id; the message then offers to undo it. */
+  private async say(message: Message, undoable?: string): Promise<void> {
     for (const line of message.details) {
       this.output.appendLine(`  ${line}`);
     }
     this.output.appendLine(message.text);
     if (message.level === 'info') {
-      await vscode.window.showInformationMessage(message.text);
+      const pick = await vscode.window.showInformationMessage(message.text, ...(undoable ? ['Undo'] : []));
+      if (pick === 'Undo' && undoable) {
+        await this.takeBack('undo', undoable);
+      }
       return;
     }
     const show = message.level === 'warning' ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
@@ -394,6 +434,9 @@ export class Controller implements vscode.Disposable {
         try {
           const result = await this.request(P.PROPOSALS, {});
           this.state.setCards(result.proposals, seq);
+          if (this.server.loading) {
+            this.server = { ...this.server, loading: false };
+          }
         } catch (error) {
           this.output.appendLine(`${P.PROPOSALS} failed: ${errorText(error)}`);
         }
@@ -407,7 +450,8 @@ export class Controller implements vscode.Disposable {
   }
 
   renderStatus(): void {
-    const view = statusView(this.state.pendingTotal(), this.state.questions().length, this.server);
+    const view = statusView(this.state.pendingTotal(), this.state.questions().length, this.server,
+      this.state.pendingByWorkspace(workspaceNames(this.state.workspaces())));
     this.status.text = view.text;
     this.status.tooltip = view.tooltip;
     this.status.command = view.command;
@@ -511,7 +555,8 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showInformationMessage('kitsoki-miner: no open proposals.');
       return undefined;
     }
-    const pick = await vscode.window.showQuickPick(cards.map(cardItem), {
+    const names = workspaceNames(this.state.workspaces());
+    const pick = await vscode.window.showQuickPick(cards.map((c) => cardItem(c, names)), {
       title: 'kitsoki-miner proposals',
       placeHolder,
       matchOnDetail: true,
@@ -532,6 +577,9 @@ export class Controller implements vscode.Disposable {
     if (command === P.CMD_ACCEPT && !(await this.confirmAccept(id))) {
       return undefined;
     }
+    if (command === P.CMD_REJECT && !(await this.confirmReject(id))) {
+      return undefined;
+    }
     const result = await this.serverCommand(command, [{ id }]);
     if (result !== undefined) {
       this.state.answered(id);
@@ -541,14 +589,8 @@ export class Controller implements vscode.Disposable {
     return result;
   }
 
-  /**
-   * An accept changes files and runs the flows: ask first, naming the proposal, the files and the
-   * flows the gate runs (`kitsoki.confirmAccept: false` skips the question).
-   */
+  /** An accept asks first (confirmations.ts), with what the server says it will do for this proposal. */
   async confirmAccept(id: string): Promise<boolean> {
-    if (!vscode.workspace.getConfiguration('kitsoki').get<boolean>('confirmAccept', true)) {
-      return true;
-    }
     let detail: P.ProposalDetail | undefined;
     try {
       detail = await this.request(P.PROPOSAL, { id });
@@ -556,19 +598,24 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
       return false;
     }
-    const files = (detail.files ?? []).map((f) => f.path).join(', ') || 'no file';
-    const pick = await vscode.window.showWarningMessage(
-      `Accept "${detail.title}"?`,
-      {
-        modal: true,
-        detail: detail.gate?.gated === false
-          ? `This changes ${files}; ${detail.gate.note ?? 'no flow exercises this change'}.`
-          : `This changes ${files}, then runs ${gateText(detail.gate)}. The change is kept only if they pass; ` +
-            `otherwise every byte is restored.`,
-      },
-      'Accept',
-    );
-    return pick === 'Accept';
+    return confirmAccept(detail);
+  }
+
+  async confirmReject(id: string): Promise<boolean> {
+    return confirmReject(this.state.titleOf(id));
+  }
+
+  /** Undo a kept accept, or restore a rejection: by id, or picked from those that can be. */
+  async takeBack(action: 'undo' | 'restore', id?: string): Promise<P.TakenBackResult | undefined> {
+    let decided: P.DecidedCard[];
+    try {
+      decided = (await this.request(P.DECIDED, { state: action === 'undo' ? 'accepted' : 'rejected' })).decided;
+    } catch (error) {
+      void vscode.window.showErrorMessage(`kitsoki-miner: ${errorText(error)}`);
+      return undefined;
+    }
+    const target = await pickDecided(action, decided, id);
+    return target === undefined ? undefined : this.serverCommand(action === 'undo' ? P.CMD_UNDO : P.CMD_RESTORE, [{ id: target.id }]);
   }
 
   /** The lens of a proposal that shares its line: what to do with it. */
@@ -577,8 +624,19 @@ export class Controller implements vscode.Disposable {
     if (card === undefined) {
       return;
     }
-    const action = await vscode.window.showQuickPick(actionItems(card), { title: card.title, placeHolder: 'What now?' });
+    const action = await vscode.window.showQuickPick(actionItems(card, await this.detailOf(card.id)), {
+      title: card.title,
+      placeHolder: 'What now?',
+    });
     await this.act(card, action?.action, uri);
+  }
+
+  private async detailOf(id: string): Promise<P.ProposalDetail | undefined> {
+    try {
+      return await this.request(P.PROPOSAL, { id });
+    } catch {
+      return undefined;
+    }
   }
 
   private async act(card: P.Card, action: string | undefined, uri?: string): Promise<void> {
@@ -626,7 +684,8 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showInformationMessage('kitsoki-miner: no open proposals.');
       return;
     }
-    const pick = await vscode.window.showQuickPick(cards.map(cardItem), {
+    const names = workspaceNames(this.state.workspaces());
+    const pick = await vscode.window.showQuickPick(cards.map((c) => cardItem(c, names)), {
       title: 'kitsoki-miner proposals',
       placeHolder: 'Pick a proposal',
       matchOnDetail: true,
@@ -635,7 +694,10 @@ export class Controller implements vscode.Disposable {
     if (!card) {
       return;
     }
-    const action = await vscode.window.showQuickPick(actionItems(card), { title: card.title, placeHolder: 'What now?' });
+    const action = await vscode.window.showQuickPick(actionItems(card, await this.detailOf(card.id)), {
+      title: card.title,
+      placeHolder: 'What now?',
+    });
     await this.act(card, action?.action);
   }
 

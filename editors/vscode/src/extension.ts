@@ -24,6 +24,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 
+import { CLIENT_COMMANDS } from './clientCommands';
 import { Controller } from './controller';
 import { draftUriConverters, registerDraftDocuments } from './draftDocuments';
 import { errorText } from './messages';
@@ -39,11 +40,21 @@ let client: LanguageClient | undefined;
 export async function activate(context: vscode.ExtensionContext): Promise<Controller | undefined> {
   const output = vscode.window.createOutputChannel('kitsoki-miner');
   const controller = new Controller(output);
-  context.subscriptions.push(output, controller, registerDraftDocuments());
+  context.subscriptions.push(output, controller, registerDraftDocuments(),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.restartServer, () => restartServer(controller)));
 
-  // The server serves folders with a .kitsoki.yaml at the top; YAML elsewhere starts nothing.
+  // The server serves folders with a .kitsoki.yaml at the top; YAML elsewhere starts nothing. A
+  // staged draft (.artifacts/mining/<id>/) has a .kitsoki.yaml of its own and is never a workspace.
   const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
-  const folder = folders.find((f) => fs.existsSync(path.join(f, '.kitsoki.yaml')));
+  const marked = folders.filter((f) => fs.existsSync(path.join(f, '.kitsoki.yaml')));
+  const folder = marked.find((f) => !isStagedDraft(f));
+  if (folder === undefined && marked.length > 0) {
+    const draft = marked[0]!;
+    const top = draft.slice(0, draft.indexOf(`${path.sep}.artifacts`));
+    output.appendLine(`${draft} is a staged draft (under .artifacts/), not a workspace: the server is not started; open ${top}`);
+    controller.notAWorkspace(top);
+    return controller;
+  }
   if (folder === undefined) {
     output.appendLine('no workspace folder has a .kitsoki.yaml at its top: the server is not started');
     controller.status.hide();
@@ -62,6 +73,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Contro
   }
   await start(context, controller, folder);
   return controller;
+}
+
+/** A folder inside kitsoki-miner's own state (`.artifacts/`), where drafts are staged. */
+export function isStagedDraft(folder: string): boolean {
+  return folder.split(path.sep).includes('.artifacts');
 }
 
 /**
@@ -138,7 +154,7 @@ async function start(context: vscode.ExtensionContext, controller: Controller, f
             message: `kitsoki-miner: the server "${line}" keeps stopping; it is not restarted. The kitsoki-miner output says why.`,
           };
         }
-        controller.serverDown(`"${line}" stopped; restarting it`);
+        controller.serverDown('it stopped unexpectedly; the kitsoki-miner output may say why');
         return { action: CloseAction.Restart, handled: true };
       },
     },
@@ -147,12 +163,13 @@ async function start(context: vscode.ExtensionContext, controller: Controller, f
   let started = false; // the first start is awaited below; later changes are restarts and stops
   client = languageClient;
   controller.attach(languageClient);
+
   context.subscriptions.push(
     languageClient.onDidChangeState((event) => {
       if (event.newState === State.Running && started) {
         void controller.serverUp();
       } else if (event.newState === State.Stopped && client === languageClient) {
-        controller.serverDown(`"${line}" is not running`);
+        controller.serverStopped(`"${line}" is not running`);
       }
     }),
   );
@@ -171,6 +188,24 @@ async function start(context: vscode.ExtensionContext, controller: Controller, f
   }
   started = true;
   await controller.serverUp();
+}
+
+/** "Restart the server": stop and start it again (also after it stopped for good); the status says
+ * loading until it answers, and a message says when it runs again. */
+async function restartServer(controller: Controller): Promise<void> {
+  const running = client;
+  if (running === undefined) {
+    void vscode.window.showInformationMessage(
+      'kitsoki-miner: no server to restart (no trusted workspace folder with a .kitsoki.yaml at its top).');
+    return;
+  }
+  controller.serverDown('you asked for a restart');
+  controller.serverRestarting();
+  try {
+    await running.restart();
+  } catch (error) {
+    controller.serverDown(`could not restart it: ${errorText(error)}`);
+  }
 }
 
 export async function deactivate(): Promise<void> {

@@ -23,6 +23,10 @@ export const QUESTION = 'kitsoki/question';
 export const QUESTION_WITHDRAWN = 'kitsoki/questionWithdrawn';
 export const EVOLVE = 'kitsoki/evolve';
 export const RUNS = 'kitsoki/runs';
+/** Accepted and rejected proposals, and whether each can be undone or restored. */
+export const DECIDED = 'kitsoki/decided';
+/** A verdict taken back (an undo, a restore, or a saved file that dropped a kept accept). */
+export const TAKEN_BACK = 'kitsoki/proposalTakenBack';
 
 // -- workspace/executeCommand ---------------------------------------------------------------------
 
@@ -37,11 +41,15 @@ export const CMD_PROPOSE = 'kitsoki.propose';
 export const CMD_SHOW = 'kitsoki.showProposals';
 /** The one lens of a proposal that shares its line with others: asks what to do with it. */
 export const CMD_CHOOSE = 'kitsoki.choose';
+/** Undo a kept accept: the bytes it replaced are put back (through the apply journal). */
+export const CMD_UNDO = 'kitsoki.undo';
+/** Take a rejection back: the proposal is offered again. */
+export const CMD_RESTORE = 'kitsoki.restore';
 /** An accept left unsettled: `[{}]` lists them, `[{id, choice: 'restore' | 'keep'}]` settles one. */
 export const CMD_RESOLVE = 'kitsoki.resolve';
 export const COMMANDS = [
   CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW,
-  CMD_CHOOSE, CMD_RESOLVE,
+  CMD_CHOOSE, CMD_UNDO, CMD_RESTORE, CMD_RESOLVE,
 ] as const;
 export type ServerCommand = (typeof COMMANDS)[number];
 
@@ -68,6 +76,10 @@ export interface PassReport {
   bytes_read?: number;
   mined_through?: number;
   recipes_path?: string;
+  /** Sessions under the folders looked in that belong to other projects (left out unless read on purpose). */
+  other_projects?: number;
+  /** `mining.other_projects` was on: those sessions were read, for suggestions only. */
+  reads_other_projects?: boolean;
 }
 
 export interface MineStatus {
@@ -84,11 +96,21 @@ export interface MineStatus {
   dev_story?: DevStorySource | null;
   /** What a person should know about mining here, e.g. where a pass that read 0 sessions looked. */
   note?: string | null;
+  /** Why the workspace does not load (file, line, column): proposals wait until it does. */
+  problems?: ConfigIssue[];
   /** What a person must read first: an unusable signing key, an accept left unsettled (how to fix each). */
   attention?: string[];
 }
 
 /** Where the root instance's dev-story came from (kitsoki-repo, checkout, library or missing). */
+export interface ConfigIssue {
+  file: string;
+  line: number;
+  column: number;
+  key?: string;
+  message: string;
+}
+
 export interface DevStorySource {
   kind: string;
   path?: string;
@@ -153,6 +175,10 @@ export interface Card {
   suggestion_only?: boolean;
   files?: FileCard[];
   question_id: string;
+  /** What proves the change: the proposal's new flow fixture, its claims, what no flow can show. */
+  proof?: Record<string, unknown> | null;
+  /** A stale proposal that cannot be re-drafted yet: why (the workspace does not load, file:line:col). */
+  waits?: string | null;
 }
 
 export interface ProposalsResult {
@@ -179,6 +205,10 @@ export interface ProposalDetail extends Card {
   draft_uris: string[];
   /** What an accept will run (the flows), for the confirmation asked before it. */
   gate?: GatePreview | null;
+  /** `gate` in a few words (`runs 2 flow files`, `no flow runs: kept after checks`). */
+  accept_brief?: string | null;
+  /** `gate` as the confirmation says it: the files changed, what judges the change, what a failure does. */
+  accept_says?: string | null;
 }
 
 /** What the flow gate of an accept runs: its kind and the flow files (or the command). */
@@ -295,6 +325,8 @@ export interface QuestionNotification {
   questions: Question[];
   /** What answers it: a proposal (accept/refine/dismiss) or learnings (a multi-select). */
   kind?: 'proposal' | 'learnings';
+  /** The workspace folder (URI) the proposal belongs to. */
+  workspace?: string | null;
 }
 
 /** Questions that no longer wait: their proposal was decided, or left the inbox. */
@@ -347,6 +379,42 @@ export interface RunsParams {
   [argument: string]: unknown;
 }
 
+export interface DecidedParams {
+  uri?: string | null;
+  state?: 'accepted' | 'rejected' | null;
+}
+
+/** A proposal a person decided, and whether that can be taken back now. */
+export interface DecidedCard {
+  id: string;
+  workspace: string;
+  title: string;
+  kind: string;
+  state: 'accepted' | 'rejected';
+  decided_at: string;
+  /** Workspace-relative. */
+  files?: string[];
+  can?: 'undo' | 'restore' | null;
+  why_not?: string | null;
+}
+
+export interface DecidedResult {
+  decided: DecidedCard[];
+}
+
+/** kitsoki.undo | kitsoki.restore, and the kitsoki/proposalTakenBack notification. */
+export interface TakenBackResult {
+  recipe_id: string;
+  workspace: string;
+  action: 'undo' | 'restore';
+  how: 'undo' | 'saved' | 'restore';
+  title?: string;
+  /** URIs of the files the proposal changes. */
+  files?: string[];
+  /** undo: URIs of the files whose bytes from before the accept were put back. */
+  restored?: string[];
+}
+
 // -- which shape goes with which method ----------------------------------------------------------
 
 export interface RequestMap {
@@ -358,6 +426,7 @@ export interface RequestMap {
   [ANSWER_QUESTION]: { params: AnswerQuestionParams; result: DecisionResult };
   [EVOLVE]: { params: EvolveParams; result: Record<string, unknown> };
   [RUNS]: { params: RunsParams; result: Record<string, unknown> };
+  [DECIDED]: { params: DecidedParams; result: DecidedResult };
 }
 
 export interface NotificationMap {
@@ -366,6 +435,7 @@ export interface NotificationMap {
   [PROPOSAL_DECIDED]: ProposalDecidedNotification;
   [QUESTION]: QuestionNotification;
   [QUESTION_WITHDRAWN]: QuestionWithdrawnNotification;
+  [TAKEN_BACK]: TakenBackResult;
 }
 
 export interface CommandMap {
@@ -379,6 +449,8 @@ export interface CommandMap {
   [CMD_PROPOSE]: { args: unknown[]; result: { reports: Record<string, unknown>[] } };
   [CMD_SHOW]: { args: [UriArgs] | []; result: ProposalsResult };
   [CMD_CHOOSE]: { args: [DiffArgs | string]; result: DecisionResult | null };
+  [CMD_UNDO]: { args: [IdArgs | string]; result: TakenBackResult };
+  [CMD_RESTORE]: { args: [IdArgs | string]; result: TakenBackResult };
   [CMD_RESOLVE]: { args: [ResolveArgs] | []; result: ResolveListResult | Resolution };
 }
 

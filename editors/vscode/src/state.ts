@@ -78,6 +78,20 @@ export class ClientState {
     return this.cards.find((c) => c.id === id || c.question_id === id);
   }
 
+  /** Every workspace folder URI heard of (cards and counts). */
+  workspaces(): string[] {
+    return [...new Set([...this.pending.keys(), ...this.cards.map((c) => c.workspace)])];
+  }
+
+  /** name -> pending count, by the short names given (workspaceNames); empty with one workspace. */
+  pendingByWorkspace(names: Map<string, string>): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [workspace, count] of this.pending) {
+      out.set(names.get(workspace) ?? workspace, count);
+    }
+    return names.size > 1 ? out : new Map();
+  }
+
   pendingTotal(): number {
     let total = 0;
     for (const count of this.pending.values()) {

@@ -116,7 +116,7 @@ test('the client is built from the settings and started', () => {
   assert.equal(client.clientOptions.outputChannel, stub.outputChannels[0]);
   assert.ok(client.started);
   assert.deepEqual([...client.handlers.keys()].sort(),
-    [P.PASS_RAN, P.PROPOSALS_CHANGED, P.PROPOSAL_DECIDED, P.QUESTION, P.QUESTION_WITHDRAWN].sort());
+    [P.PASS_RAN, P.PROPOSALS_CHANGED, P.PROPOSAL_DECIDED, P.QUESTION, P.QUESTION_WITHDRAWN, P.TAKEN_BACK].sort());
   assert.deepEqual(client.requests.map((r) => r.method), [P.PROPOSALS, P.MINE_STATUS],
     'the cards and what mining has to say are asked for once started');
 });
@@ -212,7 +212,9 @@ test('decorations mark where the lines would go and clear when decided', async (
   client.notify(P.PROPOSAL_DECIDED, decided('w1', 'accept', { title: 'World' }));
   assert.equal(editor.decorations.get(noteType.key)![0].renderOptions.after.contentText,
     '  ⤵ + bindings: ⏎ ticket: host.gh.ticket');
-  assert.deepEqual(stub.messages.at(-1), { level: 'info', text: 'kitsoki-miner: kept "World": flows green.', items: [] });
+  assert.deepEqual(stub.messages.at(-1), {
+    level: 'info', text: 'kitsoki-miner: kept "World": flows green. Undo puts back what it replaced.', items: ['Undo'],
+  });
   client.notify(P.PROPOSAL_DECIDED, decided('b1', 'reject'));
   assert.deepEqual(editor.decorations.get(lineType.key), []);
   assert.deepEqual(editor.decorations.get(noteType.key), []);
@@ -295,7 +297,8 @@ test('lens verdicts go to the server as workspace/executeCommand; refusals are s
 
 test('the file lens and the proposals command: pick a card, then an action', async () => {
   client.responder = (method, params) => (method === P.PROPOSALS ? { proposals: cards } : decided(params.arguments[0].id, 'reject'));
-  stub.pickers.push('Bind ticket to host.gh.ticket', 'Reject');
+  stub.pickers.push('Bind ticket to host.gh.ticket', 'Reject…');
+  stub.buttons.push('Reject');
   await client.clientOptions.middleware.executeCommand(P.CMD_SHOW, [{ uri: CONFIG_URI }], () => assert.fail());
   assert.deepEqual(stub.quickPicks[0]!.items.map((i: { label: string }) => i.label),
     ["Set world.test_cmd to 'pytest'", 'Bind ticket to host.gh.ticket'], 'only the cards of that file');
@@ -310,6 +313,12 @@ test('client commands: accept picks a card, mining controls call kitsoki/mineCon
   stub.buttons.push('Accept');
   await stub.commands.get(CLIENT_COMMANDS.accept)!();
   assert.deepEqual(client.requests.at(-1)!.params, { command: P.CMD_ACCEPT, arguments: [{ id: 'w1' }] });
+  const before = client.requests.length;
+  await stub.commands.get(CLIENT_COMMANDS.reject)!('b1');
+  assert.equal(client.requests.length, before, 'a reject asks first: no answer, nothing sent');
+  assert.match(stub.modals.at(-1)!.text, /^Reject "Bind ticket to host\.gh\.ticket"\?$/);
+  assert.match(stub.modals.at(-1)!.detail, /Show rejected proposals" restores it/);
+  stub.buttons.push('Reject');
   await stub.commands.get(CLIENT_COMMANDS.reject)!('b1');
   assert.deepEqual(client.requests.at(-1)!.params, { command: P.CMD_REJECT, arguments: [{ id: 'b1' }] });
   for (const [name, action] of [[CLIENT_COMMANDS.mineNow, 'now'], [CLIENT_COMMANDS.pause, 'pause'], [CLIENT_COMMANDS.resume, 'resume']] as const) {
@@ -337,14 +346,16 @@ test('deactivate stops the client; disposing the subscriptions unregisters every
 test('an accept asks first, naming the proposal and the flows; cancelling sends nothing', async () => {
   client.responder = (method) => (method === P.PROPOSAL
     ? { ...cards[1], diff: '', summary_markdown: '', evidence: {}, draft_uris: [],
-        gate: { kind: 'builtin', runs: ['stories/release-desk/flows/preview.yaml'] } }
+        gate: { kind: 'builtin', runs: ['stories/release-desk/flows/preview.yaml'] },
+        accept_says: 'This changes .kitsoki.yaml, then runs the flows in 1 flow file ' +
+          '(stories/release-desk/flows/preview.yaml). The change is kept only if they all pass; otherwise every byte is restored.' }
     : decided('w1', 'accept'));
   const sent = () => client.requests.filter((r) => r.method === 'workspace/executeCommand').length;
   await client.clientOptions.middleware.executeCommand(P.CMD_ACCEPT, [{ id: 'w1' }], () => assert.fail());
   assert.deepEqual(stub.modals.at(-1), {
     text: "Accept \"Set world.test_cmd to 'pytest'\"?",
-    detail: 'This changes .kitsoki.yaml, then runs the flow (stories/release-desk/flows/preview.yaml). ' +
-      'The change is kept only if they pass; otherwise every byte is restored.',
+    detail: 'This changes .kitsoki.yaml, then runs the flows in 1 flow file (stories/release-desk/flows/preview.yaml). ' +
+      'The change is kept only if they all pass; otherwise every byte is restored.',
   });
   assert.equal(sent(), 0, 'no answer, no accept');
   stub.config['kitsoki.confirmAccept'] = false;
@@ -355,10 +366,11 @@ test('an accept asks first, naming the proposal and the flows; cancelling sends 
 
 test('the lens of a proposal sharing its line asks what to do with that proposal', async () => {
   client.responder = (method, params) => (method === P.PROPOSALS ? { proposals: cards } : decided(params.arguments[0].id, 'reject'));
-  stub.pickers.push('Reject');
+  stub.pickers.push('Reject…');
+  stub.buttons.push('Reject');
   await client.clientOptions.middleware.executeCommand(P.CMD_CHOOSE, [{ id: 'b1', uri: CONFIG_URI }], () => assert.fail());
   assert.deepEqual(stub.quickPicks.at(-1)!.items.map((i: { label: string }) => i.label),
-    ['Accept', 'Refine', 'Reject', 'Show diff', 'Open file']);
+    ['Accept', 'Refine', 'Show diff', 'Open file', 'Reject…'], 'the one that throws a proposal away is last');
   assert.equal(stub.quickPicks.at(-1)!.options.title, 'Bind ticket to host.gh.ticket');
   assert.deepEqual(client.requests.at(-1)!.params, { command: P.CMD_REJECT, arguments: [{ id: 'b1' }] });
 });

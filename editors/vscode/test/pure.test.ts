@@ -4,7 +4,7 @@ import * as assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { addedText, decorationsFor } from '../src/decorations';
-import { actionItems, answersOf, cardItem, decisionMessage, errorText } from '../src/messages';
+import { actionItems, answersOf, cardItem, decisionMessage, errorText, takenBackMessage, workspaceNames } from '../src/messages';
 import {
   codeUriParts,
   DRAFT_SCHEME,
@@ -76,6 +76,12 @@ describe('status', () => {
     const empty = statusView(0, 0, { state: 'running', note: 'the last pass read 0 sessions; it looked in /a, /b' });
     assert.equal(empty.text, '$(info) proposals: 0');
     assert.match(empty.tooltip, /it looked in \/a, \/b/);
+    // Never "proposals: 0" before the server has answered: loading.
+    assert.equal(statusView(0, 0, { state: 'starting' }).text, '$(sync~spin) kitsoki-miner: loading…');
+    assert.equal(statusView(0, 0, { state: 'running', loading: true }).text, '$(sync~spin) kitsoki-miner: loading…');
+    const two = statusView(4, 0, { state: 'running' }, new Map([['app', 3], ['web', 1]]));
+    assert.equal(two.text, 'proposals: 4');
+    assert.match(two.tooltip, /app: 3 proposals\nweb: 1 proposal/);
   });
 });
 
@@ -162,11 +168,12 @@ describe('decorations', () => {
 describe('messages', () => {
   test('a kept accept, a revert with its failing flows, a refine, a reject', () => {
     assert.deepEqual(decisionMessage(decided('w1', 'accept', { title: 'T' }), 'x'), {
-      level: 'info', text: 'kitsoki-miner: kept "T": flows green.', details: [],
+      level: 'info', text: 'kitsoki-miner: kept "T": flows green. Undo puts back what it replaced.', details: [],
     });
     // the server says what kept it: a change no flow exercises never reads as green
     const ungated = decided('w1', 'accept', { title: 'T', gated: false, kept: 'structural checks passed, no flow exercises it' });
-    assert.equal(decisionMessage(ungated, 'x').text, 'kitsoki-miner: kept "T": structural checks passed, no flow exercises it.');
+    assert.equal(decisionMessage(ungated, 'x').text,
+      'kitsoki-miner: kept "T": structural checks passed, no flow exercises it. Undo puts back what it replaced.');
     const failures = ['FAIL a.yaml', '✗ turn 2: expected deploy', 'x', 'y'];
     const reverted = decisionMessage(decided('i1', 'accept', {
       reverted: true, failure: '1 of 3 flows failed', gate_summary: 'Summary: 2/3 flows pass', gate_failures: failures,
@@ -176,7 +183,21 @@ describe('messages', () => {
     assert.match(reverted.text, /Failing: FAIL a\.yaml; ✗ turn 2: expected deploy; x \(\+1 more\)$/);
     assert.deepEqual(reverted.details, ['Summary: 2/3 flows pass', ...failures]);
     assert.match(decisionMessage(decided('b1', 'refine'), 'B').text, /refining "B"/);
-    assert.match(decisionMessage(decided('b1', 'reject'), 'B').text, /rejected "B"/);
+    assert.match(decisionMessage(decided('b1', 'reject'), 'B').text, /rejected "B"; .*"Show rejected proposals" restores it/);
+    const back = { recipe_id: 'w1', workspace: 'file:///ws', action: 'undo' as const, title: 'T', files: [], restored: [] };
+    assert.match(takenBackMessage({ ...back, how: 'saved' }).text,
+      /the saved file no longer holds the accepted "T": recorded as undone; it is offered again/);
+    assert.match(takenBackMessage({ ...back, how: 'undo' }).text, /undid the accept of "T"/);
+    assert.match(takenBackMessage({ ...back, action: 'restore', how: 'restore' }).text, /restored "T"; it is offered again/);
+  });
+  test('two workspaces are told apart: by folder name, or parent/name when they share one', () => {
+    assert.equal(workspaceNames(['file:///a/app']).size, 0, 'one workspace: nothing to tell apart');
+    assert.deepEqual([...workspaceNames(['file:///a/app', 'file:///b/web'])], [['file:///a/app', 'app'], ['file:///b/web', 'web']]);
+    assert.deepEqual([...workspaceNames(['file:///a/app', 'file:///b/app']).values()], ['a/app', 'b/app']);
+    const [intent] = demoCards();
+    const names = new Map([[intent!.workspace, 'release-desk'], ['file:///other', 'other']]);
+    assert.match(cardItem(intent!, names).description, /^release-desk · intent/);
+    assert.match(cardItem(intent!, names).detail, /^release-desk: stories\/release-desk\/app\.yaml/);
   });
   test('quick-pick items', () => {
     const [intent] = demoCards();
@@ -184,9 +205,11 @@ describe('messages', () => {
       label: "Add 1 synonym to release-desk's deploy", description: 'intent · pending · priority 4.2',
       detail: 'stories/release-desk/app.yaml', id: 'i1',
     });
-    assert.deepEqual(actionItems(intent!).map((a) => a.action), ['accept', 'refine', 'reject', 'diff', 'open']);
+    assert.deepEqual(actionItems(intent!).map((a) => a.action), ['accept', 'refine', 'diff', 'open', 'reject']);
+    const detail = { accept_brief: 'runs 2 flow files' } as never;
+    assert.equal(actionItems(intent!, detail)[0]!.description, 'runs 2 flow files (asks first)', 'the gate preview says it');
     intent!.status = 'stale';
-    assert.deepEqual(actionItems(intent!).map((a) => a.action), ['reject', 'diff', 'open']);
+    assert.deepEqual(actionItems(intent!).map((a) => a.action), ['diff', 'open', 'reject']);
     const note = question('w1', 'Set it');
     assert.deepEqual(answersOf(note, ['accept']), { 'Set it': 'accept' });
     assert.equal(errorText(new Error('boom')), 'boom');

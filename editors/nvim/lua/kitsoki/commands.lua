@@ -9,7 +9,8 @@ local levels = vim.log.levels
 local val = state.val
 local M = {}
 
-M.verbs = { 'status', 'pause', 'resume', 'now', 'scope', 'queue', 'accept', 'refine', 'dismiss', 'diff', 'log' }
+M.verbs = { 'status', 'pause', 'resume', 'now', 'scope', 'queue', 'accept', 'refine', 'dismiss', 'diff', 'undo',
+  'rejected', 'restore', 'restart', 'log' }
 
 local VERDICT = { accept = 'accept', refine = 'refine', dismiss = 'reject', reject = 'reject' }
 
@@ -26,6 +27,9 @@ end
 local function describe(card)
   local file = (card.files or {})[1]
   local at = file and ('%s:%d'):format(file.path, (file.line or 0) + 1) or 'suggestion'
+  if state.several_workspaces() then -- two workspaces: say whose row it is
+    at = state.workspace_name(card.workspace) .. '/' .. at
+  end
   return ('[%s] %s  (%s, %s)'):format(card.status, card.title, card.kind, at)
 end
 
@@ -35,27 +39,11 @@ end
 
 --- Every open proposal of every kitsoki client: cb({ {client=, card=} ... }).
 local function all_cards(cb)
-  local clients = state.clients()
-  if #clients == 0 then
-    state.notify('kitsoki: no kitsoki-miner server is running (open a file of a kitsoki workspace)', levels.WARN)
-    return cb({})
-  end
-  local out, left = {}, #clients
-  for _, client in ipairs(clients) do
-    client:request('kitsoki/proposals', vim.empty_dict(), function(err, result)
-      if err then
-        state.notify('kitsoki: ' .. (err.message or 'kitsoki/proposals failed'), levels.ERROR)
-      else
-        for _, card in ipairs(result.proposals or {}) do
-          table.insert(out, { client = client, card = card })
-        end
-      end
-      left = left - 1
-      if left == 0 then
-        cb(out)
-      end
-    end)
-  end
+  state.gather('kitsoki/proposals', vim.empty_dict(), 'proposals', function(entries)
+    cb(vim.tbl_map(function(e)
+      return { client = e.client, card = e.item }
+    end, entries))
+  end)
 end
 
 local function pick_card(entries, prompt, cb)
@@ -137,33 +125,59 @@ function M.after_decision(client, result, title)
         title, val(result.failure) or 'the flow gate was red')
       level = levels.WARN
     else
-      msg = ('kitsoki: kept "%s" (%s)'):format(title, val(result.kept) or 'flows green')
-      render.clear_card(result.recipe_id)
+      msg = ('kitsoki: kept "%s" (:KitsokiMine undo takes it back): %s'):format(title, val(result.kept) or 'flows green')
+      render.clear_card(result.recipe_id, client and client.root_dir)
     end
   elseif result.verdict == 'refine' then
     msg = ('kitsoki: refining "%s": edit the staged draft, then accept'):format(title)
   else
-    msg = ('kitsoki: dismissed "%s"; it will not be raised again'):format(title)
-    render.clear_card(result.recipe_id)
+    msg = ('kitsoki: dismissed "%s"; it is not raised again (:KitsokiMine rejected restores it)'):format(title)
+    render.clear_card(result.recipe_id, client and client.root_dir)
   end
   state.notify(msg, level)
-  require('kitsoki.questions').drop(result.recipe_id)
-  pcall(vim.cmd, 'silent! checktime')
+  require('kitsoki.questions').drop(result.recipe_id, client and client.id)
+  state.reload(result.files)
   if client then
     render.refresh_client(client)
   end
 end
 
---- Target buffers with unsaved edits: the server refuses those; say so before asking.
+--- Target buffers with unsaved edits (the server refuses an accept over those): { {buf=, path=} }.
+--- The staged draft's own buffers count too: an accept takes the draft as saved.
 local function unsaved(card)
   local out = {}
+  local root = card.workspace and vim.uri_to_fname(card.workspace)
   for _, file in ipairs(card.files or {}) do
     local buf = state.buf_of(file.uri)
     if buf and vim.bo[buf].modified then
-      table.insert(out, file.path)
+      table.insert(out, { buf = buf, path = file.path })
+    end
+    local draft = root and state.buf_of(vim.uri_from_fname(('%s/.artifacts/mining/%s/%s'):format(root, card.id, file.path)))
+    if draft and vim.bo[draft].modified then
+      table.insert(out, { buf = draft, path = 'the draft of ' .. file.path })
     end
   end
   return out
+end
+
+local function paths_of(dirty)
+  return table.concat(vim.tbl_map(function(d)
+    return d.path
+  end, dirty), ', ')
+end
+
+--- Write the buffers (the save an accept needs first); false when one cannot be written.
+local function save(dirty)
+  for _, d in ipairs(dirty) do
+    local ok, err = pcall(api.nvim_buf_call, d.buf, function()
+      vim.cmd('silent write')
+    end)
+    if not ok then
+      state.notify(('kitsoki: %s could not be saved: %s'):format(d.path, err), levels.ERROR)
+      return false
+    end
+  end
+  return true
 end
 
 --- Send a verdict (accept|refine|reject) to the server; no question asked here.
@@ -171,12 +185,12 @@ function M.send(client, card, verdict, done)
   if verdict == 'accept' then
     local dirty = unsaved(card)
     if #dirty > 0 then
-      state.notify(('kitsoki: %s has unsaved changes; :write or :edit! it before accepting'):format(
-        table.concat(dirty, ', ')), levels.ERROR)
+      state.notify(('kitsoki: %s has unsaved changes; :write or :edit! it before accepting'):format(paths_of(dirty)),
+        levels.ERROR)
       return
     end
     -- No message that waits for Enter: a note on the command line and the statusline while it runs.
-    state.progress(('kitsoki: accepting "%s": running the flows…'):format(card.title))
+    state.progress(('kitsoki: accepting "%s": %s…'):format(card.title, val(card.accept_brief) or 'running the gate'))
   end
   state.request(client, 'workspace/executeCommand', {
     command = 'kitsoki.' .. verdict,
@@ -189,41 +203,24 @@ function M.send(client, card, verdict, done)
   end)
 end
 
---- What the gate of an accept runs, in a few words (from kitsoki/proposal's `gate`).
-function M.gate_text(gate)
-  gate = val(gate)
-  if not gate then
-    return 'the flow gate'
-  end
-  if gate.kind == 'command' then
-    return ('`%s`'):format(table.concat(gate.runs or {}, ' '))
-  end
-  local names = {}
-  for _, run in ipairs(gate.runs or {}) do
-    table.insert(names, vim.fs.basename(run))
-  end
-  if #names == 0 then
-    return 'the flow gate (' .. (val(gate.note) or 'no flow fixture found') .. ')'
-  end
-  return ('%s %s'):format(#names == 1 and 'flow' or 'flows', table.concat(names, ', '))
-end
-
 --- Neovim applies workspace edits without asking (it ignores needsConfirmation), so an accept
---- always asks here first: the proposal, the files it changes and the flows it runs
---- (`confirm_accept = false` in setup() skips the question).
+--- always asks here first: the proposal, the files it changes and what the gate will do, as the
+--- server says it from the gate's own preview (`accept_says`; `confirm_accept = false` in setup()
+--- skips the question). A target with unsaved edits is offered "save and accept" up front.
 function M.confirm_accept(card, cb)
-  if state.config.confirm_accept == false then
+  local dirty = unsaved(card)
+  if state.config.confirm_accept == false and #dirty == 0 then
     return cb()
   end
-  local gate = val(card.gate)
-  local description = ('change %s, run %s; kept only if they pass'):format(where(card), M.gate_text(card.gate))
-  if gate and gate.gated == false then -- no flow exercises it: say what happens instead
-    description = ('change %s; %s'):format(where(card), val(gate.note) or 'no flow exercises this change')
+  local says = val(card.accept_says) or 'the flow gate decides whether it is kept'
+  local items = {}
+  if #dirty > 0 then
+    table.insert(items, { label = 'save and accept', description = ('%s %s unsaved edits: saved first. %s'):format(
+      paths_of(dirty), #dirty == 1 and 'has' or 'have', says) })
+  else
+    table.insert(items, { label = 'accept', description = says })
   end
-  local items = {
-    { label = 'accept', description = description },
-    { label = 'cancel', description = 'change nothing' },
-  }
+  table.insert(items, { label = 'cancel', description = 'change nothing' })
   vim.ui.select(items, {
     prompt = ('Accept "%s"?'):format(card.title),
     kind = 'kitsoki.confirm',
@@ -231,10 +228,36 @@ function M.confirm_accept(card, cb)
       return ('%s: %s'):format(item.label, item.description)
     end,
   }, function(item)
-    if item and item.label == 'accept' then
+    if item and item.label == 'save and accept' then
+      if save(dirty) then
+        -- The save may have made the proposal stale (its file changed): the server says so.
+        vim.defer_fn(cb, 100)
+      end
+    elseif item and item.label == 'accept' then
       cb()
     else
       state.notify(('kitsoki: accept of "%s" cancelled'):format(card.title))
+    end
+  end)
+end
+
+--- A rejection throws a proposal away (it can be restored): asked first, like an accept.
+function M.confirm_reject(card, cb)
+  if state.config.confirm_dismiss == false then
+    return cb()
+  end
+  vim.ui.select({
+    { label = 'dismiss', description = 'reject it; not raised again (:KitsokiMine rejected restores it)' },
+    { label = 'cancel', description = 'keep it' },
+  }, {
+    prompt = ('Dismiss "%s"?'):format(card.title),
+    kind = 'kitsoki.confirm',
+    format_item = function(item)
+      return ('%s: %s'):format(item.label, item.description)
+    end,
+  }, function(item)
+    if item and item.label == 'dismiss' then
+      cb()
     end
   end)
 end
@@ -248,24 +271,34 @@ function M.confirm_id(client, id, cb)
   end)
 end
 
+--- The card with its detail (what the gate will do): cb(full).
+local function detailed(client, card, cb)
+  if val(card.accept_says) ~= nil then
+    return cb(card)
+  end
+  state.request(client, 'kitsoki/proposal', { id = card.id }, function(full)
+    if full then
+      cb(full)
+    end
+  end)
+end
+
 function M.accept(client, card)
   if card.status == 'stale' then
-    state.notify(('kitsoki: "%s" is stale (its file changed); it is being re-drafted'):format(card.title), levels.WARN)
+    local why = val(card.waits) or 'its file changed; it is being re-drafted'
+    state.notify(('kitsoki: "%s" is stale: %s'):format(card.title, why), levels.WARN)
     return
   end
-  local function go(full)
+  detailed(client, card, function(full)
     M.confirm_accept(full, function()
       M.send(client, full, 'accept')
     end)
-  end
-  if val(card.gate) ~= nil or state.config.confirm_accept == false then
-    return go(card)
-  end
-  -- a card from kitsoki/proposals: ask for the detail, which says which flows the gate runs
-  state.request(client, 'kitsoki/proposal', { id = card.id }, function(full)
-    if full then
-      go(full)
-    end
+  end)
+end
+
+function M.dismiss(client, card)
+  M.confirm_reject(card, function()
+    M.send(client, card, 'reject')
   end)
 end
 
@@ -353,13 +386,17 @@ end
 
 -- -- one proposal: what to do with it ---------------------------------------------------------------
 
-local ACTIONS = {
-  { label = 'accept', description = 'apply through the flow gate (asks first)' },
-  { label = 'refine', description = 'open the staged draft to edit' },
-  { label = 'dismiss', description = 'reject; not raised again' },
-  { label = 'diff', description = 'the live file beside the staged draft' },
-  { label = 'open', description = 'go to the line it changes' },
-}
+--- What can be done with one proposal; the accept row says what the gate will do (the detail's
+--- `accept_brief`, from the gate's own preview). Dismiss last: it throws the proposal away.
+local function actions_for(card)
+  return {
+    { label = 'accept', description = ('%s (asks first)'):format(val(card.accept_brief) or 'through the gate') },
+    { label = 'refine', description = 'open the staged draft to edit' },
+    { label = 'diff', description = 'the live file beside the staged draft' },
+    { label = 'open', description = 'go to the line it changes' },
+    { label = 'dismiss', description = 'reject; not raised again (asks first; restorable)' },
+  }
+end
 
 function M.act(client, card, action, uri)
   if action == 'accept' then
@@ -372,13 +409,21 @@ function M.act(client, card, action, uri)
       vim.cmd.edit(vim.fn.fnameescape(vim.uri_to_fname(file.uri)))
       pcall(api.nvim_win_set_cursor, 0, { (file.line or 0) + 1, 0 })
     end
+  elseif action == 'dismiss' or action == 'reject' then
+    M.dismiss(client, card)
   elseif VERDICT[action] then
     M.send(client, card, VERDICT[action])
   end
 end
 
 function M.choose_action(client, card, uri)
-  vim.ui.select(ACTIONS, {
+  detailed(client, card, function(full)
+    M.choose_action_of(client, full, uri)
+  end)
+end
+
+function M.choose_action_of(client, card, uri)
+  vim.ui.select(actions_for(card), {
     prompt = describe(card),
     kind = 'kitsoki.action',
     format_item = function(item)
@@ -414,16 +459,22 @@ local function status_line(ws)
   return table.concat(parts, '; ')
 end
 
-local function show_status(client, result)
-  if not result then
-    return
-  end
-  state.last_status = result
+local function status_lines(result)
   local lines = {}
   for _, ws in ipairs(result.workspaces or {}) do
     state.pending[state.ws_key(ws.workspace)] = ws.pending or 0
     table.insert(lines, status_line(ws))
+    for _, problem in ipairs(ws.problems or {}) do
+      table.insert(lines, ('  does not load: %s:%d:%d: %s'):format(problem.file, problem.line, problem.column,
+        problem.message))
+    end
   end
+  return lines
+end
+
+--- One float for every server's answer (two workspaces: two servers), shown once all have
+--- answered; each call replaces the last float, so asking twice never lands in an empty one.
+local function show_status(lines)
   state.changed()
   if #lines == 0 then
     return state.notify('kitsoki: no kitsoki workspace is served')
@@ -439,7 +490,9 @@ end
 local function each_client(fn)
   local clients = state.clients()
   if #clients == 0 then
-    state.notify('kitsoki: no kitsoki-miner server is running (open a file of a kitsoki workspace)', levels.WARN)
+    local down = state.down
+    state.notify(down and ('kitsoki: the server is not running (%s); :KitsokiMine restart starts it'):format(down.why)
+      or 'kitsoki: no kitsoki-miner server is running (open a file of a kitsoki workspace)', levels.WARN)
   end
   for _, client in ipairs(clients) do
     fn(client)
@@ -447,11 +500,23 @@ local function each_client(fn)
 end
 
 function M.status()
-  each_client(function(client)
+  local clients = state.clients()
+  if #clients == 0 then
+    return each_client(function() end)
+  end
+  local lines, left = {}, #clients
+  for _, client in ipairs(clients) do
     state.request(client, 'kitsoki/mineStatus', vim.empty_dict(), function(result)
-      show_status(client, result)
+      if result then
+        state.last_status = result
+        vim.list_extend(lines, status_lines(result))
+      end
+      left = left - 1
+      if left == 0 then
+        show_status(lines)
+      end
     end)
-  end)
+  end
 end
 
 function M.control(action, dirs)
@@ -464,7 +529,10 @@ function M.control(action, dirs)
     return each_client(function() end)
   end
   state.request(client, 'kitsoki/mineControl', params, function(result)
-    show_status(client, result)
+    if result then
+      state.last_status = result
+      show_status(status_lines(result))
+    end
   end)
 end
 
@@ -504,6 +572,12 @@ function M.run(args)
     end)
   elseif verb == 'log' then
     return M.show_log()
+  elseif verb == 'undo' or verb == 'restore' then
+    return require('kitsoki.takeback').take_back(verb, rest[1])
+  elseif verb == 'rejected' then
+    return require('kitsoki.takeback').rejected()
+  elseif verb == 'restart' then
+    return require('kitsoki').restart('asked for with :KitsokiMine restart')
   elseif verb == 'accept' or verb == 'refine' or verb == 'dismiss' or verb == 'reject' or verb == 'diff' then
     return M.resolve(rest[1], function(client, card)
       M.act(client, card, verb == 'reject' and 'dismiss' or verb)
@@ -554,7 +628,7 @@ function M.create_user_command()
   end, {
     nargs = '*',
     complete = M.complete,
-    desc = 'kitsoki-miner: status|pause|resume|now|scope <dir>|queue|accept|refine|dismiss|diff [id]|log',
+    desc = 'kitsoki-miner: status|pause|resume|now|scope <dir>|queue|accept|refine|dismiss|diff|undo|restore [id]|rejected|restart|log',
     force = true,
   })
 end
@@ -593,9 +667,7 @@ function M.register_lsp_commands()
     end)
   end
   vim.lsp.commands['kitsoki.reject'] = function(command, ctx)
-    with_card(ctx, first_arg(command).id, function(client, card)
-      M.send(client, card, 'reject')
-    end)
+    with_card(ctx, first_arg(command).id, M.dismiss)
   end
   vim.lsp.commands['kitsoki.diff'] = function(command, ctx)
     local arg = first_arg(command)

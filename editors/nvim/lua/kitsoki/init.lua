@@ -30,6 +30,9 @@ M.defaults = {
   confirm_accept = true,
   --- Also show the server's code lenses (at the end of the line; the previews carry the same actions).
   codelens = false,
+  --- A server that stops is started again after 1, 2, 4, 8, 16 s; after this many stops in three
+  --- minutes it is left stopped (`:KitsokiMine restart` starts it again).
+  max_restarts = 5,
   --- extra vim.lsp.config fields (capabilities, settings, on_attach ...)
   lsp = {},
 }
@@ -49,9 +52,9 @@ end
 
 handlers['kitsoki/proposalDecided'] = function(_, params, ctx)
   state.last_decision = params
-  questions.drop(params.recipe_id)
+  questions.drop(params.recipe_id, ctx.client_id)
   if params.verdict == 'reject' or (params.verdict == 'accept' and not params.reverted) then
-    render.clear_card(params.recipe_id)
+    render.clear_card(params.recipe_id, params.workspace)
   end
   if params.verdict == 'accept' and params.reverted and params.gate_failures and #params.gate_failures > 0 then
     -- The failing flows in a float by the cursor: a message that long would wait for Enter.
@@ -64,7 +67,7 @@ handlers['kitsoki/proposalDecided'] = function(_, params, ctx)
     table.insert(state.messages, table.concat(lines, '\n'))
     state.float(lines)
   end
-  pcall(vim.cmd, 'silent! checktime')
+  state.reload(params.files)
   local client = vim.lsp.get_client_by_id(ctx.client_id)
   if client then
     render.refresh_client(client)
@@ -75,9 +78,28 @@ handlers['kitsoki/question'] = function(_, params, ctx)
   questions.push(ctx.client_id, params)
 end
 
-handlers['kitsoki/questionWithdrawn'] = function(_, params, _)
+handlers['kitsoki/questionWithdrawn'] = function(_, params, ctx)
   for _, id in ipairs(params.question_ids or {}) do
-    questions.drop(id)
+    questions.drop(id, ctx.client_id)
+  end
+end
+
+handlers['kitsoki/proposalTakenBack'] = function(_, params, ctx)
+  questions.drop(params.recipe_id, ctx.client_id)
+  local title = (params.title and params.title ~= '') and params.title or params.recipe_id
+  local msg
+  if params.how == 'saved' then
+    msg = ('kitsoki: the saved file no longer holds the accepted "%s": recorded as undone; it is offered again'):format(title)
+  elseif params.action == 'undo' then
+    msg = ('kitsoki: undid the accept of "%s" (the bytes before it are back); it is offered again'):format(title)
+  else
+    msg = ('kitsoki: restored "%s"; it is offered again'):format(title)
+  end
+  state.notify(msg, levels.WARN)
+  state.reload(params.restored)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if client then
+    render.refresh_client(client)
   end
 end
 
@@ -96,6 +118,12 @@ M.handlers = handlers
 local group = api.nvim_create_augroup('kitsoki', { clear = true })
 
 local function on_attach(client, bufnr)
+  local down = state.down
+  if down and down.restarting then -- a restart we started: say it is back
+    state.down = nil
+    state.notify(('kitsoki: the server was restarted (it had stopped: %s)'):format(down.why))
+    state.changed()
+  end
   render.refresh_buffer(client, bufnr)
   -- Proposals already pending from an earlier session are not announced again: ask for the count.
   client:request('kitsoki/mineStatus', vim.empty_dict(), function(err, result)
@@ -123,16 +151,36 @@ end
 -- -- statusline ---------------------------------------------------------------------------------------
 
 --- "kitsoki: N proposals", plus "[?K]" while K operator questions wait and "(busy)" while a
---- pass or a gated accept runs. Empty when no kitsoki server is running.
+--- pass or a gated accept runs. With several workspaces served, the count is the current buffer's
+--- workspace's, named, and the others' follow ("kitsoki app-a: 3 proposals, app-b: 1"). While the
+--- server is down: "kitsoki: server stopped" (or "restarting"). Empty when no server was started.
 function M.statusline()
+  local down = state.down
+  if down then
+    return down.restarting and 'kitsoki: server stopped, restarting…' or 'kitsoki: server stopped (:KitsokiMine restart)'
+  end
   if #state.clients() == 0 then
     return ''
   end
-  local n = 0
-  for _, count in pairs(state.pending) do
-    n = n + count
+  local here = state.workspace_of(api.nvim_get_current_buf())
+  local names = state.workspace_names()
+  local keys = vim.tbl_keys(state.pending)
+  table.sort(keys)
+  local text
+  if #keys <= 1 then
+    local n = keys[1] and state.pending[keys[1]] or 0
+    text = ('kitsoki: %d proposal%s'):format(n, n == 1 and '' or 's')
+  else
+    local first = here and state.pending[here] ~= nil and here or keys[1]
+    local n = state.pending[first] or 0
+    local parts = { ('kitsoki %s: %d proposal%s'):format(names[first] or '?', n, n == 1 and '' or 's') }
+    for _, key in ipairs(keys) do
+      if key ~= first then
+        table.insert(parts, ('%s: %d'):format(names[key] or '?', state.pending[key]))
+      end
+    end
+    text = table.concat(parts, ', ')
   end
-  local text = ('kitsoki: %d proposal%s'):format(n, n == 1 and '' or 's')
   local waiting = 0
   for _, entry in ipairs(state.questions) do
     waiting = waiting + (entry.answered and 0 or 1)
@@ -146,6 +194,85 @@ function M.statusline()
   end
   return text
 end
+
+-- -- root: never a staged draft ------------------------------------------------------------------------
+
+--- The folder holding `.kitsoki.yaml` above the buffer's file, skipping kitsoki-miner's own state: a
+--- staged draft (`.artifacts/mining/<id>/`) has a `.kitsoki.yaml` of its own, and is never a
+--- workspace (a draft opened for refine belongs to the workspace above it).
+function M.root_dir(bufnr, on_dir)
+  local name = api.nvim_buf_get_name(bufnr)
+  if name == '' then
+    return
+  end
+  local path = vim.fs.normalize(name)
+  local state_at = path:find('/.artifacts/', 1, true)
+  local start = state_at and path:sub(1, state_at - 1) or vim.fs.dirname(path)
+  local markers = state.config.root_markers or { '.kitsoki.yaml' }
+  local marker = vim.fs.find(markers, { path = start, upward = true, type = 'file' })[1]
+  if marker and not marker:find('/.artifacts/', 1, true) then
+    on_dir(vim.fs.dirname(marker))
+  end
+end
+
+-- -- a server that stops -----------------------------------------------------------------------------
+
+local restarts = {} -- times (seconds) of the automatic restarts in the last three minutes
+
+--- Start the server again for every buffer it served (the same FileType path as at start).
+function M.restart(why)
+  state.down = state.down or { why = why or 'asked for' }
+  state.down.restarting = true
+  state.changed()
+  for _, client in ipairs(state.clients()) do
+    state.stopping[client.id] = true
+    client:stop()
+  end
+  vim.defer_fn(function()
+    pcall(vim.cmd.doautoall, 'nvim.lsp.enable FileType')
+    vim.defer_fn(function() -- nothing attached (no kitsoki buffer open): not down, just not needed
+      if state.down and state.down.restarting and #state.clients() == 0 then
+        state.down = nil
+        state.changed()
+      end
+    end, 15000)
+  end, 100)
+end
+
+local function on_exit(code, signal, client_id)
+  vim.schedule(function()
+    if state.stopping[client_id] or vim.v.exiting ~= vim.NIL then
+      state.stopping[client_id] = nil
+      return -- we stopped it (a restart, :KitsokiMine restart) or Neovim is quitting
+    end
+    local why = signal ~= 0 and ('killed by signal %d'):format(signal) or ('exit code %d'):format(code)
+    local now = vim.uv.now() / 1000
+    while restarts[1] and now - restarts[1] > 180 do
+      table.remove(restarts, 1)
+    end
+    render.clear_all()
+    if #restarts >= (state.config.max_restarts or 5) then
+      state.down = { why = why }
+      state.notify(('kitsoki: the server stopped again (%s), %d times in three minutes: not restarted. '
+        .. ':KitsokiMine restart starts it, :KitsokiMine log shows what was said'):format(why, #restarts), levels.ERROR)
+      state.changed()
+      return
+    end
+    local delay = 2 ^ #restarts -- 1, 2, 4, 8, 16 s
+    table.insert(restarts, now)
+    state.down = { why = why, restarting = true }
+    state.notify(('kitsoki: the server stopped (%s); restarting it in %d s (:KitsokiMine restart: now)'):format(why, delay),
+      levels.WARN)
+    state.changed()
+    vim.defer_fn(function()
+      if state.down and state.down.restarting and #state.clients() == 0 then
+        pcall(vim.cmd.doautoall, 'nvim.lsp.enable FileType')
+      end
+    end, delay * 1000)
+  end)
+end
+
+M.on_exit = on_exit
 
 -- -- setup --------------------------------------------------------------------------------------------
 
@@ -162,10 +289,11 @@ function M.setup(opts)
     cmd_cwd = config.cmd_cwd,
     cmd_env = config.cmd_env,
     filetypes = config.filetypes,
-    root_markers = config.root_markers,
+    root_dir = M.root_dir, -- the folder with .kitsoki.yaml, never a staged draft under .artifacts/
     workspace_required = true, -- never start on a YAML file outside a kitsoki workspace
     init_options = config.init_options,
     handlers = handlers,
+    on_exit = on_exit,
   }, config.lsp or {})
   local user_on_attach = lsp.on_attach
   lsp.on_attach = function(client, bufnr)
@@ -176,6 +304,18 @@ function M.setup(opts)
   end
   vim.lsp.config(state.name, lsp)
   vim.lsp.enable(state.name)
+
+  -- Neovim's own word on a server that died ("Client kitsoki quit with exit code ... Check log for
+  -- errors: <path>") wraps past the command line and stops at Press ENTER; on_exit above says it on
+  -- one line (and what happens next), so that one goes to :KitsokiMine log only.
+  local notify = vim.notify
+  vim.notify = function(msg, level, opts)
+    if type(msg) == 'string' and msg:find('^Client ' .. vim.pesc(state.name) .. ' quit with exit code') then
+      table.insert(state.messages, msg)
+      return
+    end
+    return notify(msg, level, opts)
+  end
 
   render.define_highlights()
   commands.register_lsp_commands()

@@ -19,7 +19,7 @@ local timer = nil
 
 function M.push(client_id, card)
   for _, entry in ipairs(state.questions) do
-    if entry.card.question_id == card.question_id then
+    if entry.card.question_id == card.question_id and entry.client_id == client_id then
       return -- already waiting
     end
   end
@@ -29,10 +29,11 @@ function M.push(client_id, card)
 end
 
 --- A proposal was decided or withdrawn: its question no longer waits.
-function M.drop(question_id)
+--- `client_id`: only that server's question (the same recipe can be open in two workspaces).
+function M.drop(question_id, client_id)
   for i = #state.questions, 1, -1 do
     local entry = state.questions[i]
-    if entry.card.question_id == question_id then
+    if entry.card.question_id == question_id and (client_id == nil or entry.client_id == client_id) then
       if entry.asking then
         entry.answered = true -- the picker is open; its answer will be ignored
       else
@@ -79,12 +80,13 @@ local function answer(entry, answers)
 end
 
 --- Ask each question of the card in turn; cb(answers) with all of them, or cb(nil) when one is cancelled.
-local function ask(questions, i, answers, cb)
+--- `where`: the workspace's name when several are served (else nil).
+local function ask(questions, i, answers, cb, where)
   local q = questions[i]
   if not q then
     return cb(answers)
   end
-  local header = state.val(q.header) or 'kitsoki'
+  local header = (state.val(q.header) or 'kitsoki') .. (where and (' (%s)'):format(where) or '')
   vim.ui.select(q.options or {}, {
     prompt = ('%s %s'):format(header, q.question),
     kind = 'kitsoki.question',
@@ -94,7 +96,7 @@ local function ask(questions, i, answers, cb)
       return cb(nil)
     end
     answers[q.question] = q.multiSelect and { option.label } or option.label
-    ask(questions, i + 1, answers, cb)
+    ask(questions, i + 1, answers, cb, where)
   end)
 end
 
@@ -103,21 +105,30 @@ local function idle()
   return mode.mode == 'n' and not mode.blocking and vim.fn.getcmdtype() == ''
 end
 
+--- Whether a question's proposal changes the file in the current window. Proposals are matched
+--- by id and workspace: the same recipe (same id) can be open in two workspaces.
+local function about_here(entry, here)
+  local ws = state.val(entry.card.workspace)
+  for _, marks in pairs(state.marks) do
+    for _, mark in ipairs(marks) do
+      local card = mark.card
+      if card.id == entry.card.question_id and (not ws or state.same_file(card.workspace, ws))
+        and state.same_file(mark.file.uri, here) then
+        return true
+      end
+    end
+  end
+  return false
+end
+
 --- The waiting card to ask now: never asked, about the file in the current window (learnings
 --- cards are about no file: they are asked wherever you are).
 local function next_entry()
-  local known = require('kitsoki.render').known_cards()
   local here = vim.uri_from_bufnr(api.nvim_get_current_buf())
   for _, entry in ipairs(state.questions) do
     if not entry.asked then
-      if entry.card.kind == 'learnings' then
+      if entry.card.kind == 'learnings' or about_here(entry, here) then
         return entry
-      end
-      local card = known[entry.card.question_id]
-      for _, file in ipairs(card and card.files or {}) do
-        if state.same_file(file.uri, here) then
-          return entry
-        end
       end
     end
   end
@@ -133,6 +144,8 @@ local function ask_now()
   end
   state.asking = true
   entry.asking, entry.asked = true, true
+  local ws = state.val(entry.card.workspace)
+  local where = ws and state.several_workspaces() and state.workspace_name(ws) or nil
   ask(entry.card.questions or {}, 1, {}, function(answers)
     state.asking = false
     entry.asking = false
@@ -144,7 +157,7 @@ local function ask_now()
       remove(entry)
     end
     state.changed()
-  end)
+  end, where)
 end
 
 --- Ask (at most) one waiting card once Neovim has been idle for `question_delay` ms.

@@ -70,6 +70,8 @@ local function header(card, number, count, width)
   local chunks = { { gutter(number == 1 and '┌' or '├', width), 'KitsokiProposal' }, { title, 'KitsokiTitle' } }
   if card.status == 'held' and state.val(card.failure) then
     table.insert(chunks, { '  held: its last accept was reverted', 'KitsokiHeld' })
+  elseif card.status == 'stale' and state.val(card.waits) then
+    table.insert(chunks, { '  waiting: ' .. card.waits, 'KitsokiHeld' })
   elseif card.status == 'stale' then
     table.insert(chunks, { '  stale: the file changed; re-drafting', 'KitsokiProposal' })
   elseif card.status == 'refining' then
@@ -132,7 +134,7 @@ function M.show(bufnr, cards)
     if virt then
       local which = count > 1 and (' (asks which of %d)'):format(count) or ''
       table.insert(virt, { { gutter('└', width), 'KitsokiProposal' },
-        { (':KitsokiMine accept | refine | dismiss | diff%s'):format(which), 'KitsokiProposal' } })
+        { (':KitsokiMine accept | refine | diff | dismiss%s'):format(which), 'KitsokiProposal' } })
     end
     local first = spot.items[1].card
     local sign = SIGNS[first.status] or SIGNS.pending
@@ -156,13 +158,22 @@ function M.clear(bufnr)
   state.marks[bufnr] = nil
 end
 
+--- Every buffer: the server is gone, and so is what it said.
+function M.clear_all()
+  for bufnr in pairs(state.marks) do
+    M.clear(bufnr)
+  end
+end
+
 --- Remove a decided proposal from every buffer at once: redraw each buffer it was drawn in from
 --- the cards still there (a spot may hold other proposals too); the server's list follows.
-function M.clear_card(id)
+--- `workspace` (a URI or path): only that workspace's proposal (the same recipe can be open in two).
+function M.clear_card(id, workspace)
+  local ws = workspace and state.ws_key(workspace)
   for bufnr, entries in pairs(state.marks) do
     local keep, hit, seen = {}, false, {}
     for _, entry in ipairs(entries) do
-      if entry.card.id == id then
+      if entry.card.id == id and (not ws or state.ws_key(entry.card.workspace) == ws) then
         hit = true
       elseif not seen[entry.card.id] then
         seen[entry.card.id] = true
@@ -230,10 +241,46 @@ function M.refresh_lenses(bufnr)
   end))
 end
 
+--- The proposal id of a staged draft file (`.artifacts/mining/<id>/<target>`), or nil.
+function M.draft_id(bufnr)
+  return api.nvim_buf_get_name(bufnr):match('/%.artifacts/mining/(%x+)/')
+end
+
+--- A staged draft must never pass for the live file: a banner above its first line says so.
+local function show_draft(client, bufnr, id)
+  client:request('kitsoki/proposal', { id = id }, function(err, card)
+    if err or not card or not api.nvim_buf_is_valid(bufnr) then
+      return -- decided meanwhile: the server's lens says it is an old draft
+    end
+    api.nvim_buf_clear_namespace(bufnr, M.ns, 0, -1)
+    local target = (card.files or {})[1] and card.files[1].path or '?'
+    api.nvim_buf_set_extmark(bufnr, M.ns, 0, 0, {
+      virt_lines = {
+        { { ('kitsoki: DRAFT of %s for "%s": not the live file'):format(target, card.title), 'KitsokiHeld' } },
+        { { (':w saves the draft; :KitsokiMine accept accepts it (%s)'):format(state.val(card.accept_brief) or 'asks first'),
+          'KitsokiProposal' } },
+      },
+      virt_lines_above = true,
+    })
+    vim.b[bufnr].kitsoki_proposal = card.id
+    for _, win in ipairs(vim.fn.win_findbuf(bufnr)) do -- lines above the first one show only as its top fill
+      api.nvim_win_call(win, function()
+        if vim.fn.line('w0') == 1 then
+          vim.fn.winrestview({ topline = 1, topfill = 2 })
+        end
+      end)
+    end
+  end, bufnr)
+end
+
 --- Ask the server for this buffer's proposals and draw them (and the lenses).
 function M.refresh_buffer(client, bufnr)
   if not api.nvim_buf_is_loaded(bufnr) or vim.bo[bufnr].buftype ~= '' then
     return
+  end
+  local draft = M.draft_id(bufnr)
+  if draft then
+    return show_draft(client, bufnr, draft)
   end
   client:request('kitsoki/proposals', { uri = vim.uri_from_bufnr(bufnr) }, function(err, result)
     if err then

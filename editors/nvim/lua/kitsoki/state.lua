@@ -12,6 +12,8 @@ local M = {
   messages = {}, -- the last messages shown (newest last)
   last_status = nil, -- the last kitsoki/mineStatus (or mineControl) result
   last_decision = nil, -- the last DecisionResult (from a verdict we sent or kitsoki/proposalDecided)
+  down = nil, -- { why =, restarting = } while the server is stopped
+  stopping = {}, -- client id -> true: stopped by us (a restart), not a crash
 }
 
 local levels = vim.log.levels
@@ -47,9 +49,15 @@ end
 --- long for one message line, like the flows a revert failed or :KitsokiMine status.
 function M.float(lines)
   vim.schedule(function()
+    -- A float still open from the last call is closed, never focused into (open_floating_preview
+    -- with a focus_id would jump into it and show the old text): every call shows its own lines.
+    local last = M.floats.last
+    if last and vim.api.nvim_win_is_valid(last) then
+      pcall(vim.api.nvim_win_close, last, true)
+    end
     pcall(vim.cmd.redraw)
     local ok, _, win = pcall(vim.lsp.util.open_floating_preview, lines, 'text', {
-      border = 'rounded', focus_id = 'kitsoki', max_width = math.max(math.floor(vim.o.columns * 0.9), 40),
+      border = 'rounded', focus = false, max_width = math.max(math.floor(vim.o.columns * 0.9), 40),
       close_events = { 'CursorMoved', 'CursorMovedI', 'BufLeave', 'InsertEnter' },
     })
     M.floats.last = ok and win or nil
@@ -99,6 +107,46 @@ function M.ws_key(uri_or_path)
   return real(path)
 end
 
+--- The workspace (its key in M.pending) whose server serves bufnr, if any.
+function M.workspace_of(bufnr)
+  local client = M.clients(bufnr)[1]
+  return client and client.root_dir and M.ws_key(client.root_dir) or nil
+end
+
+--- key -> a short name a person tells workspaces apart by: the folder's name, or parent/name when
+--- two served workspaces share a name.
+function M.workspace_names()
+  local keys = {}
+  for key in pairs(M.pending) do
+    keys[key] = true
+  end
+  for _, client in ipairs(M.clients()) do
+    if client.root_dir then
+      keys[M.ws_key(client.root_dir)] = true
+    end
+  end
+  local count, names = {}, {}
+  for key in pairs(keys) do
+    local base = vim.fs.basename(key)
+    count[base] = (count[base] or 0) + 1
+  end
+  for key in pairs(keys) do
+    local base = vim.fs.basename(key)
+    names[key] = count[base] > 1 and (vim.fs.basename(vim.fs.dirname(key)) .. '/' .. base) or base
+  end
+  return names
+end
+
+--- The name of the workspace a card (or any `workspace` URI) belongs to.
+function M.workspace_name(uri)
+  return uri and M.workspace_names()[M.ws_key(uri)] or '?'
+end
+
+--- More than one workspace served: lists then name the workspace of each row.
+function M.several_workspaces()
+  return vim.tbl_count(M.workspace_names()) > 1
+end
+
 --- The loaded buffer showing this URI, if any.
 function M.buf_of(uri)
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
@@ -111,10 +159,50 @@ function M.buf_of(uri)
   end
 end
 
+--- The server changed files on disk: reload their buffers now, shown or hidden (a hidden buffer
+--- would otherwise wait to be entered before it notices).
+function M.reload(uris)
+  pcall(vim.cmd, 'silent! checktime')
+  for _, uri in ipairs(uris or {}) do
+    local buf = M.buf_of(uri)
+    if buf and not vim.bo[buf].modified then
+      pcall(vim.cmd, ('silent! checktime %d'):format(buf))
+    end
+  end
+end
+
 --- Something the statusline shows changed.
 function M.changed()
   pcall(vim.cmd, 'redrawstatus!')
   pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'KitsokiChanged', modeline = false })
+end
+
+--- Ask every kitsoki server (one per workspace) and gather result[key]: cb({ {client=, item=} ... })
+--- once all have answered (an error is shown, and that server adds nothing).
+function M.gather(method, params, key, cb)
+  local clients = M.clients()
+  if #clients == 0 then
+    local down = M.down
+    M.notify(down and ('kitsoki: the server is not running (%s); :KitsokiMine restart starts it'):format(down.why)
+      or 'kitsoki: no kitsoki-miner server is running (open a file of a kitsoki workspace)', levels.WARN)
+    return cb({})
+  end
+  local out, left = {}, #clients
+  for _, client in ipairs(clients) do
+    client:request(method, params, function(err, result)
+      if err then
+        M.notify(('kitsoki: %s'):format(err.message or (method .. ' failed')), levels.ERROR)
+      else
+        for _, item in ipairs(result and result[key] or {}) do
+          table.insert(out, { client = client, item = item })
+        end
+      end
+      left = left - 1
+      if left == 0 then
+        cb(out)
+      end
+    end)
+  end
 end
 
 --- client:request with errors shown to the person; cb(result) on success, cb(nil, err) on error.

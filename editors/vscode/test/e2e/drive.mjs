@@ -5,7 +5,8 @@
 // server runs), and is trusted from the extension's own status item.
 // tests/editors/test_vscode_real.py starts code-server, runs this, and checks the bytes on disk.
 //
-//   node drive.mjs <config.json>   config: {url, workspace, questionsWorkspace, shots, results, draftEdit}
+//   node drive.mjs <config.json>   config: {url, workspace, questionsWorkspace, bothWorkspaces, shots, results,
+//                                           draftEdit}
 //
 // Every step saves a screenshot under `shots`; `results` gets a JSON report of the steps, every
 // notification seen, and the first failure (with its screenshot) if there was one.
@@ -46,7 +47,12 @@ async function step(name, fn) {
     } catch {
       // the page is gone
     }
-    report.failure = { step: name, error: String(error?.stack ?? error), screenshot };
+    // What was on top of the page (a dialog, a quick input, a menu): the likeliest reason a click failed.
+    const overlays = await page.evaluate(() => [...document.querySelectorAll(
+      '.monaco-dialog-box, .quick-input-widget, .context-view, .monaco-menu-container, .notifications-toasts')]
+      .filter((e) => e.offsetParent !== null).map((e) => `${e.className}: ${(e.textContent ?? '').slice(0, 300)}`))
+      .catch(() => []);
+    report.failure = { step: name, error: String(error?.stack ?? error), screenshot, overlays };
     save();
     throw error;
   }
@@ -93,8 +99,14 @@ async function command(name) {
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible' });
   await input.fill(`>${name}`);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor();
-  await page.keyboard.press('Enter');
+  // The row named exactly so (a fuzzy match may rank another command first).
+  const row = page.locator('.quick-input-list .monaco-list-row', {
+    has: page.locator('.label-name', {
+      hasText: new RegExp(`${name.replace(/^[^:]*:\s*/, '').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
+    }),
+  }).first();
+  await row.waitFor();
+  await row.click();
 }
 
 /** The kitsoki-miner servers running for this workspace (the extension starts them there). */
@@ -145,7 +157,11 @@ async function openFile(relative) {
   }
   await page.locator('.tab.active', { has: page.locator('.label-name', { hasText: exactly(base) }) })
     .waitFor({ timeout: STEP_TIMEOUT });
-  await page.locator('.editor-instance .monaco-editor .margin-view-overlays').first().click({ position: { x: 5, y: 10 } });
+  const margin = page.locator('.editor-instance .monaco-editor .margin-view-overlays').first();
+  await margin.click({ position: { x: 5, y: 10 }, timeout: 10_000 }).catch(async () => {
+    await page.keyboard.press('Escape'); // something left on top (a hover, a quick input): close it, then again
+    await margin.click({ position: { x: 5, y: 10 } });
+  });
 }
 
 async function goToLine(line) {
@@ -207,6 +223,60 @@ async function waitForToast(pattern, what) {
   throw new Error(`${what}: no notification matching ${pattern}; seen: ${JSON.stringify(report.notifications)}`);
 }
 
+/** A button on the toast whose text matches `pattern` (e.g. Undo on a kept accept). */
+async function clickToastButton(pattern, button) {
+  const toast = page.locator('.notifications-toasts .notification-list-item').filter({ hasText: pattern }).first();
+  await toast.waitFor({ timeout: STEP_TIMEOUT });
+  await toast.locator('a.monaco-button', { hasText: button }).first().click();
+}
+
+/** The modal a question asks first (reject, accept): its text, detail, buttons; then a click on `button`. */
+async function answerModal(button) {
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ timeout: STEP_TIMEOUT });
+  const message = await dialog.locator('.dialog-message-text').innerText();
+  const detail = await dialog.locator('.dialog-message-detail').innerText().catch(() => '');
+  const buttons = await dialog.locator('.dialog-buttons a.monaco-button').allInnerTexts();
+  await shot(`modal-${button.toLowerCase().replace(/\W+/g, '-')}`);
+  await dialog.locator('.dialog-buttons a.monaco-button', { hasText: button }).first().click();
+  await dialog.waitFor({ state: 'detached' });
+  return { message, detail, buttons };
+}
+
+function read(relative) {
+  return fs.readFileSync(path.join(config.workspace, relative), 'utf-8');
+}
+
+async function waitFor(condition, what, timeout = STEP_TIMEOUT) {
+  const deadline = Date.now() + timeout;
+  while (Date.now() < deadline) {
+    if (await condition()) {
+      return;
+    }
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`${what}: not so after ${timeout / 1000} s`);
+}
+
+/** The quick pick's rows as shown: label and description. */
+async function quickPickRows() {
+  const rows = page.locator('.quick-input-widget .monaco-list-row');
+  await rows.first().waitFor({ timeout: STEP_TIMEOUT });
+  return rows.allInnerTexts();
+}
+
+/** Accept the world proposal from its shared-line lens, confirming; returns the toast. */
+async function acceptWorld() {
+  await openFile('.kitsoki.yaml');
+  await clickLens("[1/2] Set world.test_cmd to 'pytest'");
+  await pick('Accept');
+  const confirmation = await confirmAccept("Set world.test_cmd to 'pytest'");
+  const toast = await waitForToast(/kept "Set world\.test_cmd to 'pytest'": structural checks passed, no flow exercises it\./,
+    'the kept accept');
+  await waitFor(async () => read('.kitsoki.yaml').includes('test_cmd: pytest'), 'the kept accept on disk');
+  return { confirmation, toast };
+}
+
 async function closeToasts() {
   await command('Notifications: Clear All Notifications');
   await page.waitForTimeout(300);
@@ -222,6 +292,7 @@ async function main() {
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   });
+  const configBefore = read('.kitsoki.yaml');
   try {
     page = browser.pages()[0] ?? (await browser.newPage());
     page.setDefaultTimeout(STEP_TIMEOUT);
@@ -229,6 +300,8 @@ async function main() {
     await step('restricted-mode-waits-for-trust', async () => {
       await page.goto(`${config.url}/?folder=${encodeURIComponent(config.workspace)}`);
       await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+      // .artifacts/ is hidden from the first frame (the demo's settings), not once the extension loads.
+      const firstRows = await page.locator('.explorer-folders-view .monaco-list-row').allInnerTexts();
       await answerTrust("No, I don't trust the authors");
       await waitForStatus(/kitsoki-miner: trust this folder to start/, 'in Restricted Mode the status item says it waits');
       const item = page.locator('.statusbar-item', { hasText: 'kitsoki-miner: trust this folder to start' });
@@ -240,18 +313,29 @@ async function main() {
       await page.waitForTimeout(500); // the extension has activated (its status shows): a server would be up by now
       const running = serversFor(config.workspace);
       check(running.length === 0, `a server runs in Restricted Mode: ${JSON.stringify(running)}`);
-      return { status: await statusText(), tooltip, servers: running };
+      const explorer = await page.locator('.explorer-folders-view .monaco-list-row').allInnerTexts();
+      check(![...firstRows, ...explorer].some((row) => row.includes('.artifacts')), `the explorer shows .artifacts: ${explorer}`);
+      return { status: await statusText(), tooltip, servers: running, explorer };
     });
 
     await step('workbench-with-status', async () => {
       // Trusting from the extension's own status item: it opens the Workspace Trust editor.
       await page.locator('.statusbar-item', { hasText: 'kitsoki-miner: trust this folder to start' }).click();
       await page.locator('.workspace-trust-editor a.monaco-button', { hasText: exactly('Trust') }).click();
-      await waitForStatus(/proposals: 3/, 'once trusted, the server starts and reports the pending proposals');
+      // Until the server has answered, the status says loading, never "proposals: 0".
+      const seen = new Set();
+      await waitFor(async () => {
+        const text = await statusText().catch(() => '');
+        seen.add(text);
+        return /proposals: 3/.test(text);
+      }, 'once trusted, the server starts and reports the pending proposals', 60_000);
+      check(![...seen].some((t) => /proposals: 0/.test(t)), `the status said 0 before the server answered: ${[...seen]}`);
       const running = serversFor(config.workspace);
       check(running.length === 1, `one server for the workspace once trusted: ${JSON.stringify(running)}`);
       await page.locator('.tab', { hasText: 'Workspace Trust' }).locator('.codicon-close').click();
-      return { status: await statusText(), servers: running };
+      // The demo's proposals were raised before any editor served it: each is asked about once.
+      const toast = await waitForToast(/Capture as structure\? "/, 'a question card');
+      return { status: await statusText(), seen: [...seen], servers: running, question: toast.text };
     });
 
     await step('lenses-on-kitsoki-yaml', async () => {
@@ -259,17 +343,19 @@ async function main() {
       await waitForLens("[1/2] Set world.test_cmd to 'pytest'");
       const lenses = await lensTexts();
       check(lenses.includes('kitsoki-miner: 2 proposals for this file'), `no file lens: ${JSON.stringify(lenses)}`);
+      check(lenses.includes("[1/2] Set world.test_cmd to 'pytest': accept · refine · diff · reject…"), `${lenses}`);
       check(lenses.some((l) => l.startsWith('[2/2] Bind ticket to host.gh.ticket')), `no binding lens: ${lenses}`);
       return { lenses };
     });
 
     await step('lenses-on-the-story', async () => {
       await openFile('stories/release-desk/app.yaml');
-      await waitForLens("Accept: Add 1 synonym to release-desk's deploy (runs flows)");
+      // What the gate will do, from its own preview: the story's two flow files run.
+      await waitForLens("Accept: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
       const lenses = await lensTexts();
-      for (const text of ['Refine', 'Reject', 'Diff']) {
-        check(lenses.includes(text), `no ${text} lens on the story: ${JSON.stringify(lenses)}`);
-      }
+      const row = lenses.slice(lenses.findIndex((l) => l.startsWith('Accept: Add 1 synonym')));
+      check(JSON.stringify(row.slice(1, 4)) === JSON.stringify(['Refine', 'Diff', 'Reject…']),
+        `Reject… last, apart from Refine: ${JSON.stringify(lenses)}`);
       return { lenses };
     });
 
@@ -291,28 +377,59 @@ async function main() {
       await page.keyboard.press('Escape');
       await openFile('.kitsoki.yaml');
       await clickLens("[1/2] Set world.test_cmd to 'pytest'");
+      const actions = await quickPickRows();
+      check(actions.some((a) => /Accept\s*no flow runs: kept after checks \(asks first\)/.test(a)),
+        `the accept row does not say what the gate does: ${JSON.stringify(actions)}`);
+      check(/Reject…/.test(actions.at(-1)), `Reject… is not last: ${JSON.stringify(actions)}`);
       await pick('Show diff');
       const diff = page.locator('.monaco-diff-editor').first();
       await diff.waitFor({ timeout: STEP_TIMEOUT });
       await page.locator('.monaco-diff-editor .editor.modified .view-line', { hasText: 'test_cmd: pytest' }).first()
         .waitFor({ timeout: STEP_TIMEOUT });
       const title = await page.locator('.tab.active').innerText();
-      return { tab: title };
+      return { tab: title, actions };
     });
 
     let keptDetail;
     await step('accept-kept', async () => {
-      await openFile('.kitsoki.yaml');
-      await clickLens("[1/2] Set world.test_cmd to 'pytest'");
-      await pick('Accept');
-      keptDetail = await confirmAccept("Set world.test_cmd to 'pytest'");
-      const toast = await waitForToast(/kept "Set world\.test_cmd to 'pytest'": structural checks passed, no flow exercises it\./, 'the kept accept');
+      await page.waitForTimeout(500);
+      const { confirmation, toast } = await acceptWorld();
+      keptDetail = confirmation;
       await waitForStatus(/proposals: 2/, 'a kept proposal leaves the count');
       await page.locator('.codelens-decoration a', { hasText: 'Set world.test_cmd' })
         .waitFor({ state: 'detached', timeout: STEP_TIMEOUT }).catch(async () => {
           throw new Error(`the kept proposal's lens stays: ${JSON.stringify(await lensTexts())}`);
         });
       return { confirmation: keptDetail, toast };
+    });
+
+    await step('undo-from-the-kept-message', async () => {
+      await clickToastButton(/kept "Set world\.test_cmd/, 'Undo');
+      const toast = await waitForToast(/undid the accept of "Set world\.test_cmd to 'pytest'"/, 'the undo');
+      await waitFor(async () => read('.kitsoki.yaml') === configBefore, 'the bytes before the accept, back on disk');
+      await waitForLens("[1/2] Set world.test_cmd to 'pytest'");
+      return { toast };
+    });
+
+    await step('undo-by-hand-then-save-is-noticed', async () => {
+      await closeToasts();
+      await acceptWorld();
+      // Undo by reflex in the editor, then save: the kept change is gone from the file.
+      await openFile('.kitsoki.yaml');
+      await page.keyboard.press('Control+Z');
+      await page.locator('.tab.active.dirty').waitFor({ timeout: STEP_TIMEOUT });
+      await page.keyboard.press('Control+S');
+      const toast = await waitForToast(/the saved file no longer holds the accepted "Set world\.test_cmd to 'pytest'": recorded as undone; it is offered again/,
+        'the undo noticed');
+      check(!read('.kitsoki.yaml').includes('test_cmd: pytest'), 'the saved file has no test_cmd');
+      await waitForLens("[1/2] Set world.test_cmd to 'pytest'");
+      return { toast };
+    });
+
+    await step('accepted-again', async () => {
+      await closeToasts();
+      const { toast } = await acceptWorld();
+      return { toast };
     });
 
     await step('diff-tab-says-decided', async () => {
@@ -328,19 +445,45 @@ async function main() {
     await step('accept-reverted', async () => {
       await closeToasts();
       await openFile('stories/release-desk/app.yaml');
-      await clickLens("Accept: Add 1 synonym to release-desk's deploy (runs flows)");
+      await clickLens("Accept: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
       const confirmation = await confirmAccept("Add 1 synonym to release-desk's deploy");
+      check(/then runs the flows in 2 flow files \(stories\/release-desk\/flows\/preview\.yaml/.test(confirmation.detail),
+        `the confirmation: ${confirmation.detail}`);
       const toast = await waitForToast(/reverted "Add 1 synonym to release-desk's deploy"/, 'the reverted accept');
       check(/Failing: .*preview/.test(toast.text), `the revert does not show the failing flow: "${toast.text}"`);
       check(!/got {2}\(/.test(toast.text), `an empty value reads as nothing: "${toast.text}"`);
-      await waitForLens("Accept again: Add 1 synonym to release-desk's deploy (runs flows)");
+      await waitForLens("Accept again: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
       return { confirmation, toast };
+    });
+
+    await step('invalid-yaml-says-where-and-why-it-waits', async () => {
+      await closeToasts();
+      await openFile('stories/release-desk/app.yaml');
+      const line = read('stories/release-desk/app.yaml').split('\n').findIndex((l) => l.startsWith('intents:')) + 1;
+      await goToLine(line);
+      await page.keyboard.press('End');
+      await page.keyboard.press('Backspace'); // `intents` without its colon: the story no longer parses
+      await page.keyboard.press('Control+S');
+      const lens = page.locator('.codelens-decoration a', { hasText: /^Waiting: Add 1 synonym/ }).first();
+      await lens.waitFor({ timeout: STEP_TIMEOUT }).catch(async () => {
+        throw new Error(`no Waiting lens: ${JSON.stringify(await lensTexts())}`);
+      });
+      const waiting = await lens.innerText();
+      check(/stories\/release-desk\/app\.yaml:\d+:\d+ does not load \(YAML syntax error/.test(waiting), waiting);
+      await waitFor(async () => !read('stories/release-desk/app.yaml').includes('\nintents:\n'), 'the broken story saved');
+      await page.locator('.editor-instance .squiggly-error').first().waitFor({ timeout: STEP_TIMEOUT });
+      await shot('invalid-yaml');
+      await page.keyboard.press('Control+Z');
+      await page.keyboard.press('Control+S');
+      await waitFor(async () => read('stories/release-desk/app.yaml').includes('\nintents:\n'), 'the story fixed');
+      await waitForLens("Accept again: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
+      return { waiting };
     });
 
     await step('refine-opens-a-labelled-draft', async () => {
       await closeToasts();
       await openFile('.kitsoki.yaml');
-      await waitForLens('Accept: Bind ticket to host.gh.ticket (runs flows)'); // alone on its line now
+      await waitForLens('Accept: Bind ticket to host.gh.ticket (no flow runs: kept after checks)'); // alone on its line now
       await clickLens('Refine');
       const tab = page.locator('.tab.active', { hasText: 'DRAFT .kitsoki.yaml (kitsoki-miner proposal)' });
       await tab.waitFor({ timeout: STEP_TIMEOUT }).catch(async () => {
@@ -351,23 +494,40 @@ async function main() {
       const explorer = await page.locator('.explorer-folders-view .monaco-list-row').allInnerTexts();
       check(explorer.length > 0 && !explorer.some((row) => row.includes('.artifacts')),
         `the explorer shows the drafts folder: ${JSON.stringify(explorer)}`);
-      // It is edited and saved like a file: the edit lands in the staged draft, not the live file.
+      // It is edited like a file, and left unsaved: the accept offers to save it first.
       await page.locator('.editor-instance .monaco-editor .view-line', { hasText: 'ticket: host.gh.ticket' }).first().click();
       await page.keyboard.press('End');
       await page.keyboard.type(`  ${config.draftEdit}`);
       await page.locator('.tab.active.dirty').waitFor({ timeout: STEP_TIMEOUT });
-      await page.keyboard.press('Control+S');
-      await page.locator('.tab.active.dirty').waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
       await page.keyboard.press('Control+Home');
       return { tab: await tab.innerText(), lenses: await lensTexts(), explorer };
     });
 
-    await step('accept-the-draft-closes-it', async () => {
-      await clickLens('Accept this draft (runs flows)');
-      await confirmAccept('Bind ticket to host.gh.ticket');
+    await step('save-and-accept-the-draft', async () => {
+      await clickLens('Accept this draft (no flow runs: kept after checks)');
+      const modal = await answerModal('Save and accept');
+      check(modal.message.includes('Accept "Bind ticket to host.gh.ticket"?'), modal.message);
+      check(/the draft of \.kitsoki\.yaml has unsaved edits: they are saved first\. This changes \.kitsoki\.yaml; no flow exercises/
+        .test(modal.detail), `the confirmation: ${modal.detail}`);
+      check(JSON.stringify(modal.buttons).includes('Save and accept'), JSON.stringify(modal.buttons));
       await waitForToast(/kept "Bind ticket to host\.gh\.ticket": structural checks passed, no flow exercises it\./, 'the accepted draft');
       await page.locator('.tab', { hasText: 'DRAFT .kitsoki.yaml' }).waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
-      return { tabs: await page.locator('.tab').allInnerTexts() };
+      return { modal, tabs: await page.locator('.tab').allInnerTexts() };
+    });
+
+    await step('a-server-that-dies-is-restarted-and-said', async () => {
+      await closeToasts();
+      const [server] = serversFor(config.workspace);
+      check(server !== undefined, 'no server to kill');
+      process.kill(server.pid, 'SIGKILL');
+      const toast = await waitForToast(/the server was restarted \(it stopped unexpectedly/, 'the restart, said', );
+      await waitForStatus(/proposals: 1/, 'the proposals shown again');
+      await waitFor(async () => serversFor(config.workspace).length === 1, 'one server again');
+      await closeToasts();
+      await command('kitsoki-miner: Restart the server');
+      const asked = await waitForToast(/the server was restarted \(you asked for a restart\)/, 'the restart asked for');
+      await waitForStatus(/proposals: 1/, 'the proposals shown again');
+      return { toast: toast.text, asked: asked.text, servers: serversFor(config.workspace) };
     });
 
     if (config.questionsWorkspace) {
@@ -383,12 +543,81 @@ async function main() {
         const questions = (await collectNotifications()).filter((t) => t.text.includes('Capture as structure?'));
         check(questions.length === 1, `${questions.length} question cards on screen: ${JSON.stringify(questions)}`);
         await shot('question-card');
+        // Its options say what an accept does, from the gate's own preview.
+        await page.locator('.notifications-toasts a', { hasText: 'Answer…' }).first().click();
+        const options = await quickPickRows();
+        check(options.some((o) => /accept\s*apply to stories\/release-desk\/app\.yaml; runs 2 flow files, kept only if they pass/.test(o)),
+          `the question's accept option: ${JSON.stringify(options)}`);
+        check(options.some((o) => /dismiss\s*reject; not raised again \(restore it from the rejected list\)/.test(o)), `${options}`);
+        await page.keyboard.press('Escape');
+        // Reject asks first; the question card goes once it is decided.
         await openFile('stories/release-desk/app.yaml');
-        await clickLens('Reject');
+        await clickLens('Reject…');
+        const modal = await answerModal('Reject');
+        check(/Show rejected proposals" restores it/.test(modal.detail), modal.detail);
         await waitForToast(/rejected "Add 1 synonym/, 'the rejection');
         await page.waitForFunction(() => ![...document.querySelectorAll('.notifications-toasts .notification-list-item-message')]
           .some((e) => (e.textContent ?? '').includes('Capture as structure? "Add 1 synonym')), null, { timeout: STEP_TIMEOUT });
-        return { question: toast.text };
+        return { question: toast.text, options, modal };
+      });
+
+      await step('a-rejection-is-restored', async () => {
+        await closeToasts();
+        await command('kitsoki-miner: Show rejected proposals (restore one)');
+        const rows = await quickPickRows();
+        check(rows.some((r) => r.includes("Add 1 synonym to release-desk's deploy") && r.includes('rejected')), `${rows}`);
+        await shot('rejected-list');
+        await pick("Add 1 synonym to release-desk's deploy");
+        await waitForToast(/restored "Add 1 synonym to release-desk's deploy"; it is offered again/, 'the restore');
+        await waitForLens("Accept: Add 1 synonym to release-desk's deploy (runs 2 flow files)");
+        return { rows };
+      });
+    }
+
+    if (config.bothWorkspaces) {
+      await step('two-workspaces-told-apart', async () => {
+        await closeToasts();
+        await page.goto(`${config.url}/?workspace=${encodeURIComponent(config.bothWorkspaces)}`);
+        await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+        await shot('two-workspaces-opened');
+        // VS Code trusts a set of folders as one: this new window asks again (its rule, not ours).
+        await answerTrust('Yes, I trust the authors');
+        await shot('two-workspaces-trusted');
+        await waitFor(async () => (await page.locator('.explorer-folders-view .monaco-list-row').count()) >= 2,
+          'the two folders in the explorer');
+        await waitForStatus(/proposals: \d+/, 'both workspaces served');
+        const item = page.locator('.statusbar-item', { hasText: /proposals: \d+/ }).first();
+        await item.hover();
+        const hover = page.locator('.workbench-hover, .monaco-hover', { hasText: 'kitsoki-miner:' }).first();
+        await hover.waitFor({ timeout: STEP_TIMEOUT });
+        const tooltip = await hover.innerText();
+        check(/demo\/release-desk: \d+ proposals?/.test(tooltip) && /fresh\/release-desk: \d+ proposals?/.test(tooltip),
+          `the tooltip does not tell the workspaces apart: ${tooltip}`);
+        await closeToasts();
+        await command('kitsoki-miner: Show proposals');
+        const rows = await quickPickRows();
+        check(rows.some((r) => r.includes('demo/release-desk')) && rows.some((r) => r.includes('fresh/release-desk')),
+          `the rows do not say whose they are: ${JSON.stringify(rows)}`);
+        await shot('two-workspaces');
+        await page.keyboard.press('Escape');
+        return { tooltip, rows };
+      });
+    }
+
+    if (config.draftFolder) {
+      await step('a-staged-draft-is-not-a-workspace', async () => {
+        await closeToasts();
+        await page.goto(`${config.url}/?folder=${encodeURIComponent(config.draftFolder)}`);
+        await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+        const trust = page.locator('.monaco-dialog-box', { hasText: 'Do you trust the authors' });
+        if (await trust.waitFor({ timeout: 8000 }).then(() => true, () => false)) {
+          await trust.locator('a.monaco-button', { hasText: 'Yes, I trust the authors' }).click();
+        }
+        await waitForStatus(/kitsoki-miner: a staged draft, not a workspace/, 'a draft folder says it is not a workspace');
+        await page.waitForTimeout(1000);
+        const running = serversFor(config.draftFolder);
+        check(running.length === 0, `a server runs inside a staged draft: ${JSON.stringify(running)}`);
+        return { status: await statusText(), servers: running };
       });
     }
 
