@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -306,15 +306,16 @@ class WorkspaceSidecar:
         self._withdraw(self.questions.sweep(new.by_id), "its proposal is no longer open")
         return changed - {""}
 
-    def show_refined(self, recipe_id: str) -> None:
+    def show_refined(self, recipe_id: str, seen: Mapping[str, bytes] | None = None) -> None:
         """A refined draft the person has in front of them (saved in the editor, or a card they asked
         to see): validated and signed to be shown, so the card shows its diff and an accept may apply
-        it (core.proposals.shown). Nothing for a proposal that is not being refined."""
+        it (core.proposals.shown; `seen`: the draft files' bytes the editor shows, which must be all
+        of the change). Nothing for a proposal that is not being refined."""
         if history(Trace(trace_path(self.workspace))).get(recipe_id) != "refining":
             return
         proposal = load_proposal(self.workspace, recipe_id)
         if proposal is not None:
-            show_refined(self.workspace, proposal)
+            show_refined(self.workspace, proposal, seen=seen)
             self.refresh()
 
     def propose(self, recipes: list[Recipe] | None = None) -> ProposerReport | None:

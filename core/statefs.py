@@ -286,15 +286,14 @@ def opened(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "file
         os.close(fd)
 
 
-# ── atomic exchange and no-replace rename (Linux renameat2) ───────────────────────────────────
+# ── no-replace rename (Linux renameat2) ───────────────────────────────────────────────────────
 # A file system has no compare-and-swap on a file's contents. What it has: renameat2's
-# RENAME_EXCHANGE swaps two names atomically (nothing is ever unlinked, so whatever an editor saved
-# in between is still reachable under one of the two names, and can be checked and swapped back),
-# and RENAME_NOREPLACE creates a name only if nobody else did. Elsewhere (no renameat2, or a file
-# system without these flags) both return False and the caller falls back to check-then-rename.
+# RENAME_NOREPLACE creates a name only if nobody else did, so a file moved aside, checked, and
+# replaced by a no-replace rename never overwrites a save that landed in between. Elsewhere (no
+# renameat2, or a file system without the flag) it returns False and the caller falls back to a
+# hard link (also no-replace) or, without those, to check-then-rename.
 
 _RENAME_NOREPLACE = 1
-_RENAME_EXCHANGE = 2
 _renameat2 = None
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)}
 
@@ -327,11 +326,6 @@ def _rename2(dir_fd: int, src: str, dst: str, flags: int) -> bool:
     if code in _UNSUPPORTED:
         return False
     raise OSError(code, os.strerror(code), dst)
-
-
-def exchange(dir_fd: int, a: str, b: str) -> bool:
-    """Swap the names `a` and `b` in `dir_fd` atomically; False where that is not supported."""
-    return _rename2(dir_fd, a, b, _RENAME_EXCHANGE)
 
 
 def rename_noreplace(dir_fd: int, src: str, dst: str) -> bool:

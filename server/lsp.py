@@ -41,6 +41,7 @@ from server.views import (
     resolve_lens_impl,
     uri_of,
 )
+from server.views import read_live
 from server.views import rel_path as _rel
 from server.transport import GuardedProtocol, serve_stdio, serve_tcp
 
@@ -270,6 +271,7 @@ from server.verdicts import (  # noqa: E402
     _decision_result,
     choose_impl,
     decide_impl,
+    draft_in_front,
     resolve_impl,
     take_back_impl,
     taken_back_result,
@@ -515,9 +517,10 @@ def build_server() -> KitsokiServer:
             await ls.off_loop(sidecar.kitsoki_files_changed, [path])
         elif sidecar is not None and path:
             recipe_id = _draft_recipe(sidecar, Path(path))
-            document = ls.workspace.text_documents.get(params.text_document.uri)
-            if recipe_id is not None and document is not None and read_live(Path(path)) == document.source.encode():
-                await ls.off_loop(sidecar.show_refined, recipe_id)
+            card = sidecar.card(recipe_id) if recipe_id is not None else None
+            in_front = draft_in_front(ls, sidecar, card) if card is not None else {}
+            if in_front:  # an accept sent right after the save shows it again itself (server.verdicts)
+                await ls.off_loop(sidecar.show_refined, card.recipe_id, in_front)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: KitsokiServer, params: types.DidOpenTextDocumentParams) -> None:

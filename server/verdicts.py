@@ -40,6 +40,21 @@ def unsaved_targets(ls: KitsokiServer, sidecar: WorkspaceSidecar, card: Proposal
     return out
 
 
+def draft_in_front(ls: KitsokiServer, sidecar: WorkspaceSidecar, card: Proposal) -> dict[str, bytes]:
+    """The card's staged draft files the editor has open and saved (its text is the bytes on disk),
+    by draft path: what of a refined draft the person has in front of them."""
+    from core.proposals.staging import stage_dir
+
+    folder = stage_dir(sidecar.workspace, card.recipe_id)
+    out = {}
+    for change in card.files:
+        path = folder / change.path
+        document = ls.workspace.text_documents.get(from_fs_path(str(path)) or "")
+        if document is not None and read_live(path) == (text := document.source.encode()):
+            out[change.path] = text
+    return out
+
+
 def _stages() -> dict[str, tuple[int, str]]:
     return {"locked": (10, "locked the workspace"), "journal_written": (20, "journal written"),
             "before_reload": (40, "reloading the workspace"), "before_gate": (55, "running the flow gate"),
@@ -79,13 +94,18 @@ async def decide_impl(ls: KitsokiServer, recipe_id: str, verdict: str) -> P.Deci
         if token is not None and stage is not None:
             ls.soon(_lsp._report_progress, ls, token, stage)
 
+    in_front = draft_in_front(ls, sidecar, card) if verdict == "accept" and card.status == "refining" else {}
     protocol = ls.protocol
     if not getattr(protocol, "enter_critical", lambda: True)():
         _lsp._end_progress(ls, token, "cancelled before it began: nothing was done")
         raise asyncio.CancelledError  # the client was already answered RequestCancelled
     try:
-        decision: Decision = await ls.off_loop(lambda: sidecar.decide(card.recipe_id, verdict, unsaved=unsaved,
-                                                                      hook=hook))
+        def run() -> Decision:
+            if in_front:  # the saved refined draft open in front of the person is shown (all of it, or nothing)
+                sidecar.show_refined(card.recipe_id, seen=in_front)
+            return sidecar.decide(card.recipe_id, verdict, unsaved=unsaved, hook=hook)
+
+        decision: Decision = await ls.off_loop(run)
     except Exception as exc:  # noqa: BLE001 - answered in words, never a traceback
         error = verdict_error(exc)
         if error is None:

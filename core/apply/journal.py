@@ -23,11 +23,18 @@ command says so, and a person chooses restore or keep (core.apply.resolve), whic
 
 The journal is signed (core.authn) because recovery acts on it: a planted one is never obeyed.
 Every write to a target is conditional on what is there, checked at the last moment: the new
-bytes go to a temp file beside it, which is swapped with the target in one atomic step
-(renameat2 RENAME_EXCHANGE; nothing is unlinked, so a save that lands in between stays
-reachable), and the file swapped out is checked to be exactly what was expected (its inode and its
-bytes: the pre-edit file for an apply, the apply's own file for a revert). If it is not, the swap
-is undone and the person's version is kept and named (`ChangedUnderUs`). Restoring is therefore
+bytes go to a temp file beside it; whatever is at the target is moved aside in one step and
+checked there to be exactly what was expected (its inode and its bytes: the pre-edit file for an
+apply, the apply's own file for a revert); the temp file takes the target's name only while nothing
+is there (RENAME_NOREPLACE, or a hard link), so a save that lands meanwhile is kept; and the file
+moved aside is checked again, so a save written into it in place is put back. If anything is not
+what was expected, the person's version is kept at the target and named (`ChangedUnderUs`). What
+stays open: a save whose open() came before the move and whose write() comes after the last
+check lands in the file moved aside, after it was removed (editors open and write in one go, so the
+two are microseconds apart; closing it needs a write lease, F_SETLEASE, whose break is a SIGIO to
+the whole process, which a library running in a language server's worker thread cannot own). An atomic exchange
+(renameat2 RENAME_EXCHANGE) closes nothing more and is not used: editors' file watchers read it as
+the file created and then deleted, drop the event, and keep showing the old text. Restoring is therefore
 conditional on the bytes too: a file is put back only while it still holds exactly what the apply
 wrote (`sha256_after`); a file someone changed since (an edit typed while the gate ran, or after a
 crash) is kept and named. Restoring is idempotent, so a crash during a
@@ -446,57 +453,86 @@ def _put_back(dir_fd: int, held: str, name: str) -> str:
         return f"; a newer version was saved meanwhile, so that one was moved to {keep_aside(dir_fd, held, name)}"
 
 
+def _place(dir_fd: int, tmp: str, name: str) -> None:
+    """`tmp` becomes `name` only if nothing is at `name` (FileExistsError otherwise): one atomic step
+    (RENAME_NOREPLACE, or a hard link); check-then-rename only on a file system that has neither."""
+    if statefs.rename_noreplace(dir_fd, tmp, name):
+        return
+    try:
+        os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links: check, then rename
+        if _peek(dir_fd, name)[0] is not None:
+            raise FileExistsError(errno.EEXIST, name) from None
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return
+    os.unlink(tmp, dir_fd=dir_fd)
+
+
+def _take_back(dir_fd: int, name: str, is_ours: Callable[[os.stat_result, bytes | None], bool]) -> str:
+    """Move our own file off `name` (to the temp name, which only ever holds our bytes) so a person's
+    version can go back there; a save that landed on `name` meanwhile is kept aside and said."""
+    tmp = tmp_name(name)
+    try:
+        os.rename(name, tmp, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except FileNotFoundError:
+        return ""
+    info, data = _peek(dir_fd, tmp)
+    if info is not None and is_ours(info, data):
+        os.unlink(tmp, dir_fd=dir_fd)
+        return ""
+    return f"; a newer version saved meanwhile was moved to {keep_aside(dir_fd, tmp, name)}"
+
+
 def _swap_checked(dir_fd: int, tmp: str, name: str, expect: Seen, ours: tuple[int, int]) -> None:
-    """`tmp` (complete) takes `name`'s place only if `name` is `expect` at that instant. Through the
-    swap name: the temp name only ever holds our own (maybe partial) bytes, which recovery may
-    delete; the swap name may hold the file swapped out, which recovery checks before anything."""
+    """`tmp` (complete) takes `name`'s place only if `name` is `expect` at that instant.
+
+    Whatever is at `name` is moved to the swap name in one step, and checked there: a save that
+    landed before the move is what is checked (and goes back when it is not the expected file); a
+    save that lands after it creates a new file at `name`, and `tmp` is put at `name` only while
+    nothing is there (RENAME_NOREPLACE or a hard link), so that save is kept. Then the file moved
+    aside is checked once more (a write through a descriptor an editor opened before the move lands
+    in it) and removed only while it is exactly the expected file. An editor's file watcher sees the
+    file go and come back at once, which it reads as a change and reloads (keeping its undo
+    history); an atomic exchange would read as created-then-deleted and be dropped. Recovery puts
+    back what it finds under the swap name when `name` is missing (a crash between the two steps)."""
     swap = swap_name(name)
     if _peek(dir_fd, swap)[0] is not None:  # left by an earlier crash that recovery did not see
         keep_aside(dir_fd, swap, name)
-    os.rename(tmp, swap, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     try:
-        swapped = statefs.exchange(dir_fd, swap, name)
+        os.rename(name, swap, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except FileNotFoundError:
-        os.rename(swap, tmp, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # ours again, removed by the caller
         raise ChangedUnderUs(name, "it was deleted while the accept ran") from None
-    if not swapped:  # no atomic exchange here: check, then rename (the window between the two stays)
-        info, data = _peek(dir_fd, name)
-        if not _matches(expect, info, data):
-            os.rename(swap, tmp, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            raise ChangedUnderUs(name, _why(expect, info, data))
-        os.replace(swap, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        return
-    info, data = _peek(dir_fd, swap)  # what was at `name` an instant ago
+    info, data = _peek(dir_fd, swap)
+    if not _matches(expect, info, data):
+        why = _why(expect, info, data) + _put_back(dir_fd, swap, name)
+        os.fsync(dir_fd)
+        raise ChangedUnderUs(name, why)
+    try:
+        _place(dir_fd, tmp, name)
+    except FileExistsError:  # saved while it was aside: the person's new file stays at `name`
+        info, data = _peek(dir_fd, swap)
+        if _matches(expect, info, data):
+            os.unlink(swap, dir_fd=dir_fd)  # the file we checked, unchanged: nobody's edit
+            note = ""
+        else:
+            note = f"; an earlier save was moved to {keep_aside(dir_fd, swap, name)}"
+        os.fsync(dir_fd)
+        raise ChangedUnderUs(name, "it was saved while the accept wrote it" + note) from None
+    info, data = _peek(dir_fd, swap)
     if _matches(expect, info, data):
         os.unlink(swap, dir_fd=dir_fd)  # exactly the expected file: its bytes are in the journal
         return
-    why = _why(expect, info, data)
-    statefs.exchange(dir_fd, swap, name)  # theirs back at `name`
-    try:
-        back = os.stat(swap, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        back = None
-    if back is not None and _ino(back) != ours:  # yet another save landed on `name` in between
-        why += f"; another save landed meanwhile and was moved to {keep_aside(dir_fd, swap, name)}"
-    elif back is not None:
-        os.unlink(swap, dir_fd=dir_fd)
+    why = _why(expect, info, data) + " (a save written into it as the accept replaced it)"
+    why += _take_back(dir_fd, name, lambda info, _data: _ino(info) == ours) + _put_back(dir_fd, swap, name)
+    os.fsync(dir_fd)
     raise ChangedUnderUs(name, why)
 
 
 def _create_checked(dir_fd: int, tmp: str, name: str) -> None:
     try:
-        if statefs.rename_noreplace(dir_fd, tmp, name):
-            return
-        try:
-            os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-        except FileExistsError:
-            raise
-        except OSError:  # a file system without hard links: check, then rename
-            if _peek(dir_fd, name)[0] is not None:
-                raise FileExistsError(errno.EEXIST, name) from None
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-            return
-        os.unlink(tmp, dir_fd=dir_fd)
+        _place(dir_fd, tmp, name)
     except FileExistsError:
         raise ChangedUnderUs(name, "someone else created it while the accept ran") from None
 
@@ -648,26 +684,32 @@ def _keep(out: Restored, path: str, why: str) -> None:
 
 def _clear_tmp(dir_fd: int, name: str, entry: JournalFile, before: bytes | None) -> str | None:
     """What a crash left beside `name`: the temp file (only ever our own bytes) is removed; the swap
-    file is removed when it holds the apply's bytes or the pre-edit ones, and anything else there is
-    a person's version caught mid-swap, which goes back to `name` (when that holds the apply's
-    bytes) or aside. Returns why the file is the person's, if it is."""
+    file, when `name` is missing (a crash between moving it aside and putting the new file in), goes
+    back to `name`; otherwise it is removed when it holds the apply's bytes or the pre-edit ones, and
+    anything else there is a person's version caught mid-swap, which goes back to `name` (when that
+    holds the apply's bytes) or aside. Returns why the file is the person's, if it is."""
     with suppress(FileNotFoundError):
         os.unlink(tmp_name(name), dir_fd=dir_fd)
     swap = swap_name(name)
     info, data = _peek(dir_fd, swap)
     if info is None or data is None:  # nothing, or not a file of ours (a link, a folder): never followed
         return None
-    if sha256_hex(data) == entry.sha256_after or (before is not None and data == before):
+    now_info, now = _peek(dir_fd, name)
+    ours = sha256_hex(data) == entry.sha256_after or (before is not None and data == before)
+    if now_info is None:
+        _put_back(dir_fd, swap, name)
+        os.fsync(dir_fd)
+        return None if ours else ("a version saved while the accept ran was put back in place (the accept was "
+                                  "interrupted mid-write)")
+    if ours:
         os.unlink(swap, dir_fd=dir_fd)
         return None
-    _, now = _peek(dir_fd, name)
-    if now is not None and sha256_hex(now) == entry.sha256_after and statefs.exchange(dir_fd, swap, name):
-        os.unlink(swap, dir_fd=dir_fd)
-        os.fsync(dir_fd)
-        return "a version saved while the accept ran was put back in place (the accept was interrupted mid-write)"
-    if now is None:
+    if now is not None and sha256_hex(now) == entry.sha256_after:
+        # the apply's bytes at `name`, the person's beside it: theirs back in place
+        moved = _take_back(dir_fd, name, lambda _info, got: got is not None and sha256_hex(got) == entry.sha256_after)
         _put_back(dir_fd, swap, name)
-        return "a version saved while the accept ran was put back in place (the accept was interrupted mid-write)"
+        os.fsync(dir_fd)
+        return "a version saved while the accept ran was put back in place (the accept was interrupted mid-write)" + moved
     return f"a version saved while the accept ran was kept at {keep_aside(dir_fd, swap, name)}"
 
 

@@ -140,10 +140,15 @@ def check_shown(workspace: Path, proposal: Proposal, files: Mapping[str, bytes])
                        f"{', '.join(proposal.runs_commands) or 'nothing of it'}; nothing is applied")
 
 
-def show_refined(workspace: Path, proposal: Proposal, *, lock_timeout: float = 2.0) -> Proposal:
+def show_refined(workspace: Path, proposal: Proposal, *, lock_timeout: float = 2.0,
+                 seen: Mapping[str, bytes] | None = None) -> Proposal:
     """A refining proposal whose draft was edited: validated, and signed again with the new bytes
     and their diff so the card shows them (or, when it does not validate, the card says why and an
-    accept stays refused). The proposal as the card should show it."""
+    accept stays refused). The proposal as the card should show it.
+
+    `seen` (draft path -> bytes): what the person has in front of them (the editor's saved text of
+    the staged files). Given, the draft is shown only when every file the refine changed is there
+    with exactly the bytes read here, which are the bytes signed."""
     from core.kitsoki.story import load_workspace
     from core.proposals.validate import DraftInvalid, check_draft
 
@@ -151,8 +156,11 @@ def show_refined(workspace: Path, proposal: Proposal, *, lock_timeout: float = 2
         files = staged_files(workspace, proposal)
     except StagedStateError as exc:
         return proposal.model_copy(update={"failure": str(exc)})
-    if all(sha256(files[c.path]) == c.after_sha256 for c in proposal.files):
+    changed = [c.path for c in proposal.files if sha256(files[c.path]) != c.after_sha256]
+    if not changed:
         return proposal
+    if seen is not None and any(seen.get(path) != files[path] for path in changed):
+        return proposal  # not all of it is in front of the person: the card or the proposals list shows it
     try:
         with workspace_lock(workspace, lock_timeout):
             changes = [file_change(c.path, _live(workspace, c.path), files[c.path]) for c in proposal.files]

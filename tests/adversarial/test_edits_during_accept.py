@@ -84,7 +84,12 @@ def test_a_save_at_any_moment_of_an_accept_is_never_lost(tmp_path: Path, window:
     except DecisionRefused as refused:
         decision = refused
     assert saved, f"the window {window} was never reached"
-    assert (ws / TARGET).read_bytes() == saved[0], "the person's save was overwritten"
+    _assert_the_save_kept(ws, before, outside, outside_before, saved[0], decision)
+
+
+def _assert_the_save_kept(ws: Path, before: dict, outside: Path, outside_before: dict, saved: bytes,
+                          decision) -> None:
+    assert (ws / TARGET).read_bytes() == saved, "the person's save was overwritten"
     assert snapshot(outside) == outside_before
     rest = {k: v for k, v in snapshot(ws).items() if k != TARGET}
     assert rest == {k: v for k, v in before.items() if k != TARGET}, "the rest of the tree changed"
@@ -97,11 +102,65 @@ def test_a_save_at_any_moment_of_an_accept_is_never_lost(tmp_path: Path, window:
         [item] = unsettled(ws)
         assert TARGET in attention(ws)[0] and item.files[0].now_is == "other"
         resolve_accept(ws, WORLD, "keep")
-        assert (ws / TARGET).read_bytes() == saved[0]
+        assert (ws / TARGET).read_bytes() == saved
         assert [(d["flows_green"], d["reverted"]) for d in decisions(ws, WORLD)] == [(True, False)]
     else:
         assert verdicts == [(decision.flows_green, decision.reverted)], verdicts
     assert no_journal_left(ws) and unsettled(ws) == []
+
+
+INSIDE = [pytest.param(step, how, green, id=f"{step}-{how.replace(' ', '-')}-{'green' if green else 'red'}")
+          for step in ("moved-aside", "placed") for how in ("in place", "by rename") for green in (True, False)]
+
+
+@pytest.mark.parametrize(("step", "how", "green"), INSIDE)
+def test_a_save_inside_the_write_itself_is_never_lost(tmp_path: Path, step: str, how: str, green: bool,
+                                                      monkeypatch) -> None:
+    """Inside one checked write (the accept's, or a red gate's revert): the target was moved aside
+    and checked (`moved-aside`), or the new file was just put at its name (`placed`). A save by
+    rename lands there, or an in-place save through a file the editor opened before the move writes
+    there. Either way the person's save is what the file holds afterwards."""
+    import core.apply.journal as journal
+
+    ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
+    before, outside_before = snapshot(ws), snapshot(outside)
+    target = ws / TARGET
+    real_peek = journal._peek
+    seen: list[int] = []
+    editor: dict = {}
+    swap = journal.swap_name(TARGET)
+
+    def peek(dir_fd: int, name: str):
+        if name == swap and "saved" not in editor and (green or "reverting" in editor):
+            seen.append(1)
+            if len(seen) == 1:  # before the move: the editor opens the file to save it
+                editor["text"] = target.read_bytes() + TYPED
+                if how == "in place":
+                    editor["fd"] = os.open(target, os.O_WRONLY)
+            elif len(seen) == (2 if step == "moved-aside" else 3):
+                editor["saved"] = editor["text"]
+                if how == "in place":
+                    os.ftruncate(editor["fd"], 0)
+                    os.pwrite(editor["fd"], editor["text"], 0)
+                    os.close(editor["fd"])
+                else:
+                    copy = target.with_name(f".{TARGET}.editor-swap")
+                    copy.write_bytes(editor["text"])
+                    os.replace(copy, target)
+        return real_peek(dir_fd, name)
+
+    monkeypatch.setattr(journal, "_peek", peek)
+
+    def gate(_workspace: Path) -> GateResult:
+        editor["reverting"] = True  # a red gate: the save lands inside the revert's write
+        return GateResult(green=green, gate="test", summary="simulated " + ("green" if green else "red"))
+
+    try:
+        decision = accept(ws, WORLD, gate=gate)
+    except DecisionRefused as refused:
+        decision = refused
+    assert "saved" in editor, f"the step {step} was never reached"
+    _assert_the_save_kept(ws, before, outside, outside_before, editor["saved"], decision)
 
 
 def test_a_save_that_lands_during_a_red_gate_never_gets_the_verdict_reverted(tmp_path: Path) -> None:
