@@ -239,6 +239,19 @@ def _serve_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def say_attention(workspace: Path | str | None, err) -> None:
+    """An unusable key, an unsettled accept: said by every command that names a kitsoki workspace
+    (core.attention; reads only)."""
+    from core.kitsoki.config import CONFIG_FILE
+
+    if workspace is None or not os.path.lexists(Path(workspace) / CONFIG_FILE):
+        return
+    from core.attention import attention
+
+    for line in attention(Path(workspace).absolute()):
+        err.write(f"attention: {line}\n")
+
+
 def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     import orjson
 
@@ -246,6 +259,7 @@ def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> in
     from core.transcripts.discover import discover
     from core.transcripts.ingest import scan
 
+    say_attention(args.repo, err)
     units = discover(args.repo, args.dirs, fmt=args.format)
     source = None
     if not units and args.repo is None and not args.dirs:
@@ -343,10 +357,7 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
         return 2
     for warning in kitsoki_config.warnings:  # e.g. a mining: block in .kitsoki.local.yaml, which kitsoki ignores
         err.write(f"warning: {warning}\n")
-    from core.attention import attention
-
-    for line in attention(workspace):  # an unusable key, an unsettled accept: said by every command
-        err.write(f"attention: {line}\n")
+    say_attention(workspace, err)
     config = kitsoki_config.mining
     dirs = [Path(d).expanduser().resolve() for d in [*config.transcript_dirs, *args.dirs]]
     kwargs = dict(repo=workspace, dirs=dirs, trigger=args.trigger, first_pass_sample=config.first_pass_sample,

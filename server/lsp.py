@@ -134,6 +134,7 @@ class KitsokiServer(LanguageServer):
         super().__init__(SOURCE, VERSION, converter_factory=_plain_params_converter, max_workers=4,
                          protocol_cls=KitsokiProtocol)
         self.sidecars: dict[Path, WorkspaceSidecar] = {}
+        self.attention_said: set[tuple[Path, str]] = set()
         self.work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kitsoki-work")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.init_options: Any = None
@@ -400,6 +401,8 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
         if entry is not None:
             _end_progress(ls, entry[0], f"{report.sessions} sessions, {report.recipes} recipes")
         sidecar = ls.sidecars.get(workspace)
+        if sidecar is not None:
+            report_problems(ls, new_attention(ls, sidecar))
         ls.notify(M.PASS_RAN, P.PassRanNotification(
             workspace=from_fs_path(str(workspace)) or str(workspace), report=report,
             raised=proposer.raised if proposer else [], proposer_error=sidecar.proposer_error if sidecar else None))
@@ -681,6 +684,7 @@ def serve_roots(ls: KitsokiServer, roots: list[Path], problems: list[str]) -> No
                                                           transcript_dirs=dirs, watch=options.watch)
         ls.sidecars[sidecar.workspace] = sidecar
         sidecar.start()
+        problems.extend(new_attention(ls, sidecar))
         ls.soon(ls.window_log_message, types.LogMessageParams(
             type=types.MessageType.Info, message=f"{SOURCE}: serving {root} ({len(sidecar.cards())} pending)"))
 
@@ -696,6 +700,22 @@ def change_folders(ls: KitsokiServer, added: list[str], removed: list[str]) -> N
                 type=types.MessageType.Info, message=f"{SOURCE}: no longer serving {root}"))
     serve_roots(ls, roots_of(ls, added, problems), problems)
     report_problems(ls, problems)
+
+
+def new_attention(ls: KitsokiServer, sidecar: WorkspaceSidecar) -> list[str]:
+    """The workspace's attention lines (core.attention: a signing key that cannot be used, an accept
+    left unsettled) not yet said to this client: a pop-up once each, so an editor never shows an empty
+    inbox with no word why; the status (`attention`) carries them all the time."""
+    from core.attention import attention
+
+    try:
+        lines = attention(sidecar.workspace)
+    except Exception as exc:  # noqa: BLE001 - a notice must never be what fails serving
+        log.warning("could not read what needs attention in %s: %s", sidecar.workspace, exc)
+        return []
+    fresh = [line for line in lines if (sidecar.workspace, line) not in ls.attention_said]
+    ls.attention_said.update((sidecar.workspace, line) for line in fresh)
+    return fresh
 
 
 def report_problems(ls: KitsokiServer, problems: list[str]) -> None:

@@ -246,6 +246,7 @@ def test_an_unsettled_accept_is_in_the_status_and_settled_by_kitsoki_resolve(tmp
         assert server.initialize(served.ws, {"mining": False, "watch": False}) is not None
         [status] = server.wait_served()
         assert any(card_id in line and "resolve" in line for line in status["attention"]), status["attention"]
+        assert _said(server, card_id), "the editor was never told (window/showMessage)"
         mark = server.stderr_mark()
         listed = server.request("workspace/executeCommand", {"command": "kitsoki.resolve", "arguments": [{}]})
         [item] = listed["result"]["unsettled"]
@@ -256,6 +257,45 @@ def test_an_unsettled_accept_is_in_the_status_and_settled_by_kitsoki_resolve(tmp
         assert (served.ws / ".kitsoki.yaml").read_bytes() == typed
         assert server.request("kitsoki/mineStatus", {})["result"]["workspaces"][0]["attention"] == []
         assert [(d["flows_green"], d["reverted"]) for d in statekit.decisions(served.ws, card_id)] == [(True, False)]
+        check_alive_and_clean(served, server, mark)
+    finally:
+        server.stop()
+
+
+def _said(server: RawServer, text: str, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(n["method"] == "window/showMessage" and text in n["params"]["message"] for n in server.notifications):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("how", adversarial_cases(["/dev/zero", "a dangling link", "the wrong size"], fast=1))
+def test_a_key_that_cannot_be_used_is_said_to_the_editor_not_an_empty_inbox(tmp_path: Path, how: str) -> None:
+    """The editors show what the server says: an empty list of proposals comes with the reason, in the
+    status's `attention` and once as a pop-up (window/showMessage), with how to fix it."""
+    from core.authn import KEY_DIR_ENV
+
+    served = Served(tmp_path / "ws")
+    folder = tmp_path / "bad-key"
+    folder.mkdir()
+    key = folder / "authn.key"
+    if how == "/dev/zero":
+        key.symlink_to("/dev/zero")
+    elif how == "a dangling link":
+        key.symlink_to(folder / "gone")
+    else:
+        key.write_bytes(b"k" * 7)
+    server = RawServer(served.ws, env={KEY_DIR_ENV: str(folder)})
+    served.server = server
+    try:
+        mark = server.stderr_mark()
+        assert server.initialize(served.ws, {"mining": False, "watch": False}) is not None
+        [status] = server.wait_served()
+        assert any("signing key" in line and str(key) in line for line in status["attention"]), status["attention"]
+        assert _said(server, "signing key"), "the editor was never told why its inbox is empty"
+        assert server.request("kitsoki/proposals", {})["result"]["proposals"] == []
         check_alive_and_clean(served, server, mark)
     finally:
         server.stop()

@@ -224,7 +224,8 @@ def test_a_key_folder_inside_the_workspace_is_refused_before_anything_is_created
         run = subprocess.run([sys.executable, "-m", "server.cli", *command, "--repo", str(ws)], capture_output=True,
                              text=True, cwd=cwd or ROOT, env=full, timeout=120)
         assert "Traceback" not in run.stderr, run.stderr
-        assert run.returncode != 0 and "signing key" in run.stderr and "inside the workspace" in run.stderr, run.stderr
+        assert run.returncode != 0 and "signing key" in run.stderr, run.stderr
+        assert "inside the workspace" in run.stderr or "must be an absolute path outside" in run.stderr, run.stderr
     now = snapshot(ws, skip_state=True)
     assert now == ws_before, f"something was created in the workspace: {set(now) - set(ws_before)}"
     assert not list(ws.rglob("authn.key")) and not list(ws.rglob(".authn.key*")), "a key file was made inside"
@@ -272,6 +273,12 @@ def test_a_key_that_cannot_be_used_is_said_by_every_command_and_the_status(case,
         assert run.returncode != 0 and "signing key" in run.stderr and str(folder / "authn.key") in run.stderr, \
             (command, run.stderr)
         assert "remove" in run.stderr, "the message does not say how to fix it"
+    home = tmp_path / "home"  # `sessions` looks for history under HOME: an empty one here
+    home.mkdir()
+    saying = [["decided"], ["resolve"], ["flows"], ["evolve", "list"], ["sessions", "--dir", str(home)]]
+    for command in saying if FULL else saying[::2]:  # commands that still work say it too
+        run = cli(ws, *command, env={**env, "HOME": str(home)})
+        assert "attention: the signing key" in run.stderr and "remove" in run.stderr, (command, run.stderr)
     untouched(ws, outside, ws_before, outside_before)
     saved = os.environ[KEY_DIR_ENV]
     os.environ[KEY_DIR_ENV] = str(folder)
