@@ -271,7 +271,7 @@ def _said(server: RawServer, text: str, timeout: float = 10.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("how", adversarial_cases(["/dev/zero", "a dangling link", "the wrong size"], fast=1))
+@pytest.mark.parametrize("how", adversarial_cases(["/dev/zero", "a dangling link", "the wrong size"], fast=2))
 def test_a_key_that_cannot_be_used_is_said_to_the_editor_not_an_empty_inbox(tmp_path: Path, how: str) -> None:
     """The editors show what the server says: an empty list of proposals comes with the reason, in the
     status's `attention` and once as a pop-up (window/showMessage), with how to fix it."""
