@@ -520,6 +520,10 @@ def _swap_checked(dir_fd: int, tmp: str, name: str, expect: Seen, ours: tuple[in
             note = f"; an earlier save was moved to {keep_aside(dir_fd, swap, name)}"
         os.fsync(dir_fd)
         raise ChangedUnderUs(name, "it was saved while the accept wrote it" + note) from None
+    except BaseException:  # a fault (a full disk): the checked file goes back to its name now
+        with suppress(OSError):
+            _put_back(dir_fd, swap, name)
+        raise
     info, data = _peek(dir_fd, swap)
     if _matches(expect, info, data):
         os.unlink(swap, dir_fd=dir_fd)  # exactly the expected file: its bytes are in the journal

@@ -267,3 +267,47 @@ def test_a_codex_call_id_that_is_not_a_string_loses_one_line_not_the_history(tmp
     assert report["totals"]["malformed"] == 1
     assert any(k.startswith("server proposal ") for k in answers), "the rest of the history was not mined"
     assert not any("Traceback" in v for v in answers.values())
+
+
+# ── two damaged Claude lines: the tree walk over uuid / parentUuid ─────────────────────────────
+# The case: two damaged Claude lines crashed the tree walk. Every pair of records of a
+# session gets its linking fields damaged together: a wrong type, one uuid shared by both, each
+# the other's parent (a loop), each its own parent. Pass rule: reading and mining never fail and
+# every line is accounted for.
+
+PAIR_DAMAGE = {
+    "uuid a list": lambda a, b: (a.__setitem__("uuid", ["x"]), b.__setitem__("uuid", ["x"])),
+    "parentUuid an object": lambda a, b: (a.__setitem__("parentUuid", {"a": 1}), b.__setitem__("parentUuid", 7)),
+    "one uuid shared": lambda a, b: b.__setitem__("uuid", a.get("uuid")),
+    "each the other's parent": lambda a, b: (a.__setitem__("parentUuid", b.get("uuid")),
+                                             b.__setitem__("parentUuid", a.get("uuid"))),
+    "each its own parent": lambda a, b: (a.__setitem__("parentUuid", a.get("uuid")),
+                                         b.__setitem__("parentUuid", b.get("uuid"))),
+}
+
+
+def _pair_cases():
+    files = W.world("claude")
+    records = files[_trunk(files)]
+    rows = [i for i, rec in enumerate(records) if isinstance(rec, dict)]
+    return [pytest.param(i, j, damage, id=f"lines{i + 1}+{j + 1}-{damage.replace(' ', '-')}")
+            for n, i in enumerate(rows) for j in rows[n + 1:] for damage in PAIR_DAMAGE]
+
+
+@pytest.mark.parametrize("i,j,damage", adversarial_cases(_pair_cases(), fast=8))
+def test_two_damaged_claude_lines_never_stop_the_tree_walk(tmp_path, i, j, damage):
+    from core.mining.passes import mine_file
+    from core.transcripts.discover import discover
+    from core.transcripts.ingest import scan
+
+    files = W.world("claude")
+    trunk = _trunk(files)
+    PAIR_DAMAGE[damage](files[trunk][i], files[trunk][j])
+    root = W.write_world(files, tmp_path / "transcripts")
+    report = scan(discover(None, [root], fmt="claude"), workers=1)
+    assert len(report.sessions) == len(W.SESSION_IDS["claude"])
+    assert report.totals.lines == sum(len(c) for r, c in files.items() if r.endswith(".jsonl"))
+    for rel in files:
+        if rel.endswith(".jsonl"):
+            file = root / rel
+            mine_file("claude", file, file.stat().st_size, file.stat().st_mtime_ns, None)
