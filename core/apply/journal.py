@@ -34,7 +34,9 @@ check lands in the file moved aside, after it was removed (editors open and writ
 two are microseconds apart; closing it needs a write lease, F_SETLEASE, whose break is a SIGIO to
 the whole process, which a library running in a language server's worker thread cannot own). An atomic exchange
 (renameat2 RENAME_EXCHANGE) closes nothing more and is not used: editors' file watchers read it as
-the file created and then deleted, drop the event, and keep showing the old text. Restoring is therefore
+the file created and then deleted, drop the event, and keep showing the old text. The price: a
+process killed in the instant between the move and the placing leaves the file under its swap name
+until the next command's recovery puts it back (a save meanwhile creates it again, and is kept). Restoring is therefore
 conditional on the bytes too: a file is put back only while it still holds exactly what the apply
 wrote (`sha256_after`); a file someone changed since (an edit typed while the gate ran, or after a
 crash) is kept and named. Restoring is idempotent, so a crash during a
