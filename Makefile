@@ -41,6 +41,7 @@ bench: venv
 	$(BIN)/python tests/bench/load.py
 	$(BIN)/python tests/bench/gate.py
 	$(BIN)/python tests/bench/adversarial.py
+	$(BIN)/python tests/bench/quality.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -67,7 +67,7 @@ def test_mine_ranks_recipes_and_cites_evidence(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / ".kitsoki.yaml").write_text("mining:\n  enabled: true\n  first_pass_sample: 5\n  project_paths: [/work/proj]\n")
-    for sid in ("s1", "s2"):
+    for sid in ("s1", "s2", "s3"):  # an ask recurs in three sessions
         a, b = uid(), uid()
         jsonl(tmp_path / "t" / f"{sid}.jsonl", [
             prompt(a, None, "regenerate the protobuf stubs", session=sid),
@@ -75,10 +75,11 @@ def test_mine_ranks_recipes_and_cites_evidence(tmp_path):
     done = run("mine", "--repo", str(ws), "--dir", str(tmp_path / "t"), "--json", home=tmp_path)
     assert done.returncode == 0, done.stderr
     result = orjson.loads(done.stdout)
-    assert result["pass"]["trigger"] == "seed" and result["pass"]["sessions"] == 2
+    assert result["pass"]["trigger"] == "seed" and result["pass"]["sessions"] == 3
     [recipe] = result["recipes"]
     assert recipe["kind"] == "intent" and recipe["title"] == "regenerate the protobuf stubs"
-    assert [(Path(i["path"]).name, i["line_start"]) for i in recipe["instances"]] == [("s1.jsonl", 1), ("s2.jsonl", 1)]
+    assert [(Path(i["path"]).name, i["line_start"]) for i in recipe["instances"]] == [
+        ("s1.jsonl", 1), ("s2.jsonl", 1), ("s3.jsonl", 1)]
     table = run("mine", "--repo", str(ws), "--dir", str(tmp_path / "t"), home=tmp_path)
     assert "live pass" in table.stdout and "regenerate the protobuf stubs" in table.stdout and "s1.jsonl:1" in table.stdout
     assert (ws / ".artifacts" / "mining" / "trace.jsonl").read_text().count("mining.pass_ran") == 2

@@ -34,7 +34,7 @@ def test_mine_outputs_validate_against_their_schemas(tmp_path):
     from conftest import jsonl
     from core.mining.passes import MineResult, recipes_path, run_pass
 
-    for sid in ("s1", "s2"):
+    for sid in ("s1", "s2", "s3"):  # an ask recurs in three sessions
         a, b = uid(), uid()
         jsonl(tmp_path / "t" / f"{sid}.jsonl", [prompt(a, None, "bump the version and tag a release", session=sid),
                                                 tool_use(b, a, "m", f"c{sid}", "Bash", {"command": "make release"},
@@ -42,7 +42,7 @@ def test_mine_outputs_validate_against_their_schemas(tmp_path):
     # Sessions of another project, read on purpose: the recipes carry that mark in the schema's shape.
     report, recipes = run_pass(tmp_path, dirs=[tmp_path / "t"], home=tmp_path / "no-home", env={},
                                other_projects=True)
-    assert recipes and all(r.other_projects for r in recipes) and report.other_projects == 2
+    assert recipes and all(r.other_projects for r in recipes) and report.other_projects == 3
     result = orjson.loads(orjson.dumps(MineResult(pass_=report, recipes=recipes).model_dump(mode="json", by_alias=True)))
     jsonschema.validate(result, json.loads((SCHEMA_DIR / "mine-result.schema.json").read_text()))
     jsonschema.validate(orjson.loads(recipes_path(tmp_path).read_bytes()),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import msgspec
 from pydantic import ConfigDict, with_config
 
-from core.mining.phrasing import phrasing_and_stems
+from core.mining.asks import understand
 from core.mining.signatures import (
     EDIT_TOOLS,
     PLAN_TOOLS,
@@ -100,9 +100,10 @@ class Episode:
     questions: int = 0
     agent_session: bool = False
     stems: list[str] = field(default_factory=list)
-    """Sorted content stems of the prompt (what clustering compares), computed once at extraction."""
+    """What the prompt asks, as sorted terms (core/mining/asks.py: kind, verbs, objects): what clustering
+    compares, computed once at extraction. Empty when the prompt asks nothing of its own."""
     phrasing: str = ""
-    """The normalized first sentence of the prompt, as a recipe shows it."""
+    """The ask, short and normalized (client wrappers, pasted logs and politeness removed), as a recipe shows it."""
     cluster: str = ""
     """The key of the episode whose prompt seeded this one's intent cluster (set by the miner)."""
 
@@ -323,7 +324,8 @@ def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Ep
 def _made(session: str, project: str | None, agent_session: bool, index: int, prompt: str, file: str,
           line_start: int, line_end: int, timestamp: datetime | None, actions: list[Action],
           interrupts: int) -> Episode:
-    said, bag = phrasing_and_stems(prompt)
+    ask = understand(prompt)
+    said, bag = ask.phrasing, ask.terms
     return Episode(
         session=session,
         project=project,
@@ -335,7 +337,7 @@ def _made(session: str, project: str | None, agent_session: bool, index: int, pr
         timestamp=timestamp,
         actions=actions,
         agent_session=agent_session,
-        stems=sorted(bag),
+        stems=list(bag),
         phrasing=said,
         **_outcomes(actions, interrupts),
     )

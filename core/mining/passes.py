@@ -404,11 +404,13 @@ def _run_pass(
     if index is not None:
         index.sync_files({p: own[p].episodes if p in own else [] for p in (*changed, *dropped)}, episodes_now)
     else:
-        index = RecipeIndex(episodes_now)
+        index = RecipeIndex(episodes_now, project_of=this_project)
     recipes = index.recipes(priority_threshold)
     if other_projects and len(own) < len(state.files):
         mine = {r.id for r in recipes}
-        beyond = [r for r in RecipeIndex(state.all_episodes()).recipes(priority_threshold) if r.id not in mine]
+        ours = {id(ep) for ep in episodes_now}
+        everyone = RecipeIndex(state.all_episodes(), project_of=lambda ep: "" if id(ep) in ours else ep.project)
+        beyond = [r for r in everyone.recipes(priority_threshold) if r.id not in mine]
         for recipe in beyond:
             recipe.__dict__["other_projects"] = True  # before its JSON is first made
         recipes = sorted(recipes + beyond, key=lambda r: (-r.priority, r.id))
@@ -434,6 +436,12 @@ def _run_pass(
 
 
 @functools.wraps(_run_pass)
+def this_project(episode) -> str:
+    """Every episode of this workspace's own sessions is one project's, wherever in it (a subfolder, a
+    worktree) the session ran."""
+    return ""
+
+
 def run_pass(*args, **kwargs) -> tuple[PassReport, list[Recipe]]:
     # The garbage collector is paused for the pass: a seed pass keeps every episode of the history,
     # and each full collection rescanned them all (several per pass).

@@ -23,8 +23,8 @@ import hashlib
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Literal
 
 from dataclasses import dataclass
@@ -34,28 +34,33 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, with_config
 
 from core.ids import RECIPE_ID_PATTERN
 
+from core.mining.clusters import AskClusters, has_object
 from core.mining.episodes import Action, Determinism, Episode
-from core.mining.signatures import SHELL_TOOLS
+from core.mining.signatures import EDIT_TOOLS, FILE_TOOLS, MACHINERY_TOOLS, SHELL_TOOLS, forks_work
 
 RecipeKind = Literal["intent", "binding", "world", "gate", "stub-wire"]
 
-PHRASING_SIMILARITY = 0.6
-"""Dice over stem bags at or above which two prompts ask for the same thing."""
 CONSISTENT_SHARE = 0.5
 """An action belongs to an intent's signature when more than this share of its episodes (and at
 least two) have it."""
 MIN_SESSIONS = 2
-"""A recipe must recur across sessions: once is an anecdote."""
-MIN_STEMS = 2
-"""Prompts like 'continue' or 'yes' carry no request of their own."""
+"""A binding or world recipe must recur across sessions: once is an anecdote."""
+MIN_ASK_SESSIONS = 3
+"""An ask (intent) or a decision (gate) is recurring when it comes back in at least this many sessions."""
+OCCASION_GAP = timedelta(minutes=10)
+"""Sessions sent the very same words within this of each other are one occasion: one request pasted into
+several sessions at once (four threads in a minute, a fan-out to parallel agents), not a request a person kept
+coming back to. An ask recurs when it comes back on MIN_ASK_SESSIONS occasions. Other words, however soon
+after ("fix concern 1", then in a new session "fix concern 3"), are another occasion."""
+GATE_SHARE = 0.25
+"""A gate: people decided at the action in at least this share of the sessions it ran in."""
 RECENCY_HALF_LIFE_DAYS = 30.0
 TRIVIAL = frozenset(f"{tool}: {head}" for tool in ("Bash", "bash") for head in (
-    "ls", "cat", "head", "tail", "grep", "rg", "find", "echo", "pwd", "wc", "which", "tree", "sed", "awk", "sort",
-    "diff", "git status", "git diff", "git log", "git show"))
+    "ls", "cat", "nl", "less", "stat", "head", "tail", "grep", "rg", "find", "echo", "pwd", "wc", "which", "tree", "sed",
+    "awk", "sort", "diff", "git status", "git diff", "git log", "git show", "Get-Content", "Get-ChildItem", "Select-String"))
 """Looking around is not how a request is answered: these never define an intent's signature."""
 WORLD_AGREEMENT = 0.8
-SIZE_BAND = 4
-"""Seeds are grouped by size in bands this wide for the overlap filter of the clustering."""
+"""The share of a project's evidence for a world key or an iface one value must win."""
 
 
 # Where a recipe was seen. A plain dataclass (pydantic validates and dumps it inside Recipe): a world
@@ -91,6 +96,8 @@ class Recipe(BaseModel):
     edit_rerun_cycles: int = 0
     retries: int = 0
     determinism: Determinism
+    projects: list[str] = Field(default_factory=list)
+    """The project folders (recorded cwd) the evidence comes from."""
     iface: str | None = None
     """binding: the dev-story iface; world: the world key."""
     value: str | None = None
@@ -169,15 +176,21 @@ _PROVIDERS: tuple[tuple[str, str, str], ...] = (
 _TEST_HEADS = re.compile(r"^(pytest|go test|cargo test|npm test|npm run test|yarn test|pnpm test|mix test|make test|"
                          r"jest|vitest|rspec|bundle exec|tox|nox|uv run pytest|poetry run pytest|dotnet test|mvn test|"
                          r"gradle test|./gradlew test)\b")
-_BUILD_HEADS = re.compile(r"^(go build|cargo build|npm run build|yarn build|pnpm build|make build|make|mix compile|"
-                          r"dotnet build|mvn package|gradle build|tsc)\b")
+# `make` alone builds; `make generate`, `make docs`, `make deploy` are other asks' answers, not the build command.
+# A build tool's own arguments (`go build ./...`, `cargo build --release`) keep it the build; `make` only bare
+# or with a build target.
+_BUILD_HEADS = re.compile(r"^(?:(?:go build|cargo build|npm run build|yarn build|pnpm build|pnpm run build|bun run build|"
+                          r"make build|make all|make compile|mix compile|dotnet build|mvn package|gradle build|tsc)\b"
+                          r"|make$)")
 _BASE_BRANCH = (
     re.compile(r"\bgh pr create\b.*?(?:--base|-B)[ =]([\w./-]+)"),
     re.compile(r"\bgit (?:rebase|merge)\b(?: -[-\w]+)* (?:origin/|upstream/)?([\w./-]+)\s*$"),
-    re.compile(r"\bgit (?:diff|log)\b.*?\s(?:origin/)?([\w./-]+)\.\.\.?"),
+    re.compile(r"\bgit (?:diff|log)\b.*?\s(?:origin/)?([\w./-]+?)\.\.\.?"),
     re.compile(r"\bgit checkout -b [\w./-]+ (?:origin/)?([\w./-]+)"),
 )
 _MERGE = re.compile(r"\bgh pr merge\b.*?--(squash|merge|rebase)\b")
+_NOT_A_BRANCH = re.compile(r"^(?:v?\d+(?:\.\d+)+.*|[0-9a-f]{7,40}|HEAD[~^].*|.*[~^]\d*|@.*)$")
+"""A version tag (v1.4.0), a commit, HEAD~2: what a range starts from, not the branch work is based on."""
 
 
 def _head(action: Action) -> str | None:
@@ -225,7 +238,7 @@ def _shell_buckets(action: Action) -> list[tuple[str, str, str]]:
     if first in ("git", "gh"):  # base branch and merge strategy only show in git and gh commands
         for pattern in _BASE_BRANCH:
             m = pattern.search(action.argument)
-            if m and m.group(1) not in ("HEAD", "-", "."):
+            if m and m.group(1) not in ("HEAD", "-", ".") and not _NOT_A_BRANCH.match(m.group(1)):
                 found.append(("world", "base_branch", m.group(1)))
                 break
         if head.startswith("gh pr merge"):
@@ -235,15 +248,60 @@ def _shell_buckets(action: Action) -> list[tuple[str, str, str]]:
     return found
 
 
+def occasions(group) -> int:
+    """How many occasions these episodes were asked on: each session counts once, except that a session whose
+    first ask of the group has the same words as an occasion's, within OCCASION_GAP after it, is that
+    occasion."""
+    first: dict[str, tuple[datetime | None, str]] = {}
+    for ep in group:
+        ts = ep.timestamp
+        if ts is not None and ts.tzinfo is None:
+            ts = ts.replace(tzinfo=timezone.utc)
+        seen = first.get(ep.session)
+        if seen is None or (ts is not None and (seen[0] is None or ts < seen[0])):
+            first[ep.session] = (ts, " ".join(ep.phrasing.split()).casefold())
+    count = sum(1 for ts, _ in first.values() if ts is None)
+    started: dict[str, datetime] = {}  # words -> when the latest occasion asked with them began
+    for ts, words in sorted((v for v in first.values() if v[0] is not None), key=lambda v: v[0]):
+        began = started.get(words) if words else None
+        if began is None or ts - began > OCCASION_GAP:
+            count += 1
+            started[words] = ts
+    return count
+
+
+def _family(signature: str) -> str:
+    """A signature with its tool named by kind (shell, edit, read): the same action in any agent."""
+    tool, sep, key = signature.partition(": ")
+    if tool in SHELL_TOOLS:
+        return "shell: " + key
+    if tool in EDIT_TOOLS:
+        return "edit: " + key
+    if tool in FILE_TOOLS:
+        return "read: " + key
+    return signature
+
+
+_TRIVIAL_FAMILIES = frozenset(_family(sig) for sig in TRIVIAL)
+"""TRIVIAL in any agent's words (Codex's `shell_command: sed`, `exec_command: rg` too)."""
+
+
+def _is_setting_command(signature: str) -> bool:
+    """A shell signature that runs the project's test or build command (a world setting, not an ask's answer)."""
+    tool, _, head = signature.partition(": ")
+    return tool in SHELL_TOOLS and bool(head) and (_TEST_HEADS.match(head) is not None
+                                                    or _BUILD_HEADS.match(head) is not None)
+
+
 def _gate_bucket(action: Action) -> tuple[str, str] | None:
-    """A person deciding at an action: rejecting it, interrupting it, or being asked."""
-    if action.rejected:
-        return (action.signature, "rejected")
-    if action.interrupted:
-        return (action.signature, "interrupted")
-    if action.tool in ("AskUserQuestion", "ExitPlanMode"):
-        return (action.tool, "asked")
-    return None
+    """A person deciding at an action of the project's own work: refusing or stopping a command whose outcome
+    the work forks on (a push, a deploy, a migration). The agent's conversation machinery (plan approval,
+    questions, todo lists, subagents, skills) is never a gate, and neither is looking around or editing."""
+    if action.tool in MACHINERY_TOOLS or not (action.rejected or action.interrupted):
+        return None
+    if not forks_work(action.tool, action.signature):
+        return None
+    return (action.signature, "decided")
 
 
 # -- scoring -----------------------------------------------------------------------------------
@@ -290,6 +348,7 @@ def _build(kind: str, key: str, title: str, episodes: list[Episode], actions: li
         tool_calls=sum(e.measures.tool_calls for e in eps),
         edit_rerun_cycles=sum(e.measures.edit_rerun_cycles for e in eps),
         retries=sum(e.measures.retries for e in eps),
+        projects=sorted({e.project for e in eps if e.project}),
         determinism=Determinism.agent_gated if kind == "gate" or gated * 2 > len(eps) else
         (Determinism.deterministic if kind in ("binding", "world") or any(e.actions for e in eps)
          else Determinism.irreducible),
@@ -319,39 +378,25 @@ class RecipeIndex:
     added without revisiting the rest; anything else (an older session found, a file rewritten)
     rebuilds. Either way the recipes are exactly those of a fresh run over the same episodes.
 
-    Intents: greedy clustering in time order, each prompt joining the most similar cluster seed
-    (Dice over stem bags >= PHRASING_SIMILARITY) or seeding a new one. Candidate seeds come from a
-    prefix filter: Dice(A, B) >= t needs an overlap of at least t·|A|/(2-t) stems, so under any
-    fixed order of stems (rarest first, for selectivity) two bags that similar share one of the
-    first |A| - ceil(t·|A|/(2-t)) + 1 stems of each. Bags are bitmasks: an intersection is one `&`.
-
-    Both filters run over all seeds at once, as bitsets indexed by seed: per stem, the seeds holding
-    it (`holders`) and the seeds whose prefix holds it (`prefixed`). The prefix filter is an OR of
-    the prompt's prefix stems' `prefixed`; the overlap filter adds the prompt's stems' `holders`
-    into a bit-sliced counter (slice i holds bit i of every seed's overlap) and keeps the seeds whose
-    overlap reaches floor(t·|A|/(2-t)), which every seed similar enough has. Only the few seeds that
-    pass both are scored, as before: the same seed wins as when every prefix candidate was scored.
+    Intents: prompts grouped by what they ask (core/mining/clusters.py), greedy in time order, so a
+    prompt's cluster depends only on the prompts before it.
     """
 
-    def __init__(self, episodes: Iterable[Episode] = ()) -> None:
+    def __init__(self, episodes: Iterable[Episode] = (),
+                 project_of: Callable[[Episode], str | None] | None = None) -> None:
+        # Which project an episode's ask belongs to. The pass names this workspace's own sessions ""
+        # (its subfolders and worktrees are one project, and a recipe's id never carries the folder the
+        # workspace happens to sit in); other projects keep their recorded cwd.
+        self.project_of: Callable[[Episode], str | None] = project_of or (lambda ep: ep.project)
         self._reset(sorted(episodes, key=sort_key))
 
     def _reset(self, eps: list[Episode]) -> None:
         self.eps: dict[str, Episode] = {}
         self.last: tuple | None = None
         self.newest: datetime | None = None
-        df = Counter(s for ep in eps for s in set(ep.stems))
-        self.rank: dict[str, tuple[int, str]] = {s: (n, s) for s, n in df.items()}
-        self.bit: dict[str, int] = {}
-        self.seeds: list[tuple[int, int, list[str]]] = []  # (mask, size, stems)
+        self.asks = AskClusters()
         self.members: list[list[str]] = []
         self.seed_of: dict[str, int] = {}
-        self.prefixed: dict[str, int] = {}
-        """stem -> bitset of the seeds whose prefix holds it."""
-        self.holders: dict[str, int] = {}
-        """stem -> bitset of the seeds holding it."""
-        self.bands: dict[int, int] = {}
-        """size // SIZE_BAND -> bitset of the seeds of that many stems."""
         self.cluster_of: dict[str, int] = {}
         self.restoring = True
         self.evidence: dict[tuple[str, str, str], dict[str, list[int]]] = defaultdict(dict)
@@ -360,8 +405,8 @@ class RecipeIndex:
         self.gates: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(dict)
         self.contributes: dict[str, list[tuple]] = {}
         self.file_keys: dict[str, set[str]] = defaultdict(set)
-        self.built: dict[tuple, tuple[Recipe, tuple] | None] = {}
-        """unit -> (its recipe, the parts of its score that do not depend on the newest episode)."""
+        self.built: dict[tuple, list[tuple[Recipe, tuple]]] = {}
+        """unit -> its recipes, each with the parts of its score that do not depend on the newest episode."""
         self.dirty: set[tuple] = set()
         for ep in eps:
             self._append(ep)
@@ -428,122 +473,28 @@ class RecipeIndex:
         self._cluster(ep, key)
         self._index_actions(ep, key)
 
-    def _prefix(self, bag: list[str]) -> list[str]:
-        t = PHRASING_SIMILARITY
-        rank = self.rank
-        for s in bag:
-            if s not in rank:
-                rank[s] = (0, s)  # a stem first seen after the index was built sorts as the rarest
-        ranked = sorted(bag, key=rank.__getitem__)
-        return ranked[: len(ranked) - math.ceil(t * len(ranked) / (2 - t)) + 1]
-
-    def _mask(self, bag: list[str]) -> int:
-        bit = self.bit
-        mask = 0
-        for s in bag:
-            b = bit.get(s)
-            if b is None:
-                b = bit[s] = 1 << len(bit)
-            mask |= b
-        return mask
-
     def _cluster(self, ep: Episode, key: str) -> None:
-        bag = sorted(set(ep.stems))
-        if len(bag) < MIN_STEMS:
+        terms = ep.stems
+        if not has_object(terms):
             ep.cluster = SKIPPED
             return
-        # A cluster remembered from an earlier run stands while everything before it is as it
-        # was then: greedy clustering in time order depends only on what came before.
+        # A cluster remembered from an earlier run stands while everything before it is as it was then:
+        # greedy clustering in time order depends only on what came before.
         if self.restoring and not (ep.cluster == key or ep.cluster in self.seed_of):
             self.restoring = False
-        prefix = None
         if self.restoring:
             best = None if ep.cluster == key else self.seed_of[ep.cluster]
         else:
-            t = PHRASING_SIMILARITY
-            best, best_score = None, t
-            mask, size = self._mask(bag), len(bag)
-            seeds = self.seeds
-            prefix = self._prefix(bag)
-            for cid in self._candidates(bag, prefix):
-                seed_mask, seed_size, _ = seeds[cid]
-                score = 2 * (mask & seed_mask).bit_count() / (size + seed_size)
-                # Ties go to the oldest seed, whatever order the candidates come in.
-                if score > best_score or (score == best_score and (best is None or cid < best)):
-                    best, best_score = cid, score
+            best = self.asks.best(terms, self.project_of(ep))
         if best is None:
-            best = len(self.seeds)
+            best = self.asks.start(terms, self.project_of(ep))
             self.seed_of[key] = best
-            self.seeds.append((self._mask(bag), len(bag), bag))
             self.members.append([])
-            me = 1 << best
-            prefixed, holders = self.prefixed, self.holders
-            for s in prefix if prefix is not None else self._prefix(bag):
-                prefixed[s] = prefixed.get(s, 0) | me
-            for s in bag:
-                holders[s] = holders.get(s, 0) | me
-            band = len(bag) // SIZE_BAND
-            self.bands[band] = self.bands.get(band, 0) | me
+        self.asks.join(best, terms)
         self.members[best].append(key)
         self.cluster_of[key] = best
         ep.cluster = self.members[best][0]
         self.dirty.add(("intent", best))
-
-    def _candidates(self, bag: list[str], prefix: list[str] | None = None) -> list[int]:
-        """The seeds that share a prefix stem with `bag` and hold enough of its stems to be similar
-        enough (see the class doc), oldest first. Enough, for a seed of b stems: t·(|bag|+b)/2, taken
-        at the smallest b of the seed's size band (SIZE_BAND wide) and never above what Dice needs."""
-        prefixed, holders = self.prefixed, self.holders
-        near = 0
-        for s in prefix if prefix is not None else self._prefix(bag):
-            near |= prefixed.get(s, 0)
-        if not near:
-            return []
-        t, a = PHRASING_SIMILARITY, len(bag)
-        floor_need = max(1, math.floor(t * a / (2 - t)))
-        slices: list[int] = []  # slices[i]: bit i of each seed's overlap with `bag`
-        held = holders.get
-        width = 0  # len(slices)
-        for s in bag:
-            add = held(s, 0) & near
-            i = 0
-            while add:
-                if i == width:
-                    slices.append(add)
-                    width += 1
-                    break
-                bit = slices[i]
-                slices[i] = bit ^ add
-                add &= bit  # the carry
-                i += 1
-        # highest bit first, each with its complement
-        bits = [(i, slices[i], ~slices[i]) for i in range(width - 1, -1, -1)]
-        found = 0
-        for band, members in self.bands.items():
-            members &= near
-            if not members:
-                continue
-            # a necessary overlap for every seed of the band (1e-9: the float test below accepts
-            # a score that is t only after rounding)
-            need = max(floor_need, math.floor(t * (a + band * SIZE_BAND) / 2 - 1e-9))
-            if need >> width:
-                continue
-            greater, equal = 0, members
-            for i, bit, clear in bits:  # overlap >= need
-                if (need >> i) & 1:
-                    equal &= bit
-                    if not equal:
-                        break
-                else:
-                    greater |= equal & bit
-                    equal &= clear
-            found |= greater | equal
-        out = []
-        while found:
-            low = found & -found
-            out.append(low.bit_length() - 1)
-            found ^= low
-        return out
 
     def _index_actions(self, ep: Episode, key: str) -> None:
         touched = []
@@ -573,63 +524,102 @@ class RecipeIndex:
         # Keys went in as episodes were appended, in time order, and keep their place.
         return [(self.eps[k], self.eps[k].actions[i]) for k, idx in bucket.items() for i in idx]
 
-    def _build_unit(self, unit: tuple) -> Recipe | None:
+    def _build_unit(self, unit: tuple) -> list[Recipe]:
         kind = unit[0]
         if kind == "intent":
-            group = [self.eps[k] for k in self.members[unit[1]]]
-            if len({m.session for m in group}) < MIN_SESSIONS:
-                return None
-            counts = Counter(sig for m in group for sig in set(m.signature) if sig not in TRIVIAL)
-            consistent = [s for s, n in counts.items() if n >= 2 and n / len(group) > CONSISTENT_SHARE]
-            if not consistent:
-                return None  # the same words, answered differently each time: not a recipe (yet)
-            order = {s: i for i, s in enumerate(dict.fromkeys(s for m in group for s in m.signature))}
-            consistent.sort(key=order.__getitem__)
-            phrasings = Counter(m.phrasing for m in group)
-            return _build(
-                "intent", " ".join(self.seeds[unit[1]][2]), group[0].phrasing, group, None, self.newest,
-                phrasings=[Phrasing(text=t, count=n) for t, n in sorted(phrasings.items(), key=lambda kv: (-kv[1], kv[0]))],
-                action_signature=consistent,
-            )
+            recipe = self._intent(unit[1])
+            return [recipe] if recipe is not None else []
         if kind == "gate":
-            sig, decision = unit[1]
-            ev = self._pairs(self.gates.get(unit[1], {}))
-            if not ev or len({e.session for e, _ in ev}) < MIN_SESSIONS:
-                return None
-            return _build("gate", f"{sig}|{decision}", f"{decision} at {sig}", [e for e, _ in ev],
-                          [a for _, a in ev], self.newest, action_signature=[sig], value=decision)
-        # binding or world: the value that wins at least WORLD_AGREEMENT of the evidence for a key
-        key = unit[1]
+            recipe = self._gate(unit[1])
+            return [recipe] if recipe is not None else []
+        return self._settings(kind, unit[1])
+
+    def _intent(self, cid: int) -> Recipe | None:
+        group = [self.eps[k] for k in self.members[cid]]
+        if len({m.session for m in group}) < MIN_ASK_SESSIONS or occasions(group) < MIN_ASK_SESSIONS:
+            return None
+        # How the ask is answered: the project's own actions, not looking around or the agent's machinery.
+        # Claude's `Bash: pytest`, Pi's `bash: pytest` and Codex's `shell: pytest` are one action.
+        shown: dict[str, str] = {}
+        for m in group:
+            for sig in m.signature:
+                shown.setdefault(_family(sig), sig)
+        counts = Counter(fam for m in group for fam in {_family(sig) for sig in m.signature}
+                         if fam not in _TRIVIAL_FAMILIES and shown[fam].partition(": ")[0] not in MACHINERY_TOOLS)
+        consistent = [f for f, n in counts.items() if n >= 2 and n / len(group) > CONSISTENT_SHARE]
+        if not consistent:
+            return None  # the same ask, answered differently each time: not a recipe (yet)
+        if all(_is_setting_command(shown[f]) for f in consistent):
+            return None  # "run the tests before I merge": answered by the test command alone, which is world.test_cmd
+        order = {f: i for i, f in enumerate(shown)}
+        consistent = [shown[f] for f in sorted(consistent, key=order.__getitem__)]
+        phrasings = Counter(m.phrasing for m in group if m.phrasing)
+        ranked = sorted(phrasings.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
+        title = ranked[0][0] if ranked else group[0].phrasing
+        return _build(
+            "intent", " ".join(self.asks.seed_terms[cid]) + (f"@{project}" if (project := self.project_of(group[0])) else ""),
+            title, group, None, self.newest,
+            phrasings=[Phrasing(text=t, count=n) for t, n in ranked],
+            action_signature=consistent,
+        )
+
+    def _gate(self, bucket: tuple[str, str]) -> Recipe | None:
+        sig = bucket[0]
+        ev = self._pairs(self.gates.get(bucket, {}))
+        decided = {e.session for e, _ in ev}
+        if len(decided) < MIN_ASK_SESSIONS:
+            return None
+        ran = {ep.session for ep in self.eps.values() if any(a.signature == sig for a in ep.actions)}
+        if len(decided) < GATE_SHARE * len(ran):
+            return None  # stopped now and then, run the rest of the time: not a decision point
+        rejected = sum(1 for _, a in ev if a.rejected)
+        decision = "rejected" if rejected * 2 >= len(ev) else "interrupted"
+        return _build("gate", f"{sig}|decided", f"{decision} at {sig}", [e for e, _ in ev],
+                      [a for _, a in ev], self.newest, action_signature=[sig], value=decision)
+
+    def _settings(self, kind: str, key: str) -> list[Recipe]:
+        """binding or world: per project, the value that wins at least WORLD_AGREEMENT of its evidence for the
+        key (another project's habits never outvote this one's); one recipe per winning value."""
         evidence = self.evidence
-        counts = {value: n for value in self.values_of.get((kind, key), ())
-                  if (n := sum(len(idx) for idx in evidence[(kind, key, value)].values()))}
-        if not counts:
-            return None
-        value, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
-        if n / sum(counts.values()) < WORLD_AGREEMENT:
-            return None
-        ev = self._pairs(self.evidence[(kind, key, value)])
-        if len({e.session for e, _ in ev}) < MIN_SESSIONS:
-            return None
-        title = f"{key} via {value}" if kind == "binding" else f"{key} = {value}"
-        sigs = list(dict.fromkeys(a.signature for _, a in ev))
-        return _build(kind, f"{key}={value}", title, [e for e, _ in ev], [a for _, a in ev], self.newest,
-                      action_signature=sigs, iface=key, value=value)
+        per_project: dict[str, Counter[str]] = defaultdict(Counter)
+        for value in self.values_of.get((kind, key), ()):
+            for ep_key, idx in evidence[(kind, key, value)].items():
+                if idx:
+                    per_project[self.project_of(self.eps[ep_key]) or ""][value] += len(idx)
+        if not per_project:
+            return []
+        group_of = project_groups(per_project)
+        totals: dict[str, Counter[str]] = defaultdict(Counter)
+        for project, counts in per_project.items():
+            totals[group_of[project]].update(counts)
+        winners: dict[str, set[str]] = defaultdict(set)
+        for group, counts in totals.items():
+            value, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+            if n / sum(counts.values()) >= WORLD_AGREEMENT:
+                winners[value].add(group)
+        out = []
+        for value, groups in sorted(winners.items()):
+            ev = [(e, a) for e, a in self._pairs(evidence[(kind, key, value)])
+                  if group_of[self.project_of(e) or ""] in groups]
+            if len({e.session for e, _ in ev}) < MIN_SESSIONS:
+                continue
+            title = f"{key} via {value}" if kind == "binding" else f"{key} = {value}"
+            sigs = list(dict.fromkeys(a.signature for _, a in ev))
+            out.append(_build(kind, f"{key}={value}", title, [e for e, _ in ev], [a for _, a in ev], self.newest,
+                              action_signature=sigs, iface=key, value=value))
+        return out
 
     def recipes(self, priority_threshold: float = 0.0) -> list[Recipe]:
         """All recipes, highest priority first. Same episodes, same bytes out."""
         for unit in self.dirty:
-            recipe = self._build_unit(unit)
-            self.built[unit] = (recipe, recipe._score) if recipe is not None else None
+            self.built[unit] = [(recipe, recipe._score) for recipe in self._build_unit(unit)]
         self.dirty.clear()
         ranked = []
         newest = self.newest
         for built in self.built.values():
-            if built is None:
-                continue
-            recipe, (cost, sessions, last, outcome) = built
-            priority = round(_priority(cost, sessions, last, outcome, newest), 3)
-            ranked.append((-priority, recipe.id, recipe, priority))
+            for recipe, (cost, sessions, last, outcome) in built:
+                priority = round(_priority(cost, sessions, last, outcome, newest), 3)
+                ranked.append((-priority, recipe.id, recipe, priority))
         ranked.sort(key=lambda r: (r[0], r[1]))
         out = []
         for _, _, recipe, priority in ranked:
@@ -640,6 +630,22 @@ class RecipeIndex:
         return out
 
 
-def mine_recipes(episodes: Iterable[Episode], *, priority_threshold: float = 0.0) -> list[Recipe]:
+def project_groups(projects) -> dict[str, str]:
+    """Each project folder -> the outermost folder among them that holds it (a session started in a
+    subfolder belongs to the project around it)."""
+    ordered = sorted(projects, key=lambda p: (len(p), p))
+    roots: list[str] = []
+    group: dict[str, str] = {}
+    for project in ordered:
+        root = next((r for r in roots if r and project.startswith(r.rstrip("/") + "/")), None)
+        if root is None:
+            roots.append(project)
+            root = project
+        group[project] = root
+    return group
+
+
+def mine_recipes(episodes: Iterable[Episode], *, priority_threshold: float = 0.0,
+                 project_of: Callable[[Episode], str | None] | None = None) -> list[Recipe]:
     """All recipes in `episodes`, highest priority first. Same episodes, same bytes out."""
-    return RecipeIndex(episodes).recipes(priority_threshold)
+    return RecipeIndex(episodes, project_of=project_of).recipes(priority_threshold)

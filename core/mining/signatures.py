@@ -37,6 +37,37 @@ SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "BashOutput", "shell_command",
                          "container.exec"})
 QUESTION_TOOLS = frozenset({"AskUserQuestion", "ask_user", "askUserQuestion", "request_user_input"})
 PLAN_TOOLS = frozenset({"ExitPlanMode"})
+MACHINERY_TOOLS = frozenset({
+    # plan mode and questions to the person (Claude Code, Codex, Pi extensions)
+    "ExitPlanMode", "EnterPlanMode", "exit_plan_mode", "update_plan", "plan", *QUESTION_TOOLS,
+    # todo lists
+    "TodoWrite", "TodoRead", "todo_write", "todo_read", "todowrite", "todoread", "TaskCreate", "TaskUpdate",
+    "TaskList", "TaskGet",
+    # subagents and background work
+    "Task", "Agent", "TaskOutput", "TaskStop", "KillShell", "KillBash", "BashOutput", "spawn_agent", "wait",
+    "send_input", "close_agent", "resume_agent",
+    # skills, slash commands, MCP resource listing, tool search
+    "Skill", "SlashCommand", "ListMcpResourcesTool", "ReadMcpResourceTool", "list_mcp_resources",
+    "list_mcp_resource_templates", "read_mcp_resource", "ToolSearch",
+})
+"""The agent's conversation machinery: how it talks with the person and organises itself, never the project's
+own work. Never a gate, an intent's action or a binding."""
+
+# Commands whose outcome the work forks on: a person refusing or stopping one is a decision about the project.
+_CONSEQUENTIAL = re.compile(
+    r"^(?:git (?:push|merge|rebase|reset|tag|commit|cherry-pick|revert|branch|clean|checkout)|"
+    r"gh (?:pr (?:merge|create|close|review)|release|issue (?:close|create|edit)|workflow run|repo)|glab (?:mr|release)|"
+    r"(?:npm|yarn|pnpm|cargo|gem|twine|poetry|uv|hatch|flit) publish|docker (?:push|rm|rmi|compose)|kubectl|helm|"
+    r"terraform|pulumi|fly|flyctl|vercel|netlify|wrangler|heroku|supabase|alembic|rm|dropdb|psql|mysql|redis-cli|"
+    r"aws|gcloud|az|ssh|scp|rsync)\b|(?:deploy|release|publish|migrat|destroy|drop|rollback|prod)")
+
+
+def forks_work(tool: str, signature: str) -> bool:
+    """A shell command whose outcome the project's work forks on (push, merge, deploy, migrate, publish, delete)."""
+    if tool not in SHELL_TOOLS:
+        return False
+    head = signature.partition(": ")[2]
+    return bool(head) and _CONSEQUENTIAL.search(head) is not None
 
 
 def _segments(command: str) -> list[str]:

@@ -15,7 +15,6 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from core.kitsoki import yamledit
@@ -23,8 +22,10 @@ from core.kitsoki.config import CONFIG_FILE, DEV_STORY_WORLD_KEYS
 from core.kitsoki.inventory import ROOT_INSTANCE, Inventory
 from core.kitsoki.routing import Router, content_stems
 from core.kitsoki.story import MATERIALIZED_DIR, Story, Workspace, initial_leaf, relative
+from core.mining.asks import understand
 from core.mining.recipes import Recipe
 from core.proposals.mapper import PROVIDER_HANDLERS, usable_phrasings, without_redactions
+from core.proposals.examples import MAX_EXAMPLES, examples_for
 from core.proposals.model import Mapping
 from core.proposals import proofs
 from core.proposals.proofs import Proof
@@ -32,7 +33,7 @@ from core.proposals.wording import actions_text, cite_text, classification_text,
 from core.trace import ProposalKind
 
 AGENT_TASK = "host.agent.task"
-MAX_NEW_SYNONYMS = 5
+MAX_NEW_SYNONYMS = MAX_EXAMPLES
 _PLACEHOLDER = re.compile(r"<\w+>")
 _TRAILING_FILLER = frozenset("a an the to of in on at for with from into and or by".split())
 
@@ -86,10 +87,35 @@ def clean_phrase(text: str) -> str:
 
 
 def intent_name_for(recipe: Recipe, taken: set[str]) -> str:
+    """Named by the words of its most asked phrasing in Latin script (rotate_signing_keys); an ask only ever
+    typed in other scripts by what it asks: its most used verb and the things most of its phrasings act on
+    (regenerate_api_client)."""
     usable = usable_phrasings(recipe)
-    phrase = clean_phrase(usable[0].text if usable else without_redactions(recipe.title))
-    words = [w for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w in {s for s in _stems_words(phrase)}][:4]
-    base = "_".join(words) or "mined_request"
+    latin = [p for p in usable if p.text.isascii() and re.search(r"[a-z]{2}", p.text.lower())]
+    if latin:
+        phrase = clean_phrase(latin[0].text)
+        words = [w for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w in _stems_words(phrase)][:4]
+        if words:
+            return _free("_".join(words), taken)
+    verbs: dict[str, int] = {}
+    objects: dict[str, int] = {}
+    for p in usable:
+        for term in understand(p.text).terms:
+            if term.startswith("a:"):
+                verbs[term[2:]] = verbs.get(term[2:], 0) + p.count
+            elif term.startswith("o:") and re.fullmatch(r"[a-z0-9_]+", term[2:]):
+                objects[term[2:]] = objects.get(term[2:], 0) + p.count
+    top = [v for v, _ in sorted(verbs.items(), key=lambda kv: (-kv[1], kv[0]))[:1]]
+    most = max(objects.values(), default=0)
+    top += sorted(o for o, n in objects.items() if n * 2 >= most)[:3]
+    if not objects:
+        phrase = clean_phrase(usable[0].text if usable else without_redactions(recipe.title))
+        top = [w for w in re.findall(r"[a-z0-9]+", phrase.lower()) if w in _stems_words(phrase)][:4]
+    return _free("_".join(top), taken)
+
+
+def _free(words: str, taken: set[str]) -> str:
+    base = re.sub(r"[^a-z0-9_]+", "_", words.lower()).strip("_") or "mined_request"
     name, n = base, 2
     while name in taken:
         name, n = f"{base}_{n}", n + 1
@@ -202,16 +228,9 @@ def _draft_world(recipe: Recipe, mapping: Mapping, read: Reader) -> Draft:
 
 
 def _new_phrases(recipe: Recipe, existing: set[str]) -> list[str]:
-    phrases: list[str] = []
-    for phrasing in usable_phrasings(recipe):  # a phrasing that held a secret never becomes a phrase
-        phrase = clean_phrase(phrasing.text)
-        stems = content_stems(phrase) if phrase else frozenset()
-        # A phrase whose words include an earlier pick's adds nothing: stem-bag routing is a subset test.
-        if stems and phrase.lower() not in existing and not any(content_stems(p) <= stems for p in phrases):
-            phrases.append(phrase)
-        if len(phrases) >= MAX_NEW_SYNONYMS:
-            break
-    return phrases
+    """A few short, normalized phrasings of the ask (core/proposals/examples.py), none already a phrase:
+    never a person's prompt as typed; the evidence stays in the card."""
+    return examples_for(recipe, existing, MAX_NEW_SYNONYMS)
 
 
 def _count(items: list, noun: str) -> str:

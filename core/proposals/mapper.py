@@ -4,10 +4,14 @@ Deterministic and documented (README, "How a recipe is mapped"):
 
 - intent: each of the recipe's phrasings is routed, as kitsoki would route it (core.kitsoki.routing:
   exact example, stem-bag synonym, template), against the root instance (dev-story's intents plus
-  `root.overrides.synonyms`) and against every story. When phrasings asked at least ROUTED_SHARE of
-  the time route to one intent at confidence >= ROUTE_CONFIDENCE, it is ALREADY-MODELED. When some
-  route, or the recipe's words are within ENRICH_SIMILARITY (Dice over content stems) of an intent's
-  phrases, it is ENRICH of that intent. Otherwise GAP.
+  `root.overrides.synonyms`) and against every story. A route counts only when it is strong: an exact
+  example; a synonym or example whose own ask covers every thing the phrasing acts on, of the same kind of
+  request ("push" does not model "push the release"; "update docs" does not model "update the docs
+  screenshots"); a template with every slot parsed to a short value and its literal words covering the
+  rest ("run {manifest_path}" does not take a sentence). When phrasings asked at least ROUTED_SHARE of the
+  time route strongly to one intent at confidence >= ROUTE_CONFIDENCE, it is ALREADY-MODELED. When some
+  do, or one of an intent's phrases asks what the recipe asks (core/mining/clusters.py's similarity, every
+  thing acted on covered), it is ENRICH of that intent. Otherwise GAP.
 - binding: ALREADY-MODELED when the interface is already bound to the handler the provider needs
   (an override, or dev-story's default provider already covers it); a provider dev-story has no
   handler for is a suggestion to enrich dev-story (never applied); otherwise GAP (ENRICH when an
@@ -28,7 +32,10 @@ from dataclasses import dataclass, field
 
 from core.kitsoki.config import DEV_STORY_WORLD_KEYS
 from core.kitsoki.inventory import ROOT_INSTANCE, GateRow, IntentRow, Inventory
-from core.kitsoki.routing import Router, content_stems
+from core.kitsoki.routing import Router, content_stems, tokenize
+from core.mining.asks import understand
+from core.mining.clusters import ASK_SIMILARITY, Cluster, similarity
+from core.mining.lexicon import FILLER
 from core.mining.recipes import Phrasing, Recipe
 from core.proposals.model import Mapping
 from core.transcripts.redact import KINDS as REDACTION_KINDS
@@ -36,7 +43,8 @@ from core.transcripts.redact import KINDS as REDACTION_KINDS
 ROUTE_CONFIDENCE = 0.8
 """Exact (1.0), bare synonym (0.9) and fully parsed template (0.8) hits count as routed."""
 ROUTED_SHARE = 0.5
-ENRICH_SIMILARITY = 0.5
+SLOT_TOKENS = 4
+"""A template slot holds a value (a name, a number, a path), not a sentence: longer captures are not a route."""
 GATE_SIMILARITY = 0.5
 """Share of an action's words a gate must mention to be that action's gate."""
 
@@ -75,6 +83,8 @@ class Routers:
     by_story: dict[str, Router] = field(default_factory=dict)
     rows: dict[tuple[str, str], IntentRow] = field(default_factory=dict)
     stems: dict[tuple[str, str], list[frozenset[str]]] = field(default_factory=dict)
+    asks: dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]] = field(default_factory=dict)
+    """(story, intent) -> (phrase, what it asks) for every example and plain synonym."""
 
     @classmethod
     def build(cls, inventory: Inventory) -> Routers:
@@ -99,6 +109,8 @@ class Routers:
             routers.rows.setdefault(key, row)
             bags = routers.stems.setdefault(key, [_words(row.name)])
             bags.extend(bag for phrase in row.phrases if (bag := _words(phrase.text)))
+            asks = routers.asks.setdefault(key, [])
+            asks.extend((p.text, terms) for p in row.phrases if "{" not in p.text and (terms := _terms_of(p.text)))
         for story, rows in grouped.items():
             routers.by_story[story] = Router(rows, strict=False)
         return routers
@@ -141,11 +153,66 @@ def _where(row) -> str | None:
     return str(row.at) if row is not None and row.at is not None else None
 
 
+def _terms_of(text: str) -> tuple[str, ...]:
+    return _TERMS.get(text) or _TERMS.setdefault(text, understand(text).terms)
+
+
+_TERMS: dict[str, tuple[str, ...]] = {}
+
+
+def _objects(terms) -> frozenset[str]:
+    return frozenset(t for t in terms if t.startswith("o:"))
+
+
+def _covered(mine, theirs) -> bool:
+    """Every thing `mine` acts on is one `theirs` acts on; a general thing ("the release", "the build") may
+    stand for another, but not for none: "push" does not stand for "push the release"."""
+    general = {t for t in mine if t.startswith("g:")}
+    return _objects(mine) <= _objects(theirs) and (not general or any(t.startswith("g:") for t in theirs))
+
+
+def _kind(terms) -> str | None:
+    return next((t for t in terms if t.startswith("k:")), None)
+
+
+def _covers(pattern: str, text: str) -> bool:
+    """The pattern asks all that the text asks: every thing the text acts on, the same kind of request; for an
+    ask of no object, every content word but filler."""
+    mine, theirs = _terms_of(text), _terms_of(pattern)
+    if _objects(mine):
+        if not _covered(mine, theirs):
+            return False
+        return _kind(mine) is None or _kind(theirs) is None or _kind(mine) == _kind(theirs)
+    words = {t.norm for t in tokenize(text) if not t.is_stop and t.surface not in FILLER}
+    return words <= {t.norm for t in tokenize(pattern) if not t.is_stop}
+
+
+def strong_route(verdict, text: str) -> bool:
+    """kitsoki routes `text` this way, and on the strength of what the text asks, not of a word it shares."""
+    if verdict.tier == "exact":
+        return True
+    if verdict.tier == "synonym":
+        return verdict.pattern is not None and _covers(verdict.pattern, text)
+    if verdict.tier == "template" and not verdict.missing_slots and verdict.pattern:
+        rest = text.lower()
+        for value in verdict.slots.values():
+            if isinstance(value, str):
+                if len(tokenize(value)) > SLOT_TOKENS:
+                    return False
+                rest = rest.replace(value.lower(), " ")
+        return _covers(_SLOT.sub(" ", verdict.pattern), rest)
+    return False
+
+
+_SLOT = re.compile(r"\{\w+\}")
+
+
 def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
     phrasings = usable_phrasings(recipe)
     total = sum(p.count for p in phrasings) or 1
     routed: dict[tuple[str, str], int] = defaultdict(int)
     example: dict[tuple[str, str], str] = {}
+    weak: list[str] = []
     for phrasing in phrasings:
         text = " ".join(_PLACEHOLDER.sub(" ", phrasing.text).split())
         if not text:
@@ -154,6 +221,11 @@ def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
             verdict = router.route(text)
             if verdict.intent is not None and verdict.confidence >= ROUTE_CONFIDENCE:
                 key = (story, verdict.intent)
+                if not strong_route(verdict, text):
+                    if len(weak) < 3:
+                        weak.append(f'"{phrasing.text}" only shares words with {story}:{verdict.intent} '
+                                    f"({verdict.reason})")
+                    continue
                 routed[key] += phrasing.count
                 example.setdefault(key, f'"{phrasing.text}" routes to {story}:{verdict.intent} ({verdict.reason})')
             elif verdict.intent is None and (owners := router.exact_owners(text)):
@@ -174,21 +246,37 @@ def _map_intent(recipe: Recipe, routers: Routers) -> Mapping:
         return Mapping(classification="ENRICH", score=round(share, 3), near=f"{key[0]}:{key[1]}", near_at=_where(row),
                        reason=f"{example[key]}, but only {count} of {total} asks do: the others need its phrasings")
     title = without_redactions(recipe.title)
-    words = frozenset().union(*(_words(p.text) for p in phrasings[:3])) if phrasings else _words(title)
-    best_key, best = None, 0.0
-    for key, bags in sorted(routers.stems.items()):
-        score = max((_dice(words, bag) for bag in bags), default=0.0)
-        if score > best:
-            best_key, best = key, score
-    if best_key is not None and best >= ENRICH_SIMILARITY:
+    # Does one of an intent's phrases ask what the recipe asks? The recipe's core (what most of its
+    # phrasings ask) against each phrase, every thing it acts on covered.
+    core = Cluster()
+    for phrasing in phrasings:
+        for _ in range(phrasing.count):
+            core.add(_terms_of(phrasing.text))
+    objects = frozenset(core.core()[0]) & frozenset(t for t in core.objects if t.startswith("o:"))
+    kind = core.core()[2]
+    core_terms = frozenset(core.core()[0])
+    best_key, best, best_phrase = None, 0.0, ""
+    if objects:
+        said = _words(phrasings[0].text) if phrasings else frozenset()
+        best_rank = (0.0, 0.0)
+        for key, asks in sorted(routers.asks.items()):
+            for phrase, terms in asks:
+                # The same kind of request ("version control" is not "bump the version"), every thing acted on covered.
+                if not _covered(core_terms, terms) or _kind(terms) != kind:
+                    continue
+                score = similarity(terms, core)
+                rank = (score, _dice(said, _words(phrase)))  # ties: the phrase that shares most words
+                if rank > best_rank:
+                    best_key, best, best_phrase, best_rank = key, score, phrase, rank
+    if best_key is not None and best >= ASK_SIMILARITY:
         return Mapping(classification="ENRICH", score=round(best, 3), near=f"{best_key[0]}:{best_key[1]}",
                        near_at=_where(routers.rows.get(best_key)),
-                       reason=f'"{title}" is close to {best_key[0]}:{best_key[1]} (Dice {best:.2f} over content '
-                              f"words) but does not route to it")
+                       reason=f'"{title}" asks what {best_key[0]}:{best_key[1]}\'s "{best_phrase}" asks '
+                              f"(similarity {best:.2f}) but does not route to it")
     near = f"{best_key[0]}:{best_key[1]}" if best_key else None
+    why = f" ({'; '.join(weak)})" if weak else ""
     return Mapping(classification="GAP", score=round(best, 3), near=near,
-                   reason=f'no intent routes "{title}" or comes close (best Dice {best:.2f}'
-                          + (f" with {near})" if near else ")"))
+                   reason=f'no intent models "{title}"{why}')
 
 
 def _map_binding(recipe: Recipe, inventory: Inventory) -> Mapping:

@@ -27,11 +27,13 @@ from core.mining.passes import read_recipes
 from core.mining.recipes import Recipe
 from core.mining.service import trace_path
 from core.proposals import drafter as builtin
-from core.proposals.drafter import Draft, DraftError, Reader
+from core.proposals.drafter import Draft, DraftError, Reader, intent_name_for
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
+from core.proposals.loaded import stories_being_edited
 from core.proposals.mapper import Routers, map_recipe
 from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, ProofInfo, Proposal
 from core.proposals.proofs import Proof, proof_markdown
+from core.proposals.same_target import group_same_targets, merge, target
 from core.proposals.shown import command_changes
 from core.proposals.staging import file_change, load_proposal, write_stage
 from core.proposals.validate import DraftInvalid, check_draft, settle_proof
@@ -48,7 +50,9 @@ class Outcome(BaseModel):
     title: str
     kind: str
     result: str
-    """raised, redrafted, already-modeled, below-threshold, decided, open, failed, withdrawn."""
+    """raised, redrafted, already-modeled, below-threshold, decided, open, waiting (a story that
+    loaded before does not load now), failed, withdrawn, merged (drafts the same intent, state or
+    setting as a higher-priority recipe, whose card carries its evidence)."""
     reason: str = ""
     classification: str | None = None
     score: float | None = None
@@ -71,6 +75,13 @@ def refused_story(model: Workspace, workspace: Path, proposal: Proposal) -> Refu
     targets = {os.path.realpath(workspace / change.path) for change in proposal.files}
     return next((refusal for refusal in model.refused
                  if targets & {os.path.realpath(f) for f in (refusal.app, *refusal.files)}), None)
+
+
+def _relative_app(workspace: Path, refusal: RefusedStory) -> str:
+    try:
+        return Path(refusal.app).resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return str(refusal.app)
 
 
 def load_recipes(workspace: Path) -> list[Recipe]:
@@ -169,8 +180,11 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
     report = ProposerReport(workspace=str(workspace), recipes=len(recipes),
                             problems=[issue for refusal in model.refused for issue in refusal.issues])
     states = history(trace)
+    editing = stories_being_edited(workspace, model)
     ready: list[tuple[Outcome, Proposal, dict[str, bytes], AuthorArtifact | None, bool]] = []
     withdrawals: list[tuple[Outcome, str]] = []
+    to_draft: list[tuple[Outcome, Recipe, Mapping, bool, tuple]] = []
+    anchors: list[tuple[Recipe, str]] = []
 
     for recipe in recipes:
         outcome = Outcome(recipe_id=recipe.id, title=recipe.title, kind=recipe.kind, result="")
@@ -178,6 +192,7 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
         state = states.get(recipe.id)
         if state in ("accepted", "rejected"):
             outcome.result, outcome.reason = "decided", f"already {state}; not raised again"
+            anchors.append((recipe, f"was {state}"))
             continue
         stale = False
         if state in OPEN:
@@ -185,12 +200,20 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             stale = staged is not None and bool(stale_files(workspace, staged))
             if staged is not None and (not stale or state == "refining"):
                 outcome.result, outcome.reason = "open", f"{state}, waiting for a verdict"
+                anchors.append((recipe, "is open"))
                 continue
             waiting = refused_story(model, workspace, staged) if stale and staged is not None else None
             if stale and waiting is not None:
                 # its story does not load (kitsoki skips it): re-drafted once it loads, never withdrawn for it
                 outcome.result, outcome.reason = "open", f"stale, waiting: {waiting.reason()}"
+                anchors.append((recipe, "is open"))
                 continue
+        if editing:
+            # a story that loaded before does not now: its intents are missing from the inventory,
+            # so nothing is mapped, drafted or withdrawn until it loads again
+            outcome.result = "waiting"
+            outcome.reason = f"{_relative_app(workspace, editing[0])} does not load: {editing[0].reason(1)}"
+            continue
         if recipe.priority < threshold:
             outcome.result = "below-threshold"
             outcome.reason = f"priority {recipe.priority:g} < threshold {threshold:g}"
@@ -204,6 +227,37 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             if stale:
                 withdrawals.append((outcome, f"its targets changed and it is now modeled: {mapping.reason}"))
             continue
+        to_draft.append((outcome, recipe, mapping, stale, _target(recipe, mapping)))
+
+    # Two proposals that would draft the same intent, state or setting are one; a card already open (or
+    # decided) for that target takes the new recipe's place.
+    settled = []
+    for recipe, why in anchors:
+        mapping = map_recipe(recipe, routers)
+        if mapping.classification != "ALREADY-MODELED":
+            settled.append((recipe, mapping, _target(recipe, mapping), why))
+    entries = [(r, m, key) for r, m, key, _ in settled] + [(r, m, key) for _, r, m, _, key in to_draft]
+    for members in group_same_targets(entries):
+        if members[0] < len(settled):
+            lead, _, _, why = settled[members[0]]
+            for n in members[1:]:
+                if n >= len(settled):
+                    outcome, _, _, other_stale, _ = to_draft[n - len(settled)]
+                    outcome.result = "merged"
+                    outcome.reason = f"drafts the same thing as {lead.id} ({lead.title}), which {why}"
+                    if other_stale:
+                        withdrawals.append((outcome, outcome.reason))
+            continue
+        members = [n - len(settled) for n in members]
+        lead_outcome, lead, mapping, stale, _ = to_draft[members[0]]
+        recipe = merge([to_draft[n][1] for n in members])
+        for n in members[1:]:
+            outcome, other, _, other_stale, _ = to_draft[n]
+            outcome.result = "merged"
+            outcome.reason = f"drafts the same thing as {lead.id} ({lead.title}); its evidence is on that card"
+            if other_stale:
+                withdrawals.append((outcome, outcome.reason))
+        outcome = lead_outcome
         try:
             proposal, files, artifact = build_proposal(model, inventory, recipe, mapping, draft_fn, name)
         except Exception as exc:  # noqa: BLE001 - one recipe that does not draft never stops the pass
@@ -238,6 +292,10 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             outcome.reason = proposal.title
             report.raised.append(proposal.recipe_id)
     return report
+
+
+def _target(recipe: Recipe, mapping: Mapping) -> tuple:
+    return target(recipe, mapping, intent_name_for(recipe, set()) if recipe.kind == "intent" else None)
 
 
 def _withdraw(trace: Trace, recipe_id: str, outcome: Outcome, why: str) -> None:

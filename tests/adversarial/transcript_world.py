@@ -235,16 +235,19 @@ def _codex(sid: str, day: str, cwd: str) -> dict[str, object]:
 
 FORMATS: dict[str, Callable[[str, str, str], dict[str, object]]] = {"claude": _claude, "pi": _pi, "codex": _codex}
 SESSION_IDS = {
-    "claude": ["7f1c2a3b-0000-4000-8000-00000000c0de", "8e2d3b4c-0000-4000-8000-00000000c0df"],
-    "pi": ["019e0000-0000-7000-8000-0000000000a1", "019e0000-0000-7000-8000-0000000000a2"],
-    "codex": ["0199b000-0000-7000-8000-0000000000b1", "0199b000-0000-7000-8000-0000000000b2"],
+    "claude": ["7f1c2a3b-0000-4000-8000-00000000c0de", "8e2d3b4c-0000-4000-8000-00000000c0df",
+               "9f3e4c5d-0000-4000-8000-00000000c0e0"],
+    "pi": ["019e0000-0000-7000-8000-0000000000a1", "019e0000-0000-7000-8000-0000000000a2",
+           "019e0000-0000-7000-8000-0000000000a3"],
+    "codex": ["0199b000-0000-7000-8000-0000000000b1", "0199b000-0000-7000-8000-0000000000b2",
+              "0199b000-0000-7000-8000-0000000000b3"],
 }
 
 
 def world(fmt: str) -> dict[str, object]:
-    """Two sessions of one format, a week apart, both asking PROMPT."""
+    """Three sessions of one format, a week apart, each asking PROMPT (an ask recurs in three sessions)."""
     files: dict[str, object] = {}
-    for sid, day in zip(SESSION_IDS[fmt], ("2026-11-02", "2026-11-09")):
+    for sid, day in zip(SESSION_IDS[fmt], ("2026-11-02", "2026-11-09", "2026-11-16")):
         files.update(FORMATS[fmt](sid, day, CWD))
     return files
 

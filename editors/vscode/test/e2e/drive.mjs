@@ -368,7 +368,7 @@ async function main() {
       await hover.locator('.hover-contents', { hasText: 'Asked as' }).first()
         .waitFor({ timeout: STEP_TIMEOUT }).catch(() => undefined);
       const text = await hover.innerText();
-      check(/Asked as: "take the build live" ×2/.test(text), `the hover does not show the evidence: "${text}"`);
+      check(/Asked as: "take the build live" ×\d+/.test(text), `the hover does not show the evidence: "${text}"`);
       check(!/score 0|\.jsonl:(\d+)-\1\b|Bash: .*bash: /.test(text), `the hover reads oddly: "${text}"`);
       return { hover: text };
     });

@@ -1,0 +1,146 @@
+"""Ask clusters: prompts grouped by what they ask (core/mining/asks.py's terms), in time order.
+
+Each prompt joins the cluster it is most similar to, or starts one. A cluster is compared by its core: the
+objects at least half its prompts act on, the verbs at least half use and the kind most of them are. So a
+cluster started by "regenerate the api client from the openapi spec" takes "regen the client code" once a
+few paraphrases have shown that api and client are what it is about, and never takes "explain the api
+client" (another kind of request) or "regenerate the favicon" (another object).
+
+Similarity of a prompt's terms A to a cluster's core C (objects weighted 1, general ones 0.3):
+
+    0                                   when both have a kind and the kinds differ, or no object is shared
+    2·w(A ∩ C) / (w(A) + w(C))          otherwise, + SAME_VERB_BONUS when a verb of A is in C's verbs,
+                                        - SAME_VERB_BONUS when both name verbs and none is shared
+
+A prompt joins the best cluster at or above ASK_SIMILARITY (ties to the oldest). Greedy in time order: a
+prompt's cluster depends only on the prompts before it, which is what lets the recipe index fold in a
+session going on without revisiting the rest.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from core.mining.lexicon import GENERIC_WEIGHT
+
+ASK_SIMILARITY = 0.6
+"""At or above this, a prompt asks what a cluster asks."""
+CORE_SHARE = 0.5
+"""An object (verb, kind) is a cluster's when at least this share of its prompts have it."""
+SAME_VERB_BONUS = 0.1
+
+
+_FAMILY = {"a:add": "a:make", "a:create": "a:make", "a:implement": "a:make", "a:install": "a:make",
+           "a:regenerate": "a:make", "a:update": "a:modify", "a:refactor": "a:modify", "a:format": "a:modify",
+           "a:fix": "a:modify", "a:upgrade": "a:modify"}
+"""Verbs people use for one request ("add a migration", "create a migration"): never weighed against."""
+
+
+def weight(term: str) -> float:
+    return GENERIC_WEIGHT if term.startswith("g:") else 1.0
+
+
+def has_object(terms) -> bool:
+    return any(t.startswith("o:") for t in terms)
+
+
+class Cluster:
+    """What a cluster's prompts ask, counted."""
+
+    __slots__ = ("n", "objects", "verbs", "kinds", "_core")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.objects: Counter[str] = Counter()
+        self.verbs: Counter[str] = Counter()
+        self.kinds: Counter[str] = Counter()
+        self._core: tuple | None = None
+
+    def add(self, terms) -> None:
+        self.n += 1
+        for term in terms:
+            head = term[:2]
+            if head in ("o:", "g:"):
+                self.objects[term] += 1
+            elif head == "a:":
+                self.verbs[term] += 1
+            elif head == "k:":
+                self.kinds[term] += 1
+        self._core = None
+
+    def core(self) -> tuple[dict[str, float], frozenset[str], str | None]:
+        if self._core is None:
+            need = CORE_SHARE * self.n
+            objects = {t: weight(t) for t, c in self.objects.items() if c >= need}
+            verbs = frozenset(t for t, c in self.verbs.items() if c >= need)
+            kind = next((t for t, c in self.kinds.most_common(1) if c >= need), None)
+            self._core = (objects, verbs, kind)
+        return self._core
+
+
+def similarity(terms, cluster: Cluster) -> float:
+    objects, verbs, kind = cluster.core()
+    if not objects:
+        return 0.0
+    mine = {t: weight(t) for t in terms if t[:2] in ("o:", "g:")}
+    if not any(t in objects for t in mine if t.startswith("o:")):
+        return 0.0
+    own_kind = next((t for t in terms if t.startswith("k:")), None)
+    if own_kind is not None and kind is not None and own_kind != kind:
+        return 0.0
+    common = sum(w for t, w in mine.items() if t in objects)
+    score = 2 * common / (sum(mine.values()) + sum(objects.values()))
+    own_verbs = {t for t in terms if t.startswith("a:")}
+    if own_verbs & verbs:
+        score += SAME_VERB_BONUS
+    elif own_verbs and verbs and not {_FAMILY.get(t, t) for t in own_verbs} & {_FAMILY.get(t, t) for t in verbs}:
+        # Another verb on a partly shared object: "reseed the db" is not "add a db migration".
+        score -= SAME_VERB_BONUS
+    return min(score, 1.0)
+
+
+def same_project(a: str | None, b: str | None) -> bool:
+    """One project: the same folder, or one inside the other (a session started in a subfolder)."""
+    if not a or not b or a == b:
+        return True
+    a, b = a.rstrip("/"), b.rstrip("/")
+    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+
+
+class AskClusters:
+    """Clusters in the order they started, with an index of which clusters hold which object. An ask is
+    this project's when it recurs in this project: prompts of different projects never share a cluster."""
+
+    def __init__(self) -> None:
+        self.clusters: list[Cluster] = []
+        self.seed_terms: list[list[str]] = []
+        self.projects: list[str | None] = []
+        self.holding: dict[str, set[int]] = {}
+
+    def best(self, terms, project: str | None = None) -> int | None:
+        """The cluster these terms (asked in `project`) join, or None for a new one."""
+        candidates: set[int] = set()
+        for term in terms:
+            if term.startswith("o:"):
+                candidates |= self.holding.get(term, set())
+        best, best_score = None, ASK_SIMILARITY
+        for cid in sorted(candidates):
+            if not same_project(project, self.projects[cid]):
+                continue
+            score = similarity(terms, self.clusters[cid])
+            if score > best_score + 1e-12 or (best is None and score >= best_score - 1e-12):
+                best, best_score = cid, score
+        return best
+
+    def start(self, terms, project: str | None = None) -> int:
+        cid = len(self.clusters)
+        self.clusters.append(Cluster())
+        self.seed_terms.append(sorted(set(terms)))
+        self.projects.append(project)
+        return cid
+
+    def join(self, cid: int, terms) -> None:
+        self.clusters[cid].add(terms)
+        for term in terms:
+            if term.startswith("o:"):
+                self.holding.setdefault(term, set()).add(cid)
