@@ -241,10 +241,8 @@ def _serve_parser() -> argparse.ArgumentParser:
 
 def say_attention(workspace: Path | str | None, err) -> None:
     """An unusable key, an unsettled accept: said by every command that names a kitsoki workspace
-    (core.attention; reads only)."""
-    from core.kitsoki.config import CONFIG_FILE
-
-    if workspace is None or not os.path.lexists(Path(workspace) / CONFIG_FILE):
+    (core.attention; reads only). Nothing is imported without one: `sessions` stays light."""
+    if workspace is None or not os.path.lexists(Path(workspace) / ".kitsoki.yaml"):  # core.kitsoki.config's name
         return
     from core.attention import attention
 
