@@ -67,10 +67,10 @@ def test_mine_ranks_recipes_and_cites_evidence(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / ".kitsoki.yaml").write_text("mining:\n  enabled: true\n  first_pass_sample: 5\n  project_paths: [/work/proj]\n")
-    for sid in ("s1", "s2", "s3"):  # an ask recurs in three sessions
+    for sid in ("s1", "s2", "s3"):  # an ask recurs in three sessions, on three days
         a, b = uid(), uid()
         jsonl(tmp_path / "t" / f"{sid}.jsonl", [
-            prompt(a, None, "regenerate the protobuf stubs", session=sid),
+            prompt(a, None, "regenerate the protobuf stubs", session=sid, ts=f"2026-03-0{sid[1]}T10:00:00Z"),
             tool_use(b, a, "m1", f"t{sid}", "Bash", {"command": "buf generate"}, session=sid)])
     done = run("mine", "--repo", str(ws), "--dir", str(tmp_path / "t"), "--json", home=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -34,9 +34,10 @@ def test_mine_outputs_validate_against_their_schemas(tmp_path):
     from conftest import jsonl
     from core.mining.passes import MineResult, recipes_path, run_pass
 
-    for sid in ("s1", "s2", "s3"):  # an ask recurs in three sessions
+    for sid in ("s1", "s2", "s3"):  # an ask recurs in three sessions, on three days
         a, b = uid(), uid()
-        jsonl(tmp_path / "t" / f"{sid}.jsonl", [prompt(a, None, "bump the version and tag a release", session=sid),
+        jsonl(tmp_path / "t" / f"{sid}.jsonl", [prompt(a, None, "bump the version and tag a release", session=sid,
+                                                                       ts=f"2026-03-0{sid[1]}T10:00:00Z"),
                                                 tool_use(b, a, "m", f"c{sid}", "Bash", {"command": "make release"},
                                                          session=sid)])
     # Sessions of another project, read on purpose: the recipes carry that mark in the schema's shape.
