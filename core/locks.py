@@ -64,7 +64,18 @@ def acquire(path: Path | str, timeout: float = 0.0, *, what: str = "lock file") 
 
     `timeout` in seconds: 0 tries once, a negative value waits forever. Raises LockTimeout when
     still held elsewhere, UnsafeFile when `path` is a link, a folder, a FIFO or a device."""
-    fd = statefs.open_file(path, os.O_RDWR | os.O_CREAT, 0o644, what=what, create_dirs=True)
+    try:
+        fd = statefs.open_file(path, os.O_RDWR | os.O_CREAT, 0o644, what=what, create_dirs=True)
+    except OSError as exc:
+        # A read-only workspace (or one we may not write) can still be locked through an existing
+        # lock file opened for reading: flock needs no write access, and whoever holds the lock
+        # then finds out, by name, what it cannot write.
+        if exc.errno not in (errno.EROFS, errno.EACCES, errno.ENOSPC, errno.EDQUOT):
+            raise
+        try:
+            fd = statefs.open_file(path, os.O_RDONLY, what=what)
+        except FileNotFoundError:
+            raise exc from None
     try:
         if fcntl is not None:
             deadline = None if timeout < 0 else time.monotonic() + timeout

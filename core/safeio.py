@@ -16,7 +16,19 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["UnsafeFile", "read_regular", "is_regular_file"]
+__all__ = ["UnsafeFile", "read_regular", "is_regular_file", "FAULTS", "os_problem"]
+
+FAULTS = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
+          errno.EACCES: "permission denied", errno.EPERM: "operation not permitted", errno.EIO: "I/O error"}
+"""The file-system faults a person can act on, by the words they know them by."""
+
+
+def os_problem(exc: OSError) -> str:
+    """An OSError's cause for a message: "disk full (No space left on device)" for the faults a
+    person can act on, the system's words otherwise."""
+    word = FAULTS.get(exc.errno or 0)
+    text = exc.strerror or str(exc)
+    return f"{word} ({text})" if word else text
 
 _BASE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -69,7 +81,7 @@ def read_regular(path: Path | str, max_bytes: int, *, what: str = "file", follow
             raise UnsafeFile(path, f"{what} is a directory, not a file", errno.EISDIR) from None
         if exc.errno == errno.ENOTDIR:
             raise UnsafeFile(path, f"{what}: a parent of it is not a directory", errno.ENOTDIR) from None
-        raise UnsafeFile(path, f"{what} cannot be read: {exc.strerror or exc}", exc.errno or errno.EIO) from None
+        raise UnsafeFile(path, f"{what} cannot be read: {os_problem(exc)}", exc.errno or errno.EIO) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -84,7 +96,7 @@ def read_regular(path: Path | str, max_bytes: int, *, what: str = "file", follow
             except BlockingIOError:  # not possible on a regular file; never spin on one
                 break
             except OSError as exc:
-                raise UnsafeFile(path, f"{what} cannot be read: {exc.strerror or exc}",
+                raise UnsafeFile(path, f"{what} cannot be read: {os_problem(exc)}",
                                  exc.errno or errno.EIO) from None
             if not chunk:
                 break

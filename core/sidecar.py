@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -44,11 +44,14 @@ from core.mining.passes import PassReport
 from core.mining.recipes import Recipe
 from core.mining.service import MinerService, MinerStatus, trace_path
 from core.proposals.decide import VERDICT_LOCK_TIMEOUT, Decision, decide
+from core.attention import attention
+from core.authn import KeyUnavailable
 from core.proposals.inbox import history, inbox
 from core.proposals.model import Proposal
 from core.proposals.proposer import ProposerReport, run_proposer
 from core.proposals.reversal import Decided, Reversal, decided, notice_dropped, restore_rejected, undo_accept
 from core.proposals.settings import SettingsError, configured_drafter, gate_settings
+from core.proposals.shown import show_refined
 from core.proposals.staging import load_proposal
 from core.questions import AskedStore, QuestionBook
 from core.trace import TraceCorrupt, Trace, TraceBusyError
@@ -113,6 +116,9 @@ class MineStatus(BaseModel):
     """Why the workspace does not load (file, line, column, message): proposals wait until it does."""
     outcomes: str | None = None
     """Whether the accepted changes stuck (core.proposals.outcomes.status_line), after the last pass."""
+    attention: list[str] = []
+    """What a person must read first (core.attention): a signing key that cannot be used, an accept
+    that is not settled. Each line says what, where, and how to fix it."""
 
 
 @dataclass
@@ -221,13 +227,15 @@ class WorkspaceSidecar:
         pending = len(self._cards.all)
         source = dev_story_source(self.workspace, workspace_sources(self.workspace, self.config, self.env, self.home))
         outcomes = self._outcomes_line()
+        notice = attention(self.workspace)
         if self.miner is None:
             return MineStatus(workspace=str(self.workspace), enabled=False, paused=False, running=False,
                               last_error=self.config_error, pending=pending, proposer_error=self.proposer_error,
-                              dev_story=source, problems=self.problems, outcomes=outcomes)
+                              dev_story=source, problems=self.problems, outcomes=outcomes, attention=notice)
         miner: MinerStatus = self.miner.status()
         return MineStatus(workspace=str(self.workspace), pending=pending, proposer_error=self.proposer_error,
                           dev_story=source, note=mining_note(miner), problems=self.problems, outcomes=outcomes,
+                          attention=notice,
                           **miner.model_dump(exclude={"slug"}))
 
     def _outcomes_line(self) -> str | None:
@@ -297,6 +305,9 @@ class WorkspaceSidecar:
                 self.proposer_error = str(exc)
                 log.warning("the trace is refused: %s", exc)
                 fresh = []
+            except (KeyUnavailable, OSError) as exc:  # said by the status's attention lines, never a crash
+                log.warning("no proposal can be shown: %s", exc)
+                fresh = []
             old = self._cards
             by_path: dict[str, list[Proposal]] = defaultdict(list)
             for card in fresh:
@@ -318,6 +329,18 @@ class WorkspaceSidecar:
             self.events.proposals_changed(self.workspace, fresh, changed - {""})
         self._withdraw(self.questions.sweep(new.by_id), "its proposal is no longer open")
         return changed - {""}
+
+    def show_refined(self, recipe_id: str, seen: Mapping[str, bytes] | None = None) -> None:
+        """A refined draft the person has in front of them (saved in the editor, or a card they asked
+        to see): validated and signed to be shown, so the card shows its diff and an accept may apply
+        it (core.proposals.shown; `seen`: the draft files' bytes the editor shows, which must be all
+        of the change). Nothing for a proposal that is not being refined."""
+        if history(Trace(trace_path(self.workspace))).get(recipe_id) != "refining":
+            return
+        proposal = load_proposal(self.workspace, recipe_id)
+        if proposal is not None:
+            show_refined(self.workspace, proposal, seen=seen)
+            self.refresh()
 
     def propose(self, recipes: list[Recipe] | None = None) -> ProposerReport | None:
         """Run the proposer (one at a time); refresh and announce what it raised."""

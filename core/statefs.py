@@ -22,11 +22,12 @@ import os
 import secrets
 import shutil
 import stat
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from core.safeio import UnsafeFile, kind_of, read_regular
+from core.safeio import UnsafeFile, kind_of, os_problem, read_regular
 
 STATE_DIR = ".artifacts"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -75,7 +76,7 @@ def _walk(root: Path, parts: tuple[str, ...], create: bool, dir_mode: int = 0o77
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise UnsafeFile(root, f"cannot be opened as a folder: {exc.strerror or exc}", exc.errno or errno.EIO) \
+        raise UnsafeFile(root, f"cannot be opened as a folder: {os_problem(exc)}", exc.errno or errno.EIO) \
             from None
     try:
         for i, part in enumerate(parts):
@@ -112,7 +113,7 @@ def _dir_problem(root: Path, parts: tuple[str, ...], i: int, exc: OSError) -> Un
         return _link_problem(where)
     if exc.errno == errno.ENOTDIR:
         return UnsafeFile(where, "is not a folder (kitsoki-miner keeps its state in a folder here)", errno.ENOTDIR)
-    return UnsafeFile(where, f"cannot be opened as a folder: {exc.strerror or exc}", exc.errno or errno.EIO)
+    return UnsafeFile(where, f"cannot be opened as a folder: {os_problem(exc)}", exc.errno or errno.EIO)
 
 
 def open_dir(path: Path | str, *, create: bool = False, root: Path | str | None = None,
@@ -153,7 +154,7 @@ def open_file(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "f
             if exc.errno == errno.ENXIO:  # O_WRONLY|O_NONBLOCK on a FIFO nobody reads
                 raise UnsafeFile(path, f"{what} is a named pipe (FIFO); only a regular file is used", exc.errno) \
                     from None
-            raise UnsafeFile(path, f"{what} cannot be opened: {exc.strerror or exc}", exc.errno or errno.EIO) \
+            raise UnsafeFile(path, f"{what} cannot be opened: {os_problem(exc)}", exc.errno or errno.EIO) \
                 from None
     finally:
         os.close(dir_fd)
@@ -283,3 +284,51 @@ def opened(path: Path | str, flags: int, mode: int = 0o644, *, what: str = "file
         yield fd
     finally:
         os.close(fd)
+
+
+# ── no-replace rename (Linux renameat2) ───────────────────────────────────────────────────────
+# A file system has no compare-and-swap on a file's contents. What it has: renameat2's
+# RENAME_NOREPLACE creates a name only if nobody else did, so a file moved aside, checked, and
+# replaced by a no-replace rename never overwrites a save that landed in between. Elsewhere (no
+# renameat2, or a file system without the flag) it returns False and the caller falls back to a
+# hard link (also no-replace) or, without those, to check-then-rename.
+
+_RENAME_NOREPLACE = 1
+_renameat2 = None
+_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)}
+
+
+def _libc_renameat2():
+    global _renameat2
+    if _renameat2 is None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            func = libc.renameat2
+            func.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            func.restype = ctypes.c_int
+            _renameat2 = (func, ctypes)
+        except (OSError, AttributeError):
+            _renameat2 = False
+    return _renameat2
+
+
+def _rename2(dir_fd: int, src: str, dst: str, flags: int) -> bool:
+    found = _libc_renameat2()
+    if not found:
+        return False
+    func, ctypes = found
+    sys.audit("os.rename", src, dst, dir_fd, dir_fd)  # as os.rename raises it: audit hooks see every rename
+    if func(dir_fd, os.fsencode(src), dir_fd, os.fsencode(dst), flags) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in _UNSUPPORTED:
+        return False
+    raise OSError(code, os.strerror(code), dst)
+
+
+def rename_noreplace(dir_fd: int, src: str, dst: str) -> bool:
+    """Rename `src` to `dst` only if `dst` does not exist (FileExistsError if it does); False where
+    that is not supported."""
+    return _rename2(dir_fd, src, dst, _RENAME_NOREPLACE)

@@ -482,11 +482,13 @@ class Trace:
 
     # writing
 
-    def append(self, kind: str, payload: MiningPayload | Mapping[str, Any]) -> Event:
+    def append(self, kind: str, payload: MiningPayload | Mapping[str, Any], *, call_id: str | None = None) -> Event:
         """Append one off-path event and return it as written.
 
         Mining kinds take their model (or a mapping validated into it); any other `mining.*` kind
-        (e.g. `mining.recovered`) takes a free mapping of JSON data.
+        (e.g. `mining.recovered`) takes a free mapping of JSON data. `call_id` (the envelope's own
+        field) ties the event to the call that made it: an accept's verdict carries the accept's id,
+        so its journal can tell it was decided (core.apply.journal).
         """
         body = _payload_body(kind, payload)
         statefs.ensure_dir(self.path.parent)  # the lock file lives there too; no link on the way
@@ -503,6 +505,7 @@ class Trace:
                     ts=now,
                     kind=kind,
                     parent_turn=max_turn,
+                    call_id=call_id or None,
                     payload=body,
                 )
                 data = event.to_json() + b"\n"
@@ -558,9 +561,9 @@ class Trace:
 
     def proposal_decided(self, *, recipe_id: str, verdict: Literal["accept", "refine", "reject"],
                          by: Literal["human", "llm"] = "human", flows_green: bool = False,
-                         reverted: bool = False) -> Event:
+                         reverted: bool = False, call_id: str | None = None) -> Event:
         return self.append(PROPOSAL_DECIDED, ProposalDecided(
-            recipe_id=recipe_id, verdict=verdict, by=by, flows_green=flows_green, reverted=reverted))
+            recipe_id=recipe_id, verdict=verdict, by=by, flows_green=flows_green, reverted=reverted), call_id=call_id)
 
     # turn numbering
 

@@ -55,6 +55,15 @@ def path_arg(text: str) -> Path:
     return Path(text)
 
 
+def fault_text(exc: OSError) -> str:
+    """A file-system fault in a person's words, with the file ("disk full: <path> (No space ...)")."""
+    from core.safeio import FAULTS
+
+    word = FAULTS.get(exc.errno or 0, "cannot write")
+    where = f": {exc.filename}" if isinstance(exc.filename, (str, bytes)) else ""
+    return f"{word}{where} ({exc.strerror or exc})"
+
+
 def no_workspace_message(repo: Path | None) -> str:
     """The refusal of a command that needs a kitsoki workspace (mine, propose, proposals, accept ...)."""
     from core.kitsoki.config import CONFIG_FILE
@@ -103,6 +112,19 @@ def add_commands(sub, folder_type) -> None:
                                           "for miner.outcome_window (default 30d) is offered for revert as a "
                                           "proposal (accepted only through the flow gate).")
     workspace_arg(outcomes)
+    resolve = sub.add_parser("resolve", help="show or settle an accept left unsettled (restore or keep)",
+                             description="An accept that was interrupted and cannot be finished by the tool alone "
+                                         "(its journal is signed with another key, or a file was edited while it "
+                                         "ran) is listed on every command until a person settles it. Without "
+                                         "--restore or --keep, show each such accept: its files' before / after / "
+                                         "now hashes and what a restore would change. --restore puts the pre-accept "
+                                         "bytes back (a version of yours is copied under .artifacts/mining/resolved/ "
+                                         "first); --keep keeps the tree as it is. Either is recorded as the verdict.")
+    resolve.add_argument("id", nargs="?", help="the proposal's recipe id (or a unique prefix of it)")
+    workspace_arg(resolve)
+    choice = resolve.add_mutually_exclusive_group()
+    choice.add_argument("--restore", action="store_true", help="put the pre-accept bytes back")
+    choice.add_argument("--keep", action="store_true", help="keep the tree as it is")
     flows = sub.add_parser("flows", help="run the workspace's flow fixtures with the built-in runner",
                            description="Run kitsoki flow fixtures (each story's flows/*.yaml and ./flows/*.yaml) "
                                        "with the built-in runner, a documented subset of `kitsoki test flows`. "
@@ -224,6 +246,17 @@ def _serve_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def say_attention(workspace: Path | str | None, err) -> None:
+    """An unusable key, an unsettled accept: said by every command that names a kitsoki workspace
+    (core.attention; reads only). Nothing is imported without one: `sessions` stays light."""
+    if workspace is None or not os.path.lexists(Path(workspace) / ".kitsoki.yaml"):  # core.kitsoki.config's name
+        return
+    from core.attention import attention
+
+    for line in attention(Path(workspace).absolute()):
+        err.write(f"attention: {line}\n")
+
+
 def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     import orjson
 
@@ -231,6 +264,7 @@ def run_sessions(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> in
     from core.transcripts.discover import discover
     from core.transcripts.ingest import scan
 
+    say_attention(args.repo, err)
     units = discover(args.repo, args.dirs, fmt=args.format)
     source = None
     if not units and args.repo is None and not args.dirs:
@@ -328,6 +362,7 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
         return 2
     for warning in kitsoki_config.warnings:  # e.g. a mining: block in .kitsoki.local.yaml, which kitsoki ignores
         err.write(f"warning: {warning}\n")
+    say_attention(workspace, err)
     config = kitsoki_config.mining
     dirs = [Path(d).expanduser().resolve() for d in [*config.transcript_dirs, *args.dirs]]
     kwargs = dict(repo=workspace, dirs=dirs, trigger=args.trigger, first_pass_sample=config.first_pass_sample,
@@ -356,6 +391,9 @@ def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     except (RecipesFileError, UnsafeFile) as exc:  # our own state files, damaged or planted: named, never a traceback
         err.write(f"{exc}\n")
         return 2
+    except OSError as exc:  # a full disk, a read-only workspace, a folder we may not use
+        err.write(f"mine: {fault_text(exc)}; this pass was not recorded (the last complete pass's recipes stay)\n")
+        return 5
     if args.json:
         result = MineResult(pass_=report, recipes=recipes)
         out.write(orjson.dumps(result.model_dump(mode="json", by_alias=True), option=orjson.OPT_INDENT_2).decode())
@@ -404,7 +442,7 @@ def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
 
 
 _LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "outcomes", "accept", "refine", "reject", "decided", "undo",
-                    "restore", "flows", "demo", "mcp"})
+                    "restore", "resolve", "flows", "demo", "mcp"})
 
 
 def _collector_off_for_good() -> None:

@@ -89,6 +89,9 @@ def run_evolve(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     try:
         if args.repo is not None and not Path(args.repo).is_dir():
             raise InputError(f"no such workspace folder: {args.repo}")
+        from server.cli import say_attention
+
+        say_attention(args.repo, err)
         config = _config(args)
         action = args.evolve_action
         if action == "analyze":

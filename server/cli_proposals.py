@@ -1,6 +1,10 @@
-"""`kitsoki-miner propose | proposals | accept | refine | reject | decided | undo | restore | flows | demo`: the
-proposal half of
-the loop for a terminal, over the same core calls the language server makes."""
+"""`kitsoki-miner propose | proposals | accept | refine | reject | decided | undo | restore | resolve | flows |
+demo`: the proposal half of the loop for a terminal, over the same core calls the language server makes.
+
+Every workspace command first finishes what an interrupted accept left (recovery) and then says,
+on stderr, what a person must know before anything else (core.attention): a signing key that
+cannot be used, an accept that is not settled. A file-system fault (disk full, read-only, no
+permission) is said in those words with the file, never as a traceback."""
 
 from __future__ import annotations
 
@@ -13,6 +17,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from core.apply import RevertFailed, recover
+from core.apply.resolve import ResolveRefused, resolve_accept, unsettled
+from core.attention import attention
+from server.cli import fault_text
 from core.authn import KeyUnavailable
 from core.mining.passes import RecipesFileError
 from core.proposals.staging import StagedStateError
@@ -46,24 +53,44 @@ def _fail(err, message: str, code: int = 2) -> int:
     return code
 
 
-def _recover(workspace: Path, err) -> None:
-    """A leftover journal means an accept was interrupted: roll it back before anything else."""
+def _recover(workspace: Path, err) -> list[str]:
+    """A leftover journal means an accept was interrupted: finish it before anything else, then say
+    what a person must know (an unusable key, an accept left for them to settle)."""
     try:
         trace = Trace(trace_path(workspace))
         for record in recover(workspace, trace):
+            if record.get("needs_person") or record.get("unresolved"):
+                if record.get("gate"):
+                    err.write(f"the gate of an interrupted accept of {record.get('recipe_id')}: {record['gate']}\n")
+                continue  # said below, with its files, on this and every command until it is settled
             if record.get("refused"):
                 err.write(f"refused an apply journal: {record['error']}; {record['advice']}\n")
                 continue
+            if record.get("spent"):
+                err.write(f"an apply journal of {record.get('recipe_id')} was spent: {record['spent']}"
+                          + (f"; moved to {record['moved_to']}" if record.get("moved_to") else "") + "\n")
+                continue
+            if record.get("left"):
+                continue  # could not be finished here (read-only, full...): said below
             err.write(f"recovered an interrupted accept of {record.get('recipe_id')}: restored "
                       f"{', '.join(record.get('restored', [])) or 'nothing'}\n")
-            for kept in record.get("kept", []):
-                err.write(f"  left {kept['path']} as it is: {kept['why']}\n")
             if record.get("gate"):
                 err.write(f"  its gate: {record['gate']}\n")
     except WorkspaceBusy:
-        pass  # another process holds the workspace; it recovers, or we do next time
+        return []  # another process holds the workspace; it recovers, or we do next time
     except TraceBusyError:
         pass
+    except OSError as exc:  # a read-only or full workspace, a state folder that is not one
+        err.write(f"could not finish an interrupted accept here: {fault_text(exc)}\n")
+    return say_attention(workspace, err)
+
+
+def say_attention(workspace: Path, err) -> list[str]:
+    """core.attention's lines, each on its own line of stderr; the lines."""
+    lines = attention(workspace)
+    for line in lines:
+        err.write(f"attention: {line}\n")
+    return lines
 
 
 def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
@@ -73,10 +100,12 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
         workspace = _workspace(args)
     except ConfigError:
         return _fail(err, f"no {CONFIG_FILE} here or above: pass --repo with a kitsoki workspace")
+    said: list[str] = []
     try:
         if args.command == "flows":
+            say_attention(workspace, err)
             return _flows(workspace, args, out, err)
-        _recover(workspace, err)
+        said = _recover(workspace, err)
         if args.command == "propose":
             return _propose(workspace, args, out)
         if args.command == "proposals":
@@ -85,14 +114,23 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
             return _outcomes(workspace, args, out)
         if args.command in ("decided", "undo", "restore"):
             return _take_back(workspace, args, out, err)
+        if args.command == "resolve":
+            return _resolve(workspace, args, out, err)
         return _decide(workspace, args, out, err)
-    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, KeyUnavailable,
+    except KeyUnavailable as exc:
+        if any(line.startswith("the signing key cannot be used") for line in said):
+            return _fail(err, f"{args.command}: stopped: nothing can be shown or applied without a usable signing key "
+                              "(see above)")
+        return _fail(err, str(exc))
+    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, ResolveRefused,
             TraceCorrupt, OutcomesError) as exc:
         return _fail(err, str(exc))  # a damaged or planted state file is named, never a traceback
     except WorkspaceBusy as exc:
         return _fail(err, str(exc), 3)
     except TraceBusyError as exc:
         return _fail(err, f"{exc}", 3)
+    except OSError as exc:  # disk full, read-only, permission denied: said, with the file
+        return _fail(err, f"{args.command}: {fault_text(exc)}; nothing was left half-written", 5)
 
 
 def _propose(workspace: Path, args, out) -> int:
@@ -112,25 +150,31 @@ def _propose(workspace: Path, args, out) -> int:
 
 
 def _proposals(workspace: Path, args, out) -> int:
-    cards = inbox(workspace, path=args.file)
+    unusable: dict[str, str] = {}
+    cards = inbox(workspace, path=args.file, unusable=unusable, show=True)
     if args.json:
         from core.kitsoki.workspace import dev_story_source, workspace_sources
 
         _json(out, {"proposals": [card.model_dump(mode="json") for card in cards],
+                    "unusable": unusable, "attention": attention(workspace),
                     "dev_story": dev_story_source(workspace, workspace_sources(workspace, load_config(workspace)))
                     .model_dump(mode="json")})
         return 0
     if not cards:
         out.write("No proposals waiting for a verdict.\n")
-        return 0
+    for recipe_id, why in sorted(unusable.items()):
+        out.write(f"{recipe_id}  not shown: {why}\n")
     for card in cards:
         label = ", MOVES ROUTES" if card.impact is not None and card.impact.moved else ""
         out.write(f"{card.recipe_id}  [{card.status}{label}] rung {card.rung} {card.kind}  priority {card.priority:g}\n")
         out.write(f"  {card.title}\n  {card.mapping.classification}: {card.mapping.reason}\n")
         if card.impact is not None:
             out.write("".join(f"  {line}\n" for line in card.impact.lines()))
+        if card.runs_commands:
+            out.write(f"  ! accepting it changes how kitsoki-miner runs commands: {', '.join(card.runs_commands)}\n")
         if card.failure:
-            out.write(f"  last accept reverted: {card.failure}\n")
+            label = "refined draft" if card.status == "refining" else "last accept reverted"
+            out.write(f"  {label}: {card.failure}\n")
         if card.proof is not None:
             if card.proof.path:
                 out.write(f"  proof: {card.proof.path} asserts that {'; that '.join(card.proof.claims)}"
@@ -181,15 +225,15 @@ def _decide(workspace: Path, args, out, err) -> int:
         return _fail(err, f"the revert did not finish: {exc}; the journal is kept and the next start retries it", 4)
     if args.json:
         _json(out, decision.answer() | ({"draft_path": decision.draft_path} if decision.draft_path else {}))
+    elif decision.verdict == "accept" and decision.unresolved:
+        out.write(f"not settled: {decision.failure}\n")
     elif decision.verdict == "accept":
         if decision.flows_green:
             out.write(f"kept: {', '.join(decision.files)} ({decision.gate.summary if decision.gate else 'green'})\n")
         else:
             verb = "held" if decision.held else "reverted"
-            restored = f"{verb}, every byte restored" if not decision.kept_edits else \
-                f"{verb}, except {', '.join(decision.kept_edits)} (changed while the gate ran, kept as it is)"
             why = (decision.failure or "").removeprefix("held: ") if decision.held else decision.failure
-            out.write(f"{restored}: {why}\n")
+            out.write(f"{verb}, every byte restored: {why}\n")
             for failure in (decision.gate.failures if decision.gate else [])[:10]:
                 out.write(f"  {failure}\n")
         ran = decision.ran_lines()
@@ -199,6 +243,8 @@ def _decide(workspace: Path, args, out, err) -> int:
             out.write(f"proof: {decision.proof}: {decision.proof_status()}\n")
         if decision.gate is not None and decision.gate.dev_story and decision.gate.runs:
             out.write(f"dev-story: {decision.gate.dev_story}\n")
+        if decision.note:
+            out.write(f"note: {decision.note}\n")
     elif decision.verdict == "refine":
         out.write(f"edit the staged draft, then accept again: {decision.draft_path}\n")
     else:
@@ -238,6 +284,47 @@ def _take_back(workspace: Path, args, out, err) -> int:
         out.write(f"undid the accept of \"{reversal.title}\" ({put}); it is offered again\n")
     else:
         out.write(f"restored \"{reversal.title}\"; it is offered again\n")
+    return 0
+
+
+def _resolve(workspace: Path, args, out, err) -> int:
+    """Show the accepts left for a person, or settle one by their choice (core.apply.resolve)."""
+    choice = "restore" if args.restore else "keep" if args.keep else None
+    if choice is None:
+        waiting = [u for u in unsettled(workspace) if args.id is None or u.recipe_id.startswith(args.id)]
+        if args.json:
+            _json(out, {"unsettled": [u.model_dump(mode="json") for u in waiting]})
+            return 0
+        if not waiting:
+            out.write("No accept is waiting to be settled.\n")
+            return 0
+        for item in waiting:
+            out.write(f"{item.recipe_id}  {'(journal verified)' if item.verified else '(journal NOT verified)'}"
+                      f"  {item.journal}\n  {item.why}\n")
+            for f in item.files:
+                out.write(f"  {f.path}: before {f.before_sha256 or 'absent'}, accept wrote {f.after_sha256}, "
+                          f"now {f.now_sha256 or 'absent'} ({f.now_is})\n")
+            if item.restore_diff:
+                out.write("  --restore would change:\n")
+                out.write("".join(f"    {line}\n" for line in item.restore_diff.rstrip("\n").splitlines()))
+            out.write(f"  settle it: kitsoki-miner resolve {item.recipe_id} --restore | --keep\n\n")
+        return 0
+    if args.id is None:
+        return _fail(err, "resolve --restore / --keep needs the proposal's id")
+    result = resolve_accept(workspace, args.id, choice)
+    if args.json:
+        _json(out, result.model_dump(mode="json"))
+        return 0
+    if choice == "keep":
+        out.write(f"kept the tree as it is for {result.recipe_id}; recorded as accepted (kept by you, not gated)\n")
+    else:
+        out.write(f"restored {result.recipe_id}: {', '.join(result.restored + result.removed) or 'nothing to do'}\n")
+        for path, copy in result.saved.items():
+            out.write(f"  your version of {path} was copied to {copy} first\n")
+        for path in result.kept:
+            out.write(f"  {path} changed again while resolving and was left as it is\n")
+    if result.gate:
+        out.write(f"  its gate: {result.gate}\n")
     return 0
 
 

@@ -41,6 +41,7 @@ from server.views import (
     resolve_lens_impl,
     uri_of,
 )
+from server.views import read_live
 from server.views import rel_path as _rel
 from server.transport import GuardedProtocol, serve_stdio, serve_tcp
 
@@ -133,6 +134,7 @@ class KitsokiServer(LanguageServer):
         super().__init__(SOURCE, VERSION, converter_factory=_plain_params_converter, max_workers=4,
                          protocol_cls=KitsokiProtocol)
         self.sidecars: dict[Path, WorkspaceSidecar] = {}
+        self.attention_said: set[tuple[Path, str]] = set()
         self.work = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kitsoki-work")
         self.loop: asyncio.AbstractEventLoop | None = None
         self.init_options: Any = None
@@ -144,6 +146,10 @@ class KitsokiServer(LanguageServer):
         """Set once the workspaces are served (after `initialized`): requests about proposals wait
         for it, so an editor's first question never gets an empty answer that only means "not yet"."""
         self.initializing = False
+        self._progress_live: set[str] = set()
+        """Progress tokens begun and not yet ended (only those get reports and an end)."""
+        self._progress_ended: set[str] = set()
+        self._progress_tasks: set[asyncio.Future] = set()
         self._answers: dict[tuple, tuple[object, Any]] = {}
 
     def cached(self, sidecar: WorkspaceSidecar, key: tuple, compute: Callable[[], Any]) -> Any:
@@ -250,6 +256,7 @@ def validated(model: type[BaseModel], params: Any, method: str) -> Any:
 
 # The handlers' logic, by box (they use the names above; re-exported here for callers and tests).
 from server.requests import (  # noqa: E402
+    _draft_recipe,
     answer_of,
     decided_impl,
     evolve_impl,
@@ -261,7 +268,46 @@ from server.requests import (  # noqa: E402
     proposals_impl,
     runs_impl,
 )
-from server.verdicts import _decision_result, choose_impl, decide_impl, take_back_impl, taken_back_result  # noqa: E402
+from server.verdicts import (  # noqa: E402
+    _decision_result,
+    choose_impl,
+    decide_impl,
+    draft_in_front,
+    resolve_impl,
+    take_back_impl,
+    taken_back_result,
+    verdict_error,
+)
+
+
+def _begin_progress_soon(ls: KitsokiServer, title: str) -> str | None:
+    """A progress token asked for without waiting: `begin` is sent once the client accepts it, and
+    reports before that (or for a client that never answers) are dropped."""
+    caps = ls.client_capabilities.window
+    if caps is None or not caps.work_done_progress:
+        return None
+    token = str(uuid.uuid4())
+
+    async def create() -> None:
+        try:
+            await asyncio.wait_for(ls.work_done_progress.create_async(token), 30)
+        except Exception as exc:  # noqa: BLE001 - progress is optional
+            log.warning("window/workDoneProgress/create failed: %s", exc)
+            return
+        if token in ls._progress_ended:
+            ls._progress_ended.discard(token)
+            return
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=False))
+        ls._progress_live.add(token)
+
+    ls._progress_tasks.add(task := asyncio.ensure_future(create()))
+    task.add_done_callback(ls._progress_tasks.discard)
+    return token
+
+
+def _report_progress(ls: KitsokiServer, token: str, stage: tuple[int, str]) -> None:
+    if token in ls._progress_live:
+        ls.work_done_progress.report(token, types.WorkDoneProgressReport(message=stage[1], percentage=stage[0]))
 
 
 async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
@@ -271,11 +317,12 @@ async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
         return None
     token = str(uuid.uuid4())
     try:
-        await ls.work_done_progress.create_async(token)
+        await asyncio.wait_for(ls.work_done_progress.create_async(token), 30)  # a client that never replies
     except Exception as exc:  # noqa: BLE001 - progress is optional
         log.warning("window/workDoneProgress/create failed: %s", exc)
         return None
     ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, percentage=0, cancellable=cancellable))
+    ls._progress_live.add(token)
     if on_cancel is not None:
         future = ls.work_done_progress.tokens.get(token)
         if future is not None:
@@ -285,7 +332,15 @@ async def _begin_progress(ls: KitsokiServer, title: str, cancellable: bool,
 
 def _end_progress(ls: KitsokiServer, token: str | None, message: str) -> None:
     if token is not None:
-        ls.soon(ls.work_done_progress.end, token, types.WorkDoneProgressEnd(message=message[:200]))
+        ls.soon(_end_if_live, ls, token, message)
+
+
+def _end_if_live(ls: KitsokiServer, token: str, message: str) -> None:
+    """End a progress that was begun; one not begun yet never will be."""
+    ls._progress_ended.add(token)
+    if token in ls._progress_live:
+        ls._progress_live.discard(token)
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message[:200]))
 
 
 def _id_arg(args: tuple, command: str) -> str:
@@ -346,6 +401,8 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
         if entry is not None:
             _end_progress(ls, entry[0], f"{report.sessions} sessions, {report.recipes} recipes")
         sidecar = ls.sidecars.get(workspace)
+        if sidecar is not None:
+            report_problems(ls, new_attention(ls, sidecar))
         ls.notify(M.PASS_RAN, P.PassRanNotification(
             workspace=from_fs_path(str(workspace)) or str(workspace), report=report,
             raised=proposer.raised if proposer else [], proposer_error=sidecar.proposer_error if sidecar else None))
@@ -464,9 +521,16 @@ def build_server() -> KitsokiServer:
     async def did_save(ls: KitsokiServer, params: types.DidSaveTextDocumentParams) -> None:
         sidecar = ls.sidecar_for(params.text_document.uri)
         path = to_fs_path(params.text_document.uri)
-        # A staged draft being refined lives under .artifacts/: saving it changes no live target.
+        # A staged draft being refined lives under .artifacts/: saving it changes no live target, but
+        # the person saw what they saved, so its card is shown with that draft (when disk holds it).
         if sidecar is not None and path and ".artifacts" not in Path(path).parts:
             await ls.off_loop(sidecar.kitsoki_files_changed, [path])
+        elif sidecar is not None and path:
+            recipe_id = _draft_recipe(sidecar, Path(path))
+            card = sidecar.card(recipe_id) if recipe_id is not None else None
+            in_front = draft_in_front(ls, sidecar, card) if card is not None else {}
+            if in_front:  # an accept sent right after the save shows it again itself (server.verdicts)
+                await ls.off_loop(sidecar.show_refined, card.recipe_id, in_front)
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: KitsokiServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -543,6 +607,10 @@ def build_server() -> KitsokiServer:
         # pygls keeps ls.workspace.folders; serve the folders added, stop those removed.
         await ls.off_loop(change_folders, ls, [f.uri for f in params.event.added],
                           [f.uri for f in params.event.removed])
+
+    @server.command(M.CMD_RESOLVE)
+    async def resolve(ls: KitsokiServer, *args):
+        return await ls.off_loop(resolve_impl, ls, args)
 
     @server.command(M.CMD_DIFF)
     def diff(ls: KitsokiServer, *args):
@@ -623,6 +691,7 @@ def serve_roots(ls: KitsokiServer, roots: list[Path], problems: list[str]) -> No
                                                           transcript_dirs=dirs, watch=options.watch)
         ls.sidecars[sidecar.workspace] = sidecar
         sidecar.start()
+        problems.extend(new_attention(ls, sidecar))
         ls.soon(ls.window_log_message, types.LogMessageParams(
             type=types.MessageType.Info, message=f"{SOURCE}: serving {root} ({len(sidecar.cards())} pending)"))
 
@@ -638,6 +707,22 @@ def change_folders(ls: KitsokiServer, added: list[str], removed: list[str]) -> N
                 type=types.MessageType.Info, message=f"{SOURCE}: no longer serving {root}"))
     serve_roots(ls, roots_of(ls, added, problems), problems)
     report_problems(ls, problems)
+
+
+def new_attention(ls: KitsokiServer, sidecar: WorkspaceSidecar) -> list[str]:
+    """The workspace's attention lines (core.attention: a signing key that cannot be used, an accept
+    left unsettled) not yet said to this client: a pop-up once each, so an editor never shows an empty
+    inbox with no word why; the status (`attention`) carries them all the time."""
+    from core.attention import attention
+
+    try:
+        lines = attention(sidecar.workspace)
+    except Exception as exc:  # noqa: BLE001 - a notice must never be what fails serving
+        log.warning("could not read what needs attention in %s: %s", sidecar.workspace, exc)
+        return []
+    fresh = [line for line in lines if (sidecar.workspace, line) not in ls.attention_said]
+    ls.attention_said.update((sidecar.workspace, line) for line in fresh)
+    return fresh
 
 
 def report_problems(ls: KitsokiServer, problems: list[str]) -> None:

@@ -33,12 +33,14 @@ CMD_PROPOSE = "kitsoki.propose"
 CMD_SHOW = "kitsoki.showProposals"
 CMD_CHOOSE = "kitsoki.choose"
 """The one lens of a proposal that shares its line with others: asks what to do with it."""
+CMD_RESOLVE = "kitsoki.resolve"
+"""An accept left unsettled: `[{}]` lists them, `[{"id", "choice": "restore" | "keep"}]` settles one."""
 CMD_UNDO = "kitsoki.undo"
 """Undo a kept accept: the bytes it replaced are put back (through the apply journal)."""
 CMD_RESTORE = "kitsoki.restore"
 """Take a rejection back: the proposal is offered again."""
 COMMANDS = (CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW,
-            CMD_CHOOSE, CMD_UNDO, CMD_RESTORE)
+            CMD_CHOOSE, CMD_UNDO, CMD_RESTORE, CMD_RESOLVE)
 
 QUESTION_HEADER = "Capture as structure?"
 """kitsoki's TUI card header for a mining proposal (internal/tui/mine_command.go)."""

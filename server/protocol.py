@@ -14,6 +14,7 @@ import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from core.apply.gates import FlowRun, GatePreview
+from core.apply.resolve import Resolution, Unsettled
 from core.mining.passes import PassReport
 from core.proposals.hunks import Hunk
 from core.sidecar import MineStatus
@@ -235,6 +236,12 @@ class DecisionResult(BaseModel):
     """accept: apps the change reaches that miner.flow_gate.skip leaves ungated."""
     kept: str | None = None
     """accept, kept: what kept it, in words ("flows green"; core.proposals.wording.kept_text)."""
+    unresolved: bool = False
+    """accept: neither kept nor reverted (a file edited while it ran could not be restored without
+    losing the edit); no verdict was recorded and `failure` says how to settle it (kitsoki-miner resolve)."""
+    note: str | None = None
+    """What else the person should know: a cancel that came after the verdict had begun (it was
+    carried out), a verdict that will be recorded by the next command."""
 
 
 class DecidedParams(_Params):
@@ -392,6 +399,14 @@ class IdArgs(_Params):
     id: str = Field(min_length=1)
 
 
+class ResolveArgs(_Params):
+    """kitsoki.resolve: no id lists the accepts left unsettled; an id and a choice settles one."""
+
+    id: str | None = Field(default=None, min_length=1)
+    choice: Literal["restore", "keep"] | None = None
+    uri: str | None = None
+
+
 class DiffArgs(_Params):
     """kitsoki.diff, as the Diff lens sends it."""
 
@@ -408,6 +423,18 @@ class UriArgs(_Params):
 class DiffResult(BaseModel):
     id: str
     diff: str
+
+
+class UnsettledAccept(Unsettled):
+    """An accept left for a person (core.apply.resolve.Unsettled) and the workspace it is in."""
+
+    workspace: str
+
+
+class ResolveListResult(BaseModel):
+    """kitsoki.resolve without a choice."""
+
+    unsettled: list[UnsettledAccept]
 
 
 class Protocol(BaseModel):
@@ -438,6 +465,9 @@ class Protocol(BaseModel):
     decided_params: DecidedParams
     decided_result: DecidedResult
     taken_back: TakenBackResult
+    resolve_args: ResolveArgs
+    resolve_list_result: ResolveListResult
+    resolve_result: Resolution
 
 
 def problems(exc: ValidationError, method: str) -> str:

@@ -19,6 +19,7 @@ from server.views import rel_path as _rel
 
 if TYPE_CHECKING:
     from core.proposals.model import Proposal
+    from core.sidecar import WorkspaceSidecar
     from server.lsp import KitsokiServer
 
 P = _lsp.P
@@ -54,9 +55,25 @@ def proposals_impl(ls: KitsokiServer, params: Any) -> dict:
     return {"proposals": cards}
 
 
+def _draft_recipe(sidecar: WorkspaceSidecar, path: Path) -> str | None:
+    """The recipe whose staged draft `path` is (`.artifacts/mining/<recipe_id>/...`), or None."""
+    try:
+        parts = path.absolute().relative_to(sidecar.workspace).parts
+    except ValueError:
+        return None
+    if len(parts) > 3 and parts[:2] == (".artifacts", "mining"):
+        from core.ids import is_recipe_id
+
+        return parts[2] if is_recipe_id(parts[2]) else None
+    return None
+
+
 def proposal_impl(ls: KitsokiServer, params: Any) -> dict:
     p = validated(P.ProposalParams, params, M.PROPOSAL)
     sidecar, card = ls.find_card(p.id)
+    if card.status == "refining":  # the person asked to see it: a refined draft is shown (and signed) now
+        sidecar.show_refined(card.recipe_id)
+        card = sidecar.card(card.recipe_id) or card
     return detail_of(sidecar.workspace, card, gate=sidecar.gate_preview(card.recipe_id),
                      waits=waits_of(sidecar, card)).model_dump(mode="json")
 

@@ -37,6 +37,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from contextvars import ContextVar
 from typing import Any, BinaryIO
 
 import cattrs
@@ -54,6 +55,8 @@ from pygls.exceptions import (
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 
+from server.positions import speed_up
+
 log = logging.getLogger("kitsoki_miner.transport")
 
 MAX_HEADER_LINE = 8 * 1024
@@ -66,6 +69,8 @@ SALVAGE_BYTES = 1 << 20
 SKIP_CHUNK = 1 << 16
 ENVELOPE = ("jsonrpc", "id", "method", "params")
 MsgId = int | str
+CURRENT_REQUEST: ContextVar[MsgId | None] = ContextVar("kitsoki_current_request", default=None)
+"""The id of the request a handler (and every task it starts) answers."""
 
 
 # -- frames ---------------------------------------------------------------------------------------------
@@ -254,6 +259,8 @@ class GuardedProtocol(LanguageServerProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._critical: set[MsgId] = set()
+        self._cancels_seen: dict[MsgId, None] = {}
         self.initialize_received = False
         self.initialized_received = False
         self.shutdown_received = False
@@ -308,12 +315,17 @@ class GuardedProtocol(LanguageServerProtocol):
             self.initialize_received = True
         elif method == SHUTDOWN:
             self.shutdown_received = True
+        token = CURRENT_REQUEST.set(msg_id if is_request else None)  # a handler's tasks see their request
         try:
             self.handle_message(message)
         except Exception as exc:  # noqa: BLE001 - pygls catches handler errors; this is a dispatch failure
             log.exception("could not dispatch %s", method)
             if is_request:
                 self.refuse(msg_id, JsonRpcInternalError(f"{method}: {type(exc).__name__}: {exc}"))
+        finally:
+            CURRENT_REQUEST.reset(token)
+        if method == INITIALIZE and getattr(self, "_workspace", None) is not None:
+            speed_up(self._workspace)  # positions in huge lines: never seconds on the event loop
 
     def _envelope(self, data: Any) -> dict | None:
         """The message's JSON-RPC members, checked; None (after refusing it) when it is not one."""
@@ -444,7 +456,37 @@ class GuardedProtocol(LanguageServerProtocol):
         if not isinstance(msg_id, (int, str)) or isinstance(msg_id, bool):
             log.warning("dropped a $/cancelRequest whose id is %s, not an integer or a string", _short(msg_id))
             return
+        if msg_id in self._critical:  # begun and not to be stopped half way: it answers what it did
+            self._cancels_seen[msg_id] = None
+            log.info("cancel of %r came after its work began; it runs to its end and says so", msg_id)
+            return
+        if msg_id in self._request_futures:  # its handler may not have begun its work: it must not now
+            self._cancels_seen[msg_id] = None
+            while len(self._cancels_seen) > 1024:
+                self._cancels_seen.pop(next(iter(self._cancels_seen)))
         super()._handle_cancel_notification(msg_id)
+
+    # -- work a cancel must not cut in two -----------------------------------------------------------
+
+    def enter_critical(self) -> bool:
+        """Called by a handler (on the event loop) just before work that cannot be stopped half way
+        (an accept). False when its request was already cancelled: the client was told nothing
+        happened, so nothing may. From then on a cancel no longer cancels it (leave_critical says
+        whether one came)."""
+        msg_id = CURRENT_REQUEST.get()
+        if msg_id is None:
+            return True
+        if msg_id in self._cancels_seen:
+            self._cancels_seen.pop(msg_id, None)
+            return False
+        self._critical.add(msg_id)
+        return True
+
+    def leave_critical(self) -> bool:
+        """End of the work enter_critical began; True when a cancel arrived during it."""
+        msg_id = CURRENT_REQUEST.get()
+        self._critical.discard(msg_id)
+        return msg_id is not None and self._cancels_seen.pop(msg_id, 0) is None
 
     # -- answers -------------------------------------------------------------------------------------
 

@@ -318,11 +318,11 @@ def test_a_revert_that_fails_names_what_it_left_and_recovery_finishes_it(ws: Pat
 
     with pytest.raises(ApplyRefused) as refused:  # the next apply must not journal over it
         apply(ws, recipe_id="00000000000000ff")
-    assert refused.value.reason == "invalid"
+    assert refused.value.reason == "unresolved"
 
     reports = recover(ws)
-    assert reports == [{"recipe_id": RECIPE, "phase": "reverting",
-                        "restored": ["stories/demo/app.yaml"], "removed": []}]
+    assert [{k: v for k, v in r.items() if k != "accept_id"} for r in reports] == [
+        {"recipe_id": RECIPE, "phase": "reverting", "restored": ["stories/demo/app.yaml"], "removed": []}]
     assert tree(ws) == before
     assert_settled(ws)
 
@@ -595,11 +595,11 @@ def test_an_unsigned_journal_is_moved_aside_and_reported_never_deleted(ws: Path)
     (jd / "broken.json").write_bytes(b'{"version": 1, "recipe_id": "broken", "fil')
     with pytest.raises(ApplyRefused) as info:  # an unfinished apply blocks new ones until recovered
         apply(ws)
-    assert info.value.reason == "invalid" and "broken" in info.value.message
+    assert info.value.reason == "unresolved" and "broken" in info.value.message
 
     trace = Trace(trace_path(ws))
     reports = recover(ws, trace)
-    assert len(reports) == 1 and reports[0]["corrupt"] is True and reports[0]["refused"] == "forged"
+    assert len(reports) == 1 and reports[0]["corrupt"] is True and reports[0]["refused"] == "unsigned"
     assert reports[0]["journal"] == "broken.json" and reports[0]["recipe_id"] is None
     assert "not signed by kitsoki-miner" in reports[0]["error"] and "git diff" in reports[0]["advice"]
     assert reports[0]["moved_to"] == ".artifacts/mining/journal/broken.json.refused"

@@ -131,12 +131,18 @@ def test_refine_hands_back_the_draft_and_a_broken_refinement_is_refused(demo):
     assert next(p for p in inbox(ws) if p.recipe_id == rid).status == "refining"
     draft.write_text(draft.read_text().replace("host.gh.ticket", "host.gh.ticket\n    nonsense: [1"))
     before = hashes(ws)
-    with pytest.raises(DecisionRefused, match="refined draft .* does not validate"):
+    with pytest.raises(DecisionRefused, match="refined draft .* has not been shown yet"):
+        accept(ws, rid)  # the person has not seen this draft's diff
+    card = next(p for p in inbox(ws, show=True) if p.recipe_id == rid)  # shown: validated, and it does not
+    assert "does not validate" in card.failure
+    with pytest.raises(DecisionRefused, match="does not validate"):
         accept(ws, rid)
     assert hashes(ws) == before
-    # A sound refinement is applied as the person wrote it.
+    # A sound refinement, once shown, is applied as the person wrote it.
     draft.write_text((ws / ".kitsoki.yaml").read_text().replace("  overrides:\n", "  overrides:\n"
                                                                 "    bindings:\n      ticket: host.local_files.ticket\n"))
+    card = next(p for p in inbox(ws, show=True) if p.recipe_id == rid)
+    assert card.failure is None and "+      ticket: host.local_files.ticket" in card.diff
     assert accept(ws, rid).flows_green
     assert "ticket: host.local_files.ticket" in (ws / ".kitsoki.yaml").read_text()
     assert [d["verdict"] for d in decided(ws)] == ["refine", "accept"]

@@ -215,6 +215,36 @@ async def test_refine_opens_the_staged_draft(client: LanguageClient):
         assert [d.uri for d in client.shown_documents] == [result["draft_uri"]]
 
 
+async def test_a_refined_draft_is_accepted_as_the_editor_shows_it_and_only_then(client: LanguageClient):
+    """The person edits the staged draft in the editor and saves it: that draft is in front of them,
+    so an accept sent right after the save applies exactly it. Bytes changed behind the editor's
+    back (disk no longer what the editor shows) are not shown, so the accept is refused."""
+    ws: Path = client.ws
+    await wait_for(lambda: client.kitsoki.get("kitsoki/passRan"), what="kitsoki/passRan")
+    cards = (await request(client, "kitsoki/proposals", {}))["proposals"]
+    binding = next(c for c in cards if c["kind"] == "binding")
+    result = await command(client, "kitsoki.refine", {"id": binding["id"]})
+    draft = Path(result["draft_uri"].removeprefix("file://"))
+    typed = draft.read_text() + "# refined by the person in the editor\n"
+
+    planted = typed + "# planted behind the editor\n"  # on disk, not what the editor shows
+    draft.write_text(planted)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=result["draft_uri"], language_id="yaml", version=1, text=typed)))
+    with pytest.raises(JsonRpcException, match="has not been shown yet"):
+        await command(client, "kitsoki.accept", {"id": binding["id"]})
+    assert "refined by the person" not in (ws / ".kitsoki.yaml").read_text()
+
+    draft.write_text(typed)  # the editor saves what it shows
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=result["draft_uri"])))
+    decided = await command(client, "kitsoki.accept", {"id": binding["id"]})
+    assert decided["verdict"] == "accept", decided
+    applied = (ws / ".kitsoki.yaml").read_text()
+    assert decided["flows_green"] and not decided["reverted"], decided
+    assert "# refined by the person in the editor" in applied and "planted" not in applied
+
+
 async def test_status_is_answered_while_a_slow_pass_runs(client: LanguageClient, tmp_path):
     await wait_for(lambda: client.kitsoki.get("kitsoki/passRan"), what="the seed pass")
     big = tmp_path / "big"

@@ -1,14 +1,24 @@
 """apply_delta: the only place an accepted proposal becomes a change to the user's files.
 
-The promise is keep-or-revert, total: lock → refuse what is unsafe or stale (nothing written) →
-journal the pre-edit state → write each file atomically → reload → gate → keep on green, else
-restore every byte. Any exception after the journal is on disk, KeyboardInterrupt included,
-reverts before it propagates; a SIGKILL leaves the journal for `recover` on the next start. A
-clean revert is an ordinary outcome (`reverted=True`); only a revert that itself fails raises
-(RevertFailed, naming the files it left).
+The promise is keep-or-revert, total: lock → the caller's last check that the proposal is still
+open (one verdict per proposal) → refuse what is unsafe or stale (nothing written) → journal the
+pre-edit state → write each file atomically → reload → gate → keep on green, else restore every
+byte. Any exception after the journal is on disk, KeyboardInterrupt included, reverts before it
+propagates; a SIGKILL leaves the journal for `recover` on the next start. A clean revert is an
+ordinary outcome (`reverted=True`); only a revert that itself fails raises (RevertFailed, naming
+the files it left).
+
+A person may be editing the very files an accept writes. Each write and each restore checks, at
+the instant it happens, that the file is exactly what was checked before (its bytes and its inode;
+core.apply.journal.write_checked). An edit that lands before the delta is written stops the accept
+(ApplyRefused "edited": the edit kept, whatever was already written undone). An edit that lands
+after (while the gate runs, say) is never reverted away: the accept then ends `unresolved`, with
+its journal kept, no verdict recorded and every command saying so until a person chooses restore
+or keep (core.apply.resolve).
 
 Refusals come before any write and leave nothing behind, so a refused accept can be retried
-after the person saves, reloads or re-drafts.
+after the person saves, reloads or re-drafts. A file-system fault (disk full, read-only, permission
+denied) before the first write is a refusal naming the file ("fault"); after it, the apply reverts.
 """
 
 from __future__ import annotations
@@ -29,12 +39,19 @@ from pydantic import BaseModel
 
 from core.apply.gates import Gate, GateResult, recording_spawns
 from core.apply.journal import (
+    FAULTS,
+    SWAP_SUFFIX,
     TMP_SUFFIX,
+    fault_reason,
+    ChangedUnderUs,
     Journal,
     JournalFile,
+    KeptFile,
     RevertFailed,
+    Seen,
     delete_journal,
     journal_path,
+    journal_rel,
     mark_reverting,
     open_dir,
     open_root,
@@ -43,16 +60,18 @@ from core.apply.journal import (
     restore,
     set_phase,
     sha256_hex,
-    write_atomic,
+    write_checked,
     write_journal,
 )
 from core.apply.processes import identify
 from core.ids import BadRecipeId, require_recipe_id
 from core.locks import workspace_lock
+from core.safeio import UnsafeFile
 
 log = logging.getLogger(__name__)
 
-RefusalReason = Literal["stale", "unsaved", "symlink", "outside", "invalid"]
+RefusalReason = Literal["stale", "unsaved", "symlink", "outside", "invalid", "edited", "fault", "decided",
+                        "unresolved"]
 
 HOOK_POINTS = ("locked", "journal_written", "tmp:<relpath>", "wrote:<relpath>", "before_reload",
                "before_gate", "after_gate", "settled", "before_journal_delete")
@@ -84,7 +103,20 @@ class ApplyOutcome(BaseModel):
     """Files the apply wrote, relative; on a revert these have been restored to their pre-edit state
     (except those in `kept_edits`)."""
     kept_edits: list[str] = []
-    """On a revert: files someone changed while the gate ran, kept as they are instead of restored."""
+    """Unresolved: files someone changed while the accept ran, kept as they are instead of restored."""
+    unresolved: bool = False
+    """Neither kept nor reverted: a file the person edited meanwhile could not be restored without
+    losing the edit. No verdict is recorded; the journal stays until a person resolves it."""
+    accept_id: str = ""
+    """The apply's id (its journal's; the `call_id` of its verdict)."""
+    unrecorded: str | None = None
+    """Settled, but the verdict could not be recorded yet (why); the journal stays and the next
+    command's recovery records it."""
+
+    @property
+    def call_id(self) -> str:
+        """The `call_id` an `on_outcome` gives the verdict it records: what makes the journal spent."""
+        return f"accept-{self.accept_id}"
 
 
 # ── planning: every refusal happens here, before anything is written ──────────────────────────
@@ -106,7 +138,7 @@ def _normalize(raw: object) -> _Target:
     rel = pure.as_posix()
     if rel == ".":
         raise ApplyRefused("invalid", raw, f"{raw!r} names the workspace itself, not a file")
-    if pure.parts[0] == _OWN_STATE or pure.name.endswith(TMP_SUFFIX):
+    if pure.parts[0] == _OWN_STATE or pure.name.endswith((TMP_SUFFIX, SWAP_SUFFIX)):
         raise ApplyRefused("invalid", raw, f"{raw} is under .artifacts/ (kitsoki's and kitsoki-miner's own "
                                            "state), not a project file")
     if ".git" in pure.parts:
@@ -154,7 +186,8 @@ def _unsaved_set(workspace: Path, unsaved: Iterable[str]) -> set[str]:
 
 
 def _plan(workspace: Path, changes: Mapping[str, bytes], expected: Mapping[str, str | None],
-          unsaved: Iterable[str]) -> tuple[list[JournalFile], list[str], dict[str, tuple[_Target, bytes]]]:
+          unsaved: Iterable[str]) -> tuple[list[JournalFile], list[str], dict[str, tuple[_Target, bytes]],
+                                            dict[str, Seen]]:
     if not changes:
         raise ApplyRefused("invalid", "", "the proposal changes no file")
     # Files the proposal was drafted against but does not change are checked for staleness too.
@@ -179,8 +212,9 @@ def _plan(workspace: Path, changes: Mapping[str, bytes], expected: Mapping[str, 
 
     pending = pending_journals(workspace)
     if pending:
-        raise ApplyRefused("invalid", "", f"a previous apply ({pending[0].stem}) was interrupted and its "
-                                          f"journal {pending[0].name} is still there; run recovery first")
+        raise ApplyRefused("unresolved", "", f"an earlier accept ({pending[0].stem}) is not settled: its journal "
+                                             f"{pending[0].relative_to(workspace)} is still there. "
+                                             f"`kitsoki-miner resolve` says what it left and how to settle it")
 
     stats: dict[str, tuple[os.stat_result | None, list[str]]] = {}
     for rel in sorted(checked):
@@ -192,10 +226,15 @@ def _plan(workspace: Path, changes: Mapping[str, bytes], expected: Mapping[str, 
 
     files: list[JournalFile] = []
     created: set[str] = set()
+    seen: dict[str, Seen] = {}
     for rel in sorted(checked):
         st, new_dirs = stats[rel]
         want = checked[rel][1]
-        current = _read_current(workspace, rel) if st is not None else None
+        try:
+            current = _read_current(workspace, rel) if st is not None else None
+        except OSError as exc:
+            raise ApplyRefused("fault", rel, f"nothing was changed: {rel} cannot be read ({fault_reason(exc)})") \
+                from None
         stale = f"{rel} changed since the proposal was drafted"
         if want is None:
             if current is not None:
@@ -208,6 +247,7 @@ def _plan(workspace: Path, changes: Mapping[str, bytes], expected: Mapping[str, 
             if sha256_hex(current[0]) != want.lower():
                 raise ApplyRefused("stale", rel, stale)
         if rel in touched:
+            seen[rel] = Seen(sha256_hex(current[0]), current[2]) if current else Seen(None)
             created.update(new_dirs)
             files.append(JournalFile(
                 path=rel, existed=current is not None,
@@ -216,10 +256,11 @@ def _plan(workspace: Path, changes: Mapping[str, bytes], expected: Mapping[str, 
                 sha256_after=sha256_hex(touched[rel][1]),
             ))
     created_dirs = sorted(created, key=lambda d: (d.count("/"), d))
-    return files, created_dirs, touched
+    return files, created_dirs, touched, seen
 
 
-def _read_current(workspace: Path, rel: str) -> tuple[bytes, int] | None:
+def _read_current(workspace: Path, rel: str) -> tuple[bytes, int, tuple[int, int]] | None:
+    """(bytes, permission bits, inode) of a target, None when absent."""
     parts = PurePosixPath(rel).parts
     root = open_root(workspace)
     try:
@@ -227,7 +268,11 @@ def _read_current(workspace: Path, rel: str) -> tuple[bytes, int] | None:
     finally:
         os.close(root)
     try:
-        return read_file(dir_fd, parts[-1])
+        found = read_file(dir_fd, parts[-1])
+        if found is None:
+            return None
+        info = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+        return found[0], found[1], (info.st_dev, info.st_ino)
     finally:
         os.close(dir_fd)
 
@@ -239,8 +284,20 @@ def _no_hook(_: str) -> None:
     return None
 
 
+class _Stopped(Exception):
+    """A target was not what the plan checked at the instant of its write: the person's edit."""
+
+    def __init__(self, rel: str, why: str) -> None:
+        self.rel = rel
+        self.why = why
+        super().__init__(f"{rel}: {why}")
+
+
 def _write_delta(workspace: Path, touched: Mapping[str, tuple[_Target, bytes]], journal: Journal,
-                 written: list[str], hook: Callable[[str], None]) -> None:
+                 seen: Mapping[str, Seen], written: dict[str, Seen], hook: Callable[[str], None]) -> None:
+    """Write each file, checked against the plan at the instant of the swap. `written` gets what
+    each write left (with its inode) before the next begins; a file whose write failed half way is
+    in it too, by its bytes alone, so a revert looks at it."""
     modes = {f.path: f.mode for f in journal.files}
     root = open_root(workspace)
     try:
@@ -248,11 +305,15 @@ def _write_delta(workspace: Path, touched: Mapping[str, tuple[_Target, bytes]], 
             target, data = touched[rel]
             dir_fd = open_dir(root, target.parts[:-1], create=True)
             try:
-                write_atomic(dir_fd, target.parts[-1], data, modes[rel],
-                             before_replace=lambda: hook(f"tmp:{rel}"))
+                written[rel] = write_checked(dir_fd, target.parts[-1], data, modes[rel], seen[rel],
+                                             before_replace=lambda: hook(f"tmp:{rel}"))
+            except ChangedUnderUs as exc:
+                raise _Stopped(rel, exc.why) from None
+            except BaseException:
+                written[rel] = Seen(sha256_hex(data))  # it may have landed: the revert checks its bytes
+                raise
             finally:
                 os.close(dir_fd)
-            written.append(rel)
             hook(f"wrote:{rel}")
     finally:
         os.close(root)
@@ -270,26 +331,39 @@ def _run_gate(gate: Gate, workspace: Path) -> GateResult:
 
 
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno in FAULTS:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{FAULTS[exc.errno]}{where} ({exc.strerror})"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _revert(workspace: Path, journal: Journal, journal_file: Path, reload: Callable[[Path], object],
-            failure: str, hook: Callable[[str], None]) -> tuple[str, Journal, list[str]]:
-    """Restore from the journal and reload; (the failure text, annotated; the journal, now phase
-    `reverted`; the files kept because someone changed them meanwhile). The caller records the
-    verdict and then deletes the journal."""
+            failure: str, hook: Callable[[str], None], written: Mapping[str, Seen],
+            gate: GateResult | None = None) -> tuple[str, Journal, list[str]]:
+    """Restore what this apply wrote (`written`) and reload; (the failure text, annotated; the
+    journal, now phase `reverted`, or `unresolved` when a file someone changed meanwhile was kept;
+    the files kept). The caller records the verdict (not for `unresolved`) and deletes the journal."""
     journal = mark_reverting(workspace, journal)
-    result = restore(workspace, journal, hook)
+    mine = journal.model_copy(update={"files": [f for f in journal.files if f.path in written]})
+    result = restore(workspace, mine, hook, written)
     if result.left:
         raise RevertFailed(result.left, result.errors, journal_file, failure)
     kept = [k["path"] for k in result.kept]
     if result.kept:
         failure += f"; {result.kept_text()}"
+        unresolved = journal.model_copy(update={
+            "phase": "unresolved", "failure": failure[:4000], "kept": [KeptFile(**k) for k in result.kept],
+            "gate_summary": gate.summary[:2000] if gate is not None else None})
+        try:
+            write_journal(workspace, unresolved)
+        except Exception as exc:  # noqa: BLE001 - still applying/reverting on disk: recovery finds the same edit
+            log.warning("could not mark the journal of %s as unresolved: %s", journal.recipe_id, fault_reason(exc))
+        return failure, unresolved, kept  # the tree holds the person's edit over the change: theirs to settle
     try:
-        journal = set_phase(workspace, journal, "reverted", failure=failure[:2000], kept_edits=kept)
-    except Exception:  # noqa: BLE001 - still "reverting" on disk: recovery restores (a no-op) again
-        log.warning("could not mark the journal of %s as reverted", journal.recipe_id, exc_info=True)
+        journal = set_phase(workspace, journal, "reverted", failure=failure[:2000])
+    except Exception as exc:  # noqa: BLE001 - still "reverting" on disk: recovery restores (a no-op) again
+        log.warning("could not mark the journal of %s as reverted: %s", journal.recipe_id, fault_reason(exc))
     try:
         reload(workspace)
     except Exception as exc:  # noqa: BLE001 - the bytes are back; mention it, do not fail on it
@@ -300,10 +374,14 @@ def _revert(workspace: Path, journal: Journal, journal_file: Path, reload: Calla
 def _settle(journal_file: Path, on_outcome: Callable[[ApplyOutcome], None] | None, outcome: ApplyOutcome,
             hook: Callable[[str], None], *, delete: bool = True) -> ApplyOutcome:
     """The tree is settled and the journal says so: record the verdict, then let the journal go.
-    If recording raises, the journal stays and recovery records the verdict."""
+    If recording fails, the journal stays, recovery records the verdict, and the outcome says so."""
     hook("settled")
     if on_outcome is not None:
-        on_outcome(outcome)
+        try:
+            on_outcome(outcome)
+        except Exception as exc:  # noqa: BLE001 - the tree is settled; the journal finishes the record
+            log.warning("the verdict of %s could not be recorded: %s", outcome.recipe_id, fault_reason(exc))
+            return outcome.model_copy(update={"unrecorded": _reason(exc)})
     hook("before_journal_delete")
     if delete:
         try:
@@ -325,17 +403,21 @@ def apply_delta(
     lock_timeout: float = 0.0,
     hook: Callable[[str], None] | None = None,
     on_outcome: Callable[[ApplyOutcome], None] | None = None,
+    still_open: Callable[[], None] | None = None,
 ) -> ApplyOutcome:
     """Apply `changes` (relative path → full new bytes) and keep them only if `gate` is green.
 
     Every path in `expected` (sha256 hex when drafted, None = did not exist) is checked for
     staleness, including ones the delta does not change; every changed path must be in it.
 
-    Raises WorkspaceBusy (lock held elsewhere), ApplyRefused (nothing written), RevertFailed
-    (a revert could not finish; journal kept). Everything else is an ApplyOutcome.
-    `on_outcome` records the verdict: it runs with the lock still held (so recording cannot
-    interleave with a proposer staging) and after the journal says the tree is settled (so a kill
-    before it is recorded leaves recovery to record it, exactly once).
+    Raises WorkspaceBusy (lock held elsewhere), ApplyRefused (nothing of the delta left in the tree:
+    refused before writing, or stopped by the person's edit and undone), RevertFailed (a revert
+    could not finish; journal kept). Everything else is an ApplyOutcome.
+    `still_open()` runs first under the lock and refuses (by raising) when the proposal was
+    decided meanwhile: one verdict per proposal. `on_outcome` records the verdict: it runs with
+    the lock still held (so recording cannot interleave with a proposer staging or another
+    verdict) and after the journal says the tree is settled (so a kill before it is recorded
+    leaves recovery to record it, exactly once). It is not called for an `unresolved` outcome.
     """
     workspace = Path(workspace).resolve(strict=True)
     try:
@@ -345,15 +427,26 @@ def apply_delta(
     hook = hook or _no_hook
     with workspace_lock(workspace, lock_timeout):
         hook("locked")
-        files, created_dirs, touched = _plan(workspace, changes, expected, unsaved)
-        journal = Journal.new(recipe_id, files, created_dirs, records_verdict=on_outcome is not None)
+        if still_open is not None:
+            still_open()
+        try:
+            files, created_dirs, touched, seen = _plan(workspace, changes, expected, unsaved)
+        except UnsafeFile:
+            raise
+        except OSError as exc:  # a target that cannot be read (permission denied...): named, nothing written
+            raise ApplyRefused("fault", exc.filename or "", f"nothing was changed: {_reason(exc)}") from None
+        journal = Journal.new(recipe_id, files, created_dirs, records_verdict=on_outcome is not None,
+                              workspace=workspace)
         try:
             journal_file = write_journal(workspace, journal)
-        except BaseException:
+        except BaseException as exc:
             with suppress(OSError):  # undo a half-made journal; the tree is untouched
                 delete_journal(journal_path(workspace, recipe_id))
+            if isinstance(exc, OSError):
+                raise ApplyRefused("fault", journal_rel(recipe_id), f"nothing was changed: the apply journal could "
+                                                                     f"not be written ({_reason(exc)})") from None
             raise
-        written: list[str] = []
+        written: dict[str, Seen] = {}
         result: GateResult | None = None
 
         recording = threading.Lock()  # a gate may start its processes from several threads
@@ -367,9 +460,13 @@ def apply_delta(
                     journal = set_phase(workspace, journal, journal.phase,
                                         gate_processes=[*journal.gate_processes, identify(pid)])
 
+        def outcome(**fields) -> ApplyOutcome:
+            return ApplyOutcome(recipe_id=recipe_id, accept_id=journal.accept_id, gate=result,
+                                written=sorted(written), **fields)
+
         try:
             hook("journal_written")
-            _write_delta(workspace, touched, journal, written, hook)
+            _write_delta(workspace, touched, journal, seen, written, hook)
             hook("before_reload")
             try:
                 reload(workspace)
@@ -383,22 +480,42 @@ def apply_delta(
                 hook("after_gate")
                 if result.green:
                     journal = set_phase(workspace, journal, "kept")
-                    kept = ApplyOutcome(recipe_id=recipe_id, flows_green=True, reverted=False, failure=None,
-                                        gate=result, written=written)
+                    kept = outcome(flows_green=True, reverted=False, failure=None)
                 else:  # held: nothing judged the change (no flow exercises it); it is not kept either
                     failure = result.summary if result.held else f"{result.gate} gate red: {result.summary}"
+        except _Stopped as stop:
+            return _stop(workspace, journal, journal_file, reload, stop, hook, written)
         except BaseException as exc:
             failure, journal, left = _revert(workspace, journal, journal_file, reload,
-                                             f"apply interrupted: {_reason(exc)}", hook)
+                                             f"apply interrupted: {_reason(exc)}", hook, written, result)
+            if journal.phase == "unresolved":
+                if not isinstance(exc, Exception):
+                    raise
+                return outcome(flows_green=False, reverted=False, failure=failure, kept_edits=left, unresolved=True)
             if not isinstance(exc, Exception):
                 delete_journal(journal_file)  # interrupted by the person: no verdict to record
                 raise
-            return _settle(journal_file, on_outcome, ApplyOutcome(
-                recipe_id=recipe_id, flows_green=False, reverted=True, failure=failure, gate=result,
-                written=written, kept_edits=left), hook)
+            return _settle(journal_file, on_outcome, outcome(flows_green=False, reverted=True, failure=failure),
+                           hook)
         if result is not None and result.green:
             return _settle(journal_file, on_outcome, kept, hook)
-        failure, journal, left = _revert(workspace, journal, journal_file, reload, failure, hook)
-        return _settle(journal_file, on_outcome, ApplyOutcome(
-            recipe_id=recipe_id, flows_green=False, reverted=True, failure=failure, gate=result, written=written,
-            kept_edits=left), hook)
+        failure, journal, left = _revert(workspace, journal, journal_file, reload, failure, hook, written, result)
+        if journal.phase == "unresolved":
+            return outcome(flows_green=False, reverted=False, failure=failure, kept_edits=left, unresolved=True)
+        return _settle(journal_file, on_outcome, outcome(flows_green=False, reverted=True, failure=failure), hook)
+
+
+def _stop(workspace: Path, journal: Journal, journal_file: Path, reload: Callable[[Path], object], stop: _Stopped,
+          hook: Callable[[str], None], written: Mapping[str, Seen]) -> ApplyOutcome:
+    """A target was edited before its write: undo what was written, keep the edit, refuse."""
+    message = (f"{stop.rel}: {stop.why}. Your version is kept as it is and nothing of the proposal was applied"
+               if not written else
+               f"{stop.rel}: {stop.why}. Your version is kept as it is; the files already written "
+               f"({', '.join(sorted(written))}) were put back, so nothing of the proposal was applied")
+    failure, journal, left = _revert(workspace, journal, journal_file, reload, message, hook, written)
+    if journal.phase == "unresolved":
+        return ApplyOutcome(recipe_id=journal.recipe_id, accept_id=journal.accept_id, flows_green=False,
+                            reverted=False, failure=failure, gate=None, written=sorted(written), kept_edits=left,
+                            unresolved=True)
+    delete_journal(journal_file)  # nothing of ours is left in the tree: no verdict, like any refusal
+    raise ApplyRefused("edited", stop.rel, message)

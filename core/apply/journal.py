@@ -11,10 +11,35 @@ Its phase says how far it got: `applying` / `reverting` (the tree may be half wa
 verdict may be missing). A subprocess gate's leader is recorded before the gate may run, so
 recovery can end a gate the killed accept left running.
 
+Each journal belongs to one accept: `accept_id` is random per apply and is written as the
+`call_id` of that accept's `mining.proposal_decided`, and the signature binds it to this workspace
+(core.authn). So a journal is single-use: one whose accept already has its verdict (a copy put back
+after the accept was kept) is spent and never restores anything, and one copied from another
+workspace does not verify here.
+
+`unresolved`: the accept could not be settled by the tool alone (a file the person edited while
+it ran, or after a crash, could not be restored without losing that edit). The journal stays, every
+command says so, and a person chooses restore or keep (core.apply.resolve), which records the verdict.
+
 The journal is signed (core.authn) because recovery acts on it: a planted one is never obeyed.
-Restoring a file is conditional on its bytes: a file is put back only while it still holds
-exactly what the apply wrote (`sha256_after`); a file someone changed since (an edit typed while
-the gate ran, or after a crash) is kept and named. Restoring is idempotent, so a crash during a
+Every write to a target is conditional on what is there, checked at the last moment: the new
+bytes go to a temp file beside it; whatever is at the target is moved aside in one step and
+checked there to be exactly what was expected (its inode and its bytes: the pre-edit file for an
+apply, the apply's own file for a revert); the temp file takes the target's name only while nothing
+is there (RENAME_NOREPLACE, or a hard link), so a save that lands meanwhile is kept; and the file
+moved aside is checked again, so a save written into it in place is put back. If anything is not
+what was expected, the person's version is kept at the target and named (`ChangedUnderUs`). What
+stays open: a save whose open() came before the move and whose write() comes after the last
+check lands in the file moved aside, after it was removed (editors open and write in one go, so the
+two are microseconds apart; closing it needs a write lease, F_SETLEASE, whose break is a SIGIO to
+the whole process, which a library running in a language server's worker thread cannot own). An atomic exchange
+(renameat2 RENAME_EXCHANGE) closes nothing more and is not used: editors' file watchers read it as
+the file created and then deleted, drop the event, and keep showing the old text. The price: a
+process killed in the instant between the move and the placing leaves the file under its swap name
+until the next command's recovery puts it back (a save meanwhile creates it again, and is kept). Restoring is therefore
+conditional on the bytes too: a file is put back only while it still holds exactly what the apply
+wrote (`sha256_after`); a file someone changed since (an edit typed while the gate ran, or after a
+crash) is kept and named. Restoring is idempotent, so a crash during a
 revert or a recovery is mended by the next recovery. Every file operation goes through directory
 descriptors opened with O_NOFOLLOW from the workspace root: a symlink planted in the tree makes
 that file be left (and named), never a write outside the workspace.
@@ -27,19 +52,21 @@ import errno
 import hashlib
 import logging
 import os
+import secrets
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from pydantic import BaseModel, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from core import statefs
 from core.apply.processes import GateProcess
 from core.authn import NotAuthentic, seal, unseal
+from core.safeio import FAULTS, os_problem
 from core.ids import BadRecipeId, require_recipe_id
 
 log = logging.getLogger(__name__)
@@ -47,6 +74,7 @@ log = logging.getLogger(__name__)
 JOURNAL_DIR = ".artifacts/mining/journal"
 JOURNAL_PURPOSE = "apply journal"
 TMP_SUFFIX = ".kitsoki-miner.tmp"
+SWAP_SUFFIX = ".kitsoki-miner.swap"
 MAX_JOURNAL_BYTES = 512 << 20
 """A journal holds the pre-edit bytes of every file it touches (base64)."""
 _NAME_MAX = 255
@@ -54,7 +82,7 @@ _FORBIDDEN_TOP = frozenset({".artifacts"})
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
-Phase = Literal["applying", "reverting", "kept", "reverted"]
+Phase = Literal["applying", "reverting", "kept", "reverted", "unresolved"]
 
 
 def journal_dir(workspace: Path) -> Path:
@@ -65,13 +93,19 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def tmp_name(name: str) -> str:
+def tmp_name(name: str, suffix: str = TMP_SUFFIX) -> str:
     """The temp file a write of `name` goes through, beside it. Deterministic, so recovery can
     find a stray one from the journal alone; hashed when the plain form would be too long."""
-    plain = f".{name}{TMP_SUFFIX}"
+    plain = f".{name}{suffix}"
     if len(os.fsencode(plain)) <= _NAME_MAX:
         return plain
-    return f".{sha256_hex(os.fsencode(name))[:32]}{TMP_SUFFIX}"
+    return f".{sha256_hex(os.fsencode(name))[:32]}{suffix}"
+
+
+def swap_name(name: str) -> str:
+    """Where a complete new file waits for its swap, and where the file it replaced (or one being
+    removed) lands: unlike tmp_name, what is found here after a crash may be a person's version."""
+    return tmp_name(name, SWAP_SUFFIX)
 
 
 def is_safe_relpath(path: str) -> bool:
@@ -122,9 +156,19 @@ class JournalFile(BaseModel):
         return base64.b64decode(self.before_b64) if self.before_b64 is not None else None
 
 
+class KeptFile(BaseModel):
+    path: str
+    why: str
+
+
 class Journal(BaseModel):
-    version: Literal[2] = 2
+    version: Literal[3] = 3
     recipe_id: str
+    accept_id: str = Field(pattern=r"^[0-9a-f]{16}$")
+    """Random per apply; the `call_id` of its verdict in the trace: a journal whose accept has a
+    verdict is spent."""
+    workspace: str = ""
+    """The workspace's resolved root when the apply began (for people; the signature binds it)."""
     phase: Phase = "applying"
     started_at: float
     started_at_ns: int
@@ -141,9 +185,11 @@ class Journal(BaseModel):
     """Further leaders when the gate runs several processes at once (one per app), each recorded
     before it may run."""
     failure: str | None = None
-    """Phase reverted: why."""
-    kept_edits: list[str] = []
-    """Phase reverted: files left as someone changed them instead of being restored."""
+    """Phase reverted or unresolved: why."""
+    kept: list[KeptFile] = []
+    """Phase unresolved: files left as someone changed them instead of being restored, and why."""
+    gate_summary: str | None = None
+    """What the gate said, when it ran (kept for the person resolving an unresolved accept)."""
 
     @field_validator("recipe_id")
     @classmethod
@@ -160,10 +206,16 @@ class Journal(BaseModel):
 
     @classmethod
     def new(cls, recipe_id: str, files: list[JournalFile], created_dirs: list[str], *,
-            records_verdict: bool = False) -> Journal:
+            records_verdict: bool = False, workspace: Path | None = None) -> Journal:
         now = time.time_ns()
-        return cls(recipe_id=recipe_id, started_at=now / 1e9, started_at_ns=now, pid=os.getpid(), files=files,
-                   created_dirs=created_dirs, records_verdict=records_verdict)
+        return cls(recipe_id=recipe_id, accept_id=secrets.token_hex(8), started_at=now / 1e9, started_at_ns=now,
+                   pid=os.getpid(), files=files, created_dirs=created_dirs, records_verdict=records_verdict,
+                   workspace=str(workspace) if workspace is not None else "")
+
+    @property
+    def call_id(self) -> str:
+        """The trace `call_id` of this accept's verdict."""
+        return f"accept-{self.accept_id}"
 
 
 class CorruptJournal(ValueError):
@@ -171,12 +223,17 @@ class CorruptJournal(ValueError):
 
 
 class RefusedJournal(ValueError):
-    """A journal that is not ours (unsigned, forged, another key) or not a regular file: moved aside."""
+    """A journal that does not verify. `kind`: unsafe (not a regular file), unsigned, changed (both
+    moved aside: not ours), or other-key / older / other-workspace (possibly a genuine accept of this
+    person's, signed with a key or for a folder we cannot check now: left for a person to resolve)."""
 
-    def __init__(self, message: str, *, kind: str, other_key: bool = False) -> None:
+    def __init__(self, message: str, *, kind: str) -> None:
         self.kind = kind
-        self.other_key = other_key
         super().__init__(message)
+
+    @property
+    def needs_person(self) -> bool:
+        return self.kind in ("other-key", "older", "other-workspace")
 
 
 def journal_rel(recipe_id: str) -> str:
@@ -223,7 +280,7 @@ def read_journal(workspace: Path, path: Path) -> Journal:
         body = unseal(data, purpose=JOURNAL_PURPOSE, rel=rel, path=path, what="the apply journal",
                       workspace=workspace)
     except NotAuthentic as exc:
-        raise RefusedJournal(str(exc), kind="forged", other_key=exc.other_key) from None
+        raise RefusedJournal(str(exc), kind=exc.kind) from None
     try:
         journal = Journal.model_validate(body)
     except (ValidationError, BadRecipeId) as exc:
@@ -292,16 +349,267 @@ def read_file(dir_fd: int, name: str) -> tuple[bytes, int] | None:
         os.close(fd)
 
 
-def write_atomic(dir_fd: int, name: str, data: bytes, mode: int | None,
-                 before_replace: Callable[[], None] | None = None) -> None:
-    """Replace `name` in `dir_fd` with `data` via the temp file tmp_name(name) (a leftover of a crash
-    removed first): written, fsynced, chmodded to `mode` (None = a new file, 0644 less the umask),
-    renamed over, the folder fsynced (core.statefs.replace_in)."""
+@dataclass(frozen=True)
+class Seen:
+    """What a file held when it was last looked at: its bytes' sha256 (None: it was absent) and,
+    when known, its inode (device, number). Recovery after a crash knows only the bytes."""
+
+    sha256: str | None
+    inode: tuple[int, int] | None = None
+
+
+class ChangedUnderUs(Exception):
+    """At the moment of a write the file was not what was expected: someone else's version is kept
+    (and the write undone). `why` says what was found."""
+
+    def __init__(self, name: str, why: str) -> None:
+        self.name = name
+        self.why = why
+        super().__init__(f"{name}: {why}")
+
+
+def _peek(dir_fd: int, name: str) -> tuple[os.stat_result | None, bytes | None]:
+    """(lstat-like info, bytes) of `name`: (None, None) when absent, bytes None when it is not a
+    regular file. Never follows a link, never blocks on a FIFO."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            try:
+                return os.stat(name, dir_fd=dir_fd, follow_symlinks=False), None
+            except FileNotFoundError:
+                return None, None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return info, None
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return info, b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _matches(expect: Seen, info: os.stat_result | None, data: bytes | None) -> bool:
+    if expect.sha256 is None:
+        return info is None
+    if info is None or data is None or sha256_hex(data) != expect.sha256:
+        return False
+    return expect.inode is None or (info.st_dev, info.st_ino) == expect.inode
+
+
+def _why(expect: Seen, info: os.stat_result | None, data: bytes | None) -> str:
+    if info is None:
+        return "it was deleted while the accept ran"
+    if expect.sha256 is None:
+        return "someone else created it while the accept ran"
+    if data is None:
+        what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+        return f"it became {what} while the accept ran"
+    if sha256_hex(data) != expect.sha256:
+        return "it was edited while the accept ran (its bytes are not the ones the accept checked)"
+    return "it was replaced by another file while the accept ran (an editor's save)"
+
+
+def _ino(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def _unlink_if(dir_fd: int, name: str, inode: tuple[int, int]) -> None:
+    """Remove `name` only while it is the file `inode` (ours): never someone else's."""
+    with suppress(FileNotFoundError):
+        if _ino(os.stat(name, dir_fd=dir_fd, follow_symlinks=False)) == inode:
+            os.unlink(name, dir_fd=dir_fd)
+
+
+def keep_aside(dir_fd: int, src: str, name: str) -> str:
+    """Move someone's file at `src` to a visible name of its own beside `name` (never replacing
+    anything); the new name."""
+    n = 0
+    while True:
+        candidate = f"{name}.kitsoki-miner-kept" + (f"-{n}" if n else "")
+        try:
+            os.link(src, candidate, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        except FileExistsError:
+            n += 1
+            continue
+        os.unlink(src, dir_fd=dir_fd)
+        os.fsync(dir_fd)
+        return candidate
+
+
+def _put_back(dir_fd: int, held: str, name: str) -> str:
+    """Someone's file was moved to `held` by us: back to `name` unless a newer one is there now
+    (then it is kept aside, and that is said)."""
+    try:
+        if statefs.rename_noreplace(dir_fd, held, name):
+            return ""
+        os.link(held, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+        os.unlink(held, dir_fd=dir_fd)
+        return ""
+    except FileExistsError:
+        return f"; a newer version was saved meanwhile, so that one was moved to {keep_aside(dir_fd, held, name)}"
+
+
+def _place(dir_fd: int, tmp: str, name: str) -> None:
+    """`tmp` becomes `name` only if nothing is at `name` (FileExistsError otherwise): one atomic step
+    (RENAME_NOREPLACE, or a hard link); check-then-rename only on a file system that has neither."""
+    if statefs.rename_noreplace(dir_fd, tmp, name):
+        return
+    try:
+        os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError:  # a file system without hard links: check, then rename
+        if _peek(dir_fd, name)[0] is not None:
+            raise FileExistsError(errno.EEXIST, name) from None
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return
+    os.unlink(tmp, dir_fd=dir_fd)
+
+
+def _take_back(dir_fd: int, name: str, is_ours: Callable[[os.stat_result, bytes | None], bool]) -> str:
+    """Move our own file off `name` (to the temp name, which only ever holds our bytes) so a person's
+    version can go back there; a save that landed on `name` meanwhile is kept aside and said."""
+    tmp = tmp_name(name)
+    try:
+        os.rename(name, tmp, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except FileNotFoundError:
+        return ""
+    info, data = _peek(dir_fd, tmp)
+    if info is not None and is_ours(info, data):
+        os.unlink(tmp, dir_fd=dir_fd)
+        return ""
+    return f"; a newer version saved meanwhile was moved to {keep_aside(dir_fd, tmp, name)}"
+
+
+def _swap_checked(dir_fd: int, tmp: str, name: str, expect: Seen, ours: tuple[int, int]) -> None:
+    """`tmp` (complete) takes `name`'s place only if `name` is `expect` at that instant.
+
+    Whatever is at `name` is moved to the swap name in one step, and checked there: a save that
+    landed before the move is what is checked (and goes back when it is not the expected file); a
+    save that lands after it creates a new file at `name`, and `tmp` is put at `name` only while
+    nothing is there (RENAME_NOREPLACE or a hard link), so that save is kept. Then the file moved
+    aside is checked once more (a write through a descriptor an editor opened before the move lands
+    in it) and removed only while it is exactly the expected file. An editor's file watcher sees the
+    file go and come back at once, which it reads as a change and reloads (keeping its undo
+    history); an atomic exchange would read as created-then-deleted and be dropped. Recovery puts
+    back what it finds under the swap name when `name` is missing (a crash between the two steps)."""
+    swap = swap_name(name)
+    if _peek(dir_fd, swap)[0] is not None:  # left by an earlier crash that recovery did not see
+        keep_aside(dir_fd, swap, name)
+    try:
+        os.rename(name, swap, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise ChangedUnderUs(name, "it was deleted while the accept ran") from None
+    info, data = _peek(dir_fd, swap)
+    if not _matches(expect, info, data):
+        why = _why(expect, info, data) + _put_back(dir_fd, swap, name)
+        os.fsync(dir_fd)
+        raise ChangedUnderUs(name, why)
+    try:
+        _place(dir_fd, tmp, name)
+    except FileExistsError:  # saved while it was aside: the person's new file stays at `name`
+        info, data = _peek(dir_fd, swap)
+        if _matches(expect, info, data):
+            os.unlink(swap, dir_fd=dir_fd)  # the file we checked, unchanged: nobody's edit
+            note = ""
+        else:
+            note = f"; an earlier save was moved to {keep_aside(dir_fd, swap, name)}"
+        os.fsync(dir_fd)
+        raise ChangedUnderUs(name, "it was saved while the accept wrote it" + note) from None
+    except BaseException:  # a fault (a full disk): the checked file goes back to its name now
+        with suppress(OSError):
+            _put_back(dir_fd, swap, name)
+        raise
+    info, data = _peek(dir_fd, swap)
+    if _matches(expect, info, data):
+        os.unlink(swap, dir_fd=dir_fd)  # exactly the expected file: its bytes are in the journal
+        return
+    why = _why(expect, info, data) + " (a save written into it as the accept replaced it)"
+    why += _take_back(dir_fd, name, lambda info, _data: _ino(info) == ours) + _put_back(dir_fd, swap, name)
+    os.fsync(dir_fd)
+    raise ChangedUnderUs(name, why)
+
+
+def _create_checked(dir_fd: int, tmp: str, name: str) -> None:
+    try:
+        _place(dir_fd, tmp, name)
+    except FileExistsError:
+        raise ChangedUnderUs(name, "someone else created it while the accept ran") from None
+
+
+def write_checked(dir_fd: int, name: str, data: bytes, mode: int | None, expect: Seen,
+                  before_replace: Callable[[], None] | None = None) -> Seen:
+    """Put `data` at `name` only if what is there at that instant is `expect` (module docstring):
+    the temp file tmp_name(name) (a leftover removed first) is written, fsynced and chmodded to
+    `mode` (None: a new file, 0644 less the umask), then swapped in and what it replaced checked.
+    Raises ChangedUnderUs (the person's version left at `name`) otherwise. What is there now."""
     tmp = tmp_name(name)
     with suppress(FileNotFoundError):
         os.unlink(tmp, dir_fd=dir_fd)
-    statefs.replace_in(dir_fd, name, data, tmp=tmp, create_mode=0o644 if mode is None else 0o600, exact_mode=mode,
-                       before_replace=before_replace)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644 if mode is None else 0o600, dir_fd=dir_fd)
+    try:
+        try:
+            statefs._write_all(fd, data)
+            if mode is not None:
+                os.fchmod(fd, mode)
+            os.fsync(fd)
+            ours = _ino(os.fstat(fd))
+        finally:
+            os.close(fd)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    try:
+        if before_replace is not None:
+            before_replace()
+        if expect.sha256 is None:
+            _create_checked(dir_fd, tmp, name)
+        else:
+            _swap_checked(dir_fd, tmp, name, expect, ours)
+    except BaseException:
+        with suppress(OSError):
+            _unlink_if(dir_fd, tmp, ours)
+        raise
+    os.fsync(dir_fd)
+    return Seen(sha256_hex(data), ours)
+
+
+def remove_checked(dir_fd: int, name: str, expect: Seen) -> None:
+    """Delete `name` only if it is `expect` at that instant: it is moved aside first (one atomic
+    step), checked, and put back (ChangedUnderUs) when it is someone else's."""
+    held = swap_name(name)
+    if _peek(dir_fd, held)[0] is not None:  # left by an earlier crash that recovery did not see
+        keep_aside(dir_fd, held, name)
+    try:
+        os.rename(name, held, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise ChangedUnderUs(name, "it was deleted while the accept ran") from None
+    info, data = _peek(dir_fd, held)
+    if _matches(expect, info, data):
+        os.unlink(held, dir_fd=dir_fd)
+        os.fsync(dir_fd)
+        return
+    why = _why(expect, info, data) + _put_back(dir_fd, held, name)
+    os.fsync(dir_fd)
+    raise ChangedUnderUs(name, why)
+
+
+def seen_file(dir_fd: int, name: str) -> Seen:
+    """What `name` holds now (sha256 and inode), for a later write_checked."""
+    info, data = _peek(dir_fd, name)
+    if info is None:
+        return Seen(None)
+    if data is None:
+        raise OSError(errno.EINVAL, f"{name} is not a regular file")
+    return Seen(sha256_hex(data), _ino(info))
 
 
 # ── restoring ─────────────────────────────────────────────────────────────────────────────────
@@ -338,28 +646,41 @@ class Restored:
         return "; ".join(f"{k['path']} was kept as it is: {k['why']}" for k in self.kept)
 
 
-def restore(workspace: Path, journal: Journal, hook: Callable[[str], None] | None = None) -> Restored:
+def restore(workspace: Path, journal: Journal, hook: Callable[[str], None] | None = None,
+            written: Mapping[str, Seen] | None = None) -> Restored:
     """Put back every journaled file that still holds the apply's bytes; never raises for one file
     (it is named in `left`). Files changed since the apply wrote them are named in `kept`.
+    `written` (path -> what the apply wrote, with its inode) makes the check exact in-process;
+    recovery after a crash checks the bytes alone.
 
     `hook("restore:<path>")` is called before each file (a test seam: raising there makes that
     file fail to restore)."""
     out = Restored()
+    written = written or {}
     root = open_root(workspace)
     try:
         for entry in journal.files:
             try:
                 if hook is not None:
                     hook(f"restore:{entry.path}")
-                _restore_one(root, entry, out)
+                _restore_one(root, entry, out, written.get(entry.path))
             except Exception as exc:  # noqa: BLE001 - named in `left`, the journal is kept
                 out.left.append(entry.path)
-                out.errors.append(f"{entry.path}: {exc}")
-        for directory in sorted(journal.created_dirs, key=lambda d: d.count("/"), reverse=True):
-            _remove_dir_if_empty(root, directory, out)
+                out.errors.append(f"{entry.path}: {fault_reason(exc)}")
+        remove_empty_dirs(root, journal.created_dirs, out)
     finally:
         os.close(root)
     return out
+
+
+def remove_empty_dirs(root: int, dirs: list[str], out: Restored) -> None:
+    """The folders an apply created, deepest first, each only if it is empty (named in `removed`)."""
+    for directory in sorted((d for d in dirs if is_safe_relpath(d)), key=lambda d: d.count("/"), reverse=True):
+        _remove_dir_if_empty(root, directory, out)
+
+
+def fault_reason(exc: BaseException) -> str:
+    return os_problem(exc) if isinstance(exc, OSError) and exc.errno in FAULTS else str(exc)
 
 
 def _keep(out: Restored, path: str, why: str) -> None:
@@ -367,7 +688,38 @@ def _keep(out: Restored, path: str, why: str) -> None:
     log.warning("not restoring %s: %s", path, why)
 
 
-def _restore_one(root: int, entry: JournalFile, out: Restored) -> None:
+def _clear_tmp(dir_fd: int, name: str, entry: JournalFile, before: bytes | None) -> str | None:
+    """What a crash left beside `name`: the temp file (only ever our own bytes) is removed; the swap
+    file, when `name` is missing (a crash between moving it aside and putting the new file in), goes
+    back to `name`; otherwise it is removed when it holds the apply's bytes or the pre-edit ones, and
+    anything else there is a person's version caught mid-swap, which goes back to `name` (when that
+    holds the apply's bytes) or aside. Returns why the file is the person's, if it is."""
+    with suppress(FileNotFoundError):
+        os.unlink(tmp_name(name), dir_fd=dir_fd)
+    swap = swap_name(name)
+    info, data = _peek(dir_fd, swap)
+    if info is None or data is None:  # nothing, or not a file of ours (a link, a folder): never followed
+        return None
+    now_info, now = _peek(dir_fd, name)
+    ours = sha256_hex(data) == entry.sha256_after or (before is not None and data == before)
+    if now_info is None:
+        _put_back(dir_fd, swap, name)
+        os.fsync(dir_fd)
+        return None if ours else ("a version saved while the accept ran was put back in place (the accept was "
+                                  "interrupted mid-write)")
+    if ours:
+        os.unlink(swap, dir_fd=dir_fd)
+        return None
+    if now is not None and sha256_hex(now) == entry.sha256_after:
+        # the apply's bytes at `name`, the person's beside it: theirs back in place
+        moved = _take_back(dir_fd, name, lambda _info, got: got is not None and sha256_hex(got) == entry.sha256_after)
+        _put_back(dir_fd, swap, name)
+        os.fsync(dir_fd)
+        return "a version saved while the accept ran was put back in place (the accept was interrupted mid-write)" + moved
+    return f"a version saved while the accept ran was kept at {keep_aside(dir_fd, swap, name)}"
+
+
+def _restore_one(root: int, entry: JournalFile, out: Restored, written: Seen | None) -> None:
     parts = PurePosixPath(entry.path).parts
     parent, name = parts[:-1], parts[-1]
     before = entry.before()
@@ -383,35 +735,36 @@ def _restore_one(root: int, entry: JournalFile, out: Restored) -> None:
             return
         raise
     try:
-        with suppress(FileNotFoundError):  # our own temp file, by its deterministic name
-            os.unlink(tmp_name(name), dir_fd=dir_fd)
-        try:
-            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            info = None
-        if info is not None and not stat.S_ISREG(info.st_mode):
+        caught = _clear_tmp(dir_fd, name, entry, before)
+        if caught is not None:
+            _keep(out, entry.path, caught)
+            return
+        info, data = _peek(dir_fd, name)
+        if info is not None and data is None:
             what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
             _keep(out, entry.path, f"it is now {what}, not the file the accept wrote")
             return
-        current = read_file(dir_fd, name) if info is not None else None
-        if current is None:
+        if info is None:
             if before is not None:
                 _keep(out, entry.path, "it was deleted after the accept wrote it")
             return
-        data = current[0]
         if before is not None and data == before:
             return  # already as it was (never written, or restored by an earlier run)
         if sha256_hex(data) != entry.sha256_after:
             _keep(out, entry.path, "it was changed after the accept wrote it (its bytes are neither the "
                                    "accept's nor the original's)")
             return
-        if before is not None:
-            write_atomic(dir_fd, name, before, entry.mode)
-            out.restored.append(entry.path)
-        else:
-            os.unlink(name, dir_fd=dir_fd)
-            os.fsync(dir_fd)
-            out.removed.append(entry.path)
+        expect = written if written is not None and written.sha256 == entry.sha256_after \
+            else Seen(entry.sha256_after)
+        try:
+            if before is not None:
+                write_checked(dir_fd, name, before, entry.mode, expect)
+                out.restored.append(entry.path)
+            else:
+                remove_checked(dir_fd, name, expect)
+                out.removed.append(entry.path)
+        except ChangedUnderUs as exc:
+            _keep(out, entry.path, exc.why)
     finally:
         os.close(dir_fd)
 
@@ -445,6 +798,6 @@ def mark_reverting(workspace: Path, journal: Journal) -> Journal:
     restores the same way from `applying`)."""
     try:
         return set_phase(workspace, journal, "reverting")
-    except Exception:  # noqa: BLE001 - informational only
-        log.warning("could not mark the journal of %s as reverting", journal.recipe_id, exc_info=True)
+    except Exception as exc:  # noqa: BLE001 - informational only
+        log.warning("could not mark the journal of %s as reverting: %s", journal.recipe_id, fault_reason(exc))
         return journal

@@ -80,8 +80,20 @@ def _members(group: GateProcess) -> list[int]:
     return out
 
 
-def end_group(group: GateProcess) -> str:
-    """End the recorded gate's process group if it is still running; what happened, for the report."""
+def _works_in(pid: int, workspace: Path) -> bool:
+    """True when the process's working folder is the workspace or inside it."""
+    try:
+        cwd = Path(os.readlink(_PROC / str(pid) / "cwd"))
+    except OSError:
+        return False
+    root = Path(workspace).resolve()
+    return cwd == root or cwd.is_relative_to(root)
+
+
+def end_group(group: GateProcess, *, within: Path | None = None) -> str:
+    """End the recorded gate's process group if it is still running; what happened, for the report.
+    `within`: the record itself is not verified (a journal signed with another key), so the group is
+    ended only if its processes also work inside that workspace, as every gate does."""
     if group.start_ticks is None or group.boot_id is None or not _PROC.is_dir():
         return "not checked: this system has no /proc to confirm the process is the gate"
     if _boot_id() != group.boot_id:
@@ -95,6 +107,8 @@ def end_group(group: GateProcess) -> str:
         members = _members(group)
         if not members:
             return "gone: it had already ended"
+    if within is not None and not all(_works_in(pid, within) for pid in members):
+        return f"left alone: process group {group.pid} does not work in {within}, so it may not be the gate"
     try:
         os.killpg(group.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -2,14 +2,26 @@
 
 For each journal left in `.artifacts/mining/journal/` (core.apply.journal), under the workspace lock:
 
-- a journal kitsoki-miner did not write (unsigned, forged, signed with another key, not a regular
-  file) is moved aside as `<name>.refused` and reported; nothing it says is acted on;
+- a journal kitsoki-miner did not write (unsigned, changed, not a regular file, not a journal) is
+  moved aside as `<name>.refused` and reported; nothing it says is acted on;
+- a journal that may be genuine but cannot be verified here (signed with another key: the key was
+  rotated or lost, or another user's or another HOME's command got here first; signed by an older
+  version; signed for another folder) is left where it is and reported on every command (see
+  `core.apply.resolve`): its accept's files are shown with their hashes and a person chooses
+  restore or keep. The gate process it names is ended if it is still a gate running in this
+  workspace (same boot, same start time, its working folder inside the workspace);
+- a journal whose accept already has its verdict (the trace holds a `mining.proposal_decided`
+  whose `call_id` is the journal's accept) is spent: replayed or left over, it restores nothing
+  and is moved aside as `<name>.spent`;
 - a gate the killed accept left running is ended (after checking it is the same process group);
-- `applying` / `reverting`: every file that still holds the apply's bytes is restored, a file
-  changed since is kept and named, stray temp files and the delta's empty folders are removed;
+- `applying` / `reverting`: every file that still holds the apply's bytes is restored, stray temp
+  files and the delta's empty folders are removed. A file changed since (an edit after the crash)
+  is kept, and the journal becomes `unresolved`: its change may still be in that file, so a
+  person settles it;
 - `kept` / `reverted`: the tree was settled; if the caller records verdicts and none was recorded
-  after the apply began, `mining.proposal_decided` is written now (so a verdict is recorded exactly
+  for this accept, `mining.proposal_decided` is written now (so a verdict is recorded exactly
   once, whatever moment the accept was killed at);
+- `unresolved`: left for a person (core.apply.resolve);
 - then the journal is deleted. A file that could not be restored keeps its journal for next time.
 
 One report dict per journal, also appended to the trace as `mining.recovered`.
@@ -26,18 +38,22 @@ import orjson
 
 from core import statefs
 from core.apply.journal import (
+    MAX_JOURNAL_BYTES,
     CorruptJournal,
     Journal,
+    KeptFile,
     RefusedJournal,
     delete_journal,
+    fault_reason,
     is_safe_relpath,
     journal_dir,
     pending_journals,
     read_journal,
     restore,
+    set_phase,
 )
 from core.apply.processes import end_group
-from core.authn import key_dir
+from core.authn import unsigned_body
 from core.ids import is_recipe_id
 from core.locks import workspace_lock
 
@@ -46,7 +62,7 @@ log = logging.getLogger("core.apply.journal")
 TRACE_REL = ".artifacts/mining/trace.jsonl"
 
 
-def _move_aside(path: Path, suffix: str) -> Path:
+def move_aside(path: Path, suffix: str) -> Path:
     dir_fd, name = statefs.dir_of(path)
     try:
         target = f"{name}.{suffix}"
@@ -80,14 +96,23 @@ def _claimed_paths(path: Path) -> list[str]:
 def _refused(workspace: Path, path: Path, exc: Exception) -> dict:
     kind = exc.kind if isinstance(exc, RefusedJournal) else "corrupt"
     claimed = _claimed_paths(path) if kind != "unsafe" else []
+    if isinstance(exc, RefusedJournal) and exc.needs_person:
+        report = {"journal": path.name, "recipe_id": path.stem if is_recipe_id(path.stem) else None,
+                  "refused": kind, "needs_person": True, "error": str(exc)[:500], "restored": [], "removed": [],
+                  "advice": "it was left where it is and nothing in it was acted on: `kitsoki-miner resolve` shows "
+                            "the files it names and settles the accept (restore or keep)"}
+        gate = _end_unverified_gate(workspace, path)
+        if gate:
+            report["gate"] = gate
+        log.error("apply journal not verifiable: %s", exc)
+        return report
     try:
-        moved = _move_aside(path, "refused")
+        moved = move_aside(path, "refused")
         where = moved.relative_to(workspace).as_posix()
     except OSError as err:
         moved, where = None, None
         log.error("could not move the refused journal %s aside: %s", path, err)
-    advice = ("recovery restored nothing from it. If an accept of yours was interrupted (for instance the key in "
-              f"{key_dir()} was lost or replaced since), check "
+    advice = ("recovery restored nothing from it. If an accept of yours was interrupted, check "
               + (", ".join(claimed) if claimed else "the files it names")
               + " with `git status` / `git diff` and put back what you need by hand; "
               + (f"the journal is kept at {where} (its pre-edit bytes are base64 in it)" if where
@@ -101,28 +126,51 @@ def _refused(workspace: Path, path: Path, exc: Exception) -> dict:
     return report
 
 
-def _decision_recorded(trace, journal: Journal) -> bool:
+def _end_unverified_gate(workspace: Path, path: Path) -> str | None:
+    """The gate an unverifiable journal names, ended only if it is still a gate of this workspace."""
+    from core.apply.processes import GateProcess
+
+    try:
+        body = unsigned_body(statefs.read_bytes(path, MAX_JOURNAL_BYTES, what="the apply journal")) or {}
+    except OSError:
+        return None
+    leaders = [body.get("gate_process"), *(body.get("gate_processes") or [])]
+    out = []
+    for raw in leaders:
+        if not isinstance(raw, dict):
+            continue
+        try:
+            leader = GateProcess.model_validate(raw)
+        except ValueError:
+            continue
+        out.append(end_group(leader, within=workspace))
+    return "; ".join(out) or None
+
+
+def decision_event(trace, journal: Journal):
+    """The `mining.proposal_decided` recorded for this journal's accept, or None."""
     from core.trace import PROPOSAL_DECIDED
 
     for event in trace.events(kinds=PROPOSAL_DECIDED):
-        if event.payload.get("recipe_id") != journal.recipe_id or event.payload.get("verdict") != "accept":
-            continue
-        with suppress(ValueError):
-            if event.ts_unix_ns() >= journal.started_at_ns:
-                return True
-    return False
+        if event.call_id == journal.call_id and event.payload.get("recipe_id") == journal.recipe_id:
+            return event
+    return None
+
+
+def _trace(workspace: Path, trace):
+    from core.trace import Trace
+
+    return trace if trace is not None else Trace(Path(workspace) / TRACE_REL)
 
 
 def _finish_verdict(workspace: Path, trace, journal: Journal, report: dict) -> None:
     """Record the verdict a settled journal stands for, unless the accept recorded it already."""
-    from core.trace import Trace
-
-    trace = trace if trace is not None else Trace(Path(workspace) / TRACE_REL)
-    if _decision_recorded(trace, journal):
+    trace = _trace(workspace, trace)
+    if decision_event(trace, journal) is not None:
         return
     kept = journal.phase == "kept"
     trace.proposal_decided(recipe_id=journal.recipe_id, verdict="accept", by="human", flows_green=kept,
-                           reverted=not kept)
+                           reverted=not kept, call_id=journal.call_id)
     report["verdict_recorded"] = "kept" if kept else "reverted"
 
 
@@ -152,8 +200,8 @@ def recover(workspace: Path, trace=None, *, lock_timeout: float = 0.0) -> list[d
         for report in reports:
             try:
                 trace.append("mining.recovered", report)
-            except Exception:  # noqa: BLE001 - the restore happened; the record is returned anyway
-                log.warning("could not record mining.recovered in %s", trace, exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - the restore happened; the record is returned anyway
+                log.warning("could not record mining.recovered in %s: %s", trace.path, fault_reason(exc))
     return reports
 
 
@@ -162,11 +210,27 @@ def _recover_one(workspace: Path, path: Path, trace) -> dict:
         journal = read_journal(workspace, path)
     except (RefusedJournal, CorruptJournal) as exc:
         return _refused(workspace, path, exc)
-    report: dict = {"recipe_id": journal.recipe_id, "phase": journal.phase, "restored": [], "removed": []}
+    report: dict = {"recipe_id": journal.recipe_id, "phase": journal.phase, "accept_id": journal.accept_id,
+                    "restored": [], "removed": []}
     leaders = ([journal.gate_process] if journal.gate_process is not None else []) + list(journal.gate_processes)
     if leaders:
         report["gate"] = "; ".join(end_group(leader) for leader in leaders)
-    if journal.phase != "kept":
+    decided = decision_event(_trace(workspace, trace), journal)
+    if decided is not None and journal.phase not in ("kept", "reverted"):
+        # Its accept has a verdict, so the tree moved on from this journal: a copy put back (or left
+        # over) must never restore the pre-accept bytes over a kept change.
+        report["spent"] = (f"its accept was already decided (turn {decided.turn}, {decided.ts}); nothing was "
+                           "restored from it")
+        try:
+            report["moved_to"] = move_aside(path, "spent").relative_to(workspace).as_posix()
+        except OSError as err:
+            report["errors"] = [f"could not move it aside: {err}"]
+        log.error("apply journal %s is spent: %s", path, report["spent"])
+        return report
+    if journal.phase == "unresolved":
+        report["unresolved"] = [k.model_dump() for k in journal.kept]
+        return report  # a person settles it (core.apply.resolve)
+    if journal.phase in ("applying", "reverting"):  # `reverted`: restored before the phase was written
         result = restore(workspace, journal)
         report["restored"], report["removed"] = result.restored, result.removed
         if result.kept:
@@ -176,12 +240,21 @@ def _recover_one(workspace: Path, path: Path, trace) -> dict:
             report["errors"] = result.errors
             log.error("recovery of %s left %s: %s", journal.recipe_id, result.left, result.errors)
             return report
+        if result.kept:  # the change may live on under the person's edit: theirs to settle
+            failure = "the accept was interrupted; " + result.kept_text()
+            report["unresolved"] = result.kept
+            try:
+                set_phase(workspace, journal, "unresolved", failure=failure[:4000],
+                          kept=[KeptFile(**k) for k in result.kept])
+            except OSError as exc:  # still `applying` on disk: the next recovery finds the same edit
+                report["errors"] = [f"the journal could not be marked unresolved: {fault_reason(exc)}"]
+            return report
     if journal.phase in ("kept", "reverted") and journal.records_verdict:
         try:
             _finish_verdict(workspace, trace, journal, report)
         except Exception as exc:  # noqa: BLE001 - keep the journal: the next recovery records it
             report["left"] = []
-            report["errors"] = [f"the verdict could not be recorded yet: {exc}"]
+            report["errors"] = [f"the verdict could not be recorded yet: {fault_reason(exc)}"]
             log.error("recovery of %s could not record its verdict: %s", journal.recipe_id, exc)
             return report
     delete_journal(path)

@@ -200,7 +200,10 @@ def _fast_documents(path: Path) -> list[tuple[int, Any]] | None:
         return None
     if _ANCHOR_OR_ALIAS.search(text) or "!" in text:
         return None
-    loader = _Yaml12Loader(text)
+    try:
+        loader = _Yaml12Loader(text)  # refuses a nesting deeper than the C composer can take
+    except yaml.YAMLError:
+        return None
     documents: list[tuple[int, Any]] = []
     try:
         while loader.check_node():

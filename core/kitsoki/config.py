@@ -454,6 +454,11 @@ def _merge_local(base: _Value, local: _Value, checker: _Checker) -> _Value:
     """kitsoki's mergeConfig: from the local file only story_dirs, default_profile, project_profile
     (when set), intercept (whole) and harness_profiles (by profile name, each whole) count; its
     mining: and root: are ignored, which the user is told. Our own `miner:` merges key by key."""
+    if local.kind != "map" and not local.is_null:  # kitsoki: "cannot unmarshal !!seq into WebConfig"
+        checker.report(local, "", f"the top level of {LOCAL_CONFIG_FILE} must be a mapping of keys (story_dirs, "
+                                  f"default_profile, harness_profiles, ...), got {_describe(local)}; kitsoki refuses "
+                                  "to load a workspace whose local file is not one")
+        return base
     if base.kind != "map" or local.kind != "map":
         return local if base.kind != "map" else base
     entries = dict(base.data)

@@ -140,18 +140,43 @@ def resolve_scalar(text: str) -> tuple[str, Any]:
     if text in _FALSES:
         return _BOOL, False
     if _INT_RE.fullmatch(text):
-        if text.startswith("0o"):
-            return _INT, int(text[2:], 8)
-        if text.startswith("0x"):
-            return _INT, int(text[2:], 16)
-        return _INT, int(text)
+        value = _go_int(text)
+        if value is not None:
+            return _INT, value
+        # Past 64 bits Go's yaml.v3 reads it as a float, or as a string when no float holds it.
     if _FLOAT_RE.fullmatch(text):
-        return _FLOAT, float(text)
+        value = _go_float(text)
+        return (_FLOAT, value) if value is not None else (_STR, text)
     if _INF_RE.fullmatch(text):
         return _FLOAT, float("-inf") if text[0] == "-" else float("inf")
     if text in _NAN:
         return _FLOAT, float("nan")
     return _STR, text
+
+
+_INT_MIN, _UINT_MAX = -(1 << 63), (1 << 64) - 1
+_MAX_INT_DIGITS = {8: 22, 10: 20, 16: 16}
+"""The most digits an int64/uint64 can have in each base: anything longer is not read as an int
+(and never handed to int(), whose string limit would raise)."""
+
+
+def _go_int(text: str) -> int | None:
+    """An integer as Go's yaml.v3 reads it (int64, else uint64), or None when it holds neither."""
+    base, digits = (8, text[2:]) if text.startswith("0o") else (16, text[2:]) if text.startswith("0x") else \
+        (10, text.lstrip("+-"))
+    if len(digits.lstrip("0")) > _MAX_INT_DIGITS[base]:
+        return None
+    value = int(digits, base) * (-1 if text.startswith("-") else 1)
+    return value if _INT_MIN <= value <= _UINT_MAX else None
+
+
+def _go_float(text: str) -> float | None:
+    """A float as Go's strconv.ParseFloat reads it, or None when it is out of range (Go then keeps a string)."""
+    try:
+        value = float(text)
+    except (ValueError, OverflowError):
+        return None
+    return None if value in (float("inf"), float("-inf")) else value
 
 
 _EXPLICIT = {_STR, _INT, _FLOAT, _BOOL, _NULL}

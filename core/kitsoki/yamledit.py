@@ -43,6 +43,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml import events as ev
 from ruamel.yaml import tokens as tk
+from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
@@ -301,6 +302,22 @@ def _same(a: Any, b: Any, memo: set | None = None) -> bool:
     return a == b
 
 
+class _GoIntConstructor(SafeConstructor):
+    """Integers as Go's yaml.v3 reads them: past 64 bits a float, else a string (never handed to
+    int(), whose 4,300-digit limit would make a valid file unreadable)."""
+
+    def construct_yaml_int(self, node):
+        text = self.construct_scalar(node)
+        if len(text.lstrip("+-").lstrip("0xo")) > 24:
+            from core.kitsoki.parse import resolve_scalar
+
+            return resolve_scalar(text)[1]
+        return super().construct_yaml_int(node)
+
+
+_GoIntConstructor.add_constructor("tag:yaml.org,2002:int", _GoIntConstructor.construct_yaml_int)
+
+
 _MEMO = threading.local()
 _MEMO_SIZE = 8
 
@@ -327,7 +344,9 @@ def _safe_load(text: str) -> Any:
     if text in table:
         table.move_to_end(text)
         return table[text]
-    return _remember(table, text, YAML(typ="safe", pure=True).load(text))
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Constructor = _GoIntConstructor
+    return _remember(table, text, yaml.load(text))
 
 
 def _document(text: str) -> _Doc:

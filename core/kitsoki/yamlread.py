@@ -241,6 +241,11 @@ class _TreeBuilder:
         return _Value("scalar", None, _NULL, "", self.mark(node))
 
     def scalar(self, node: ScalarNode, key: str) -> _Value:
+        if node.tag == "tag:yaml.org,2002:int" and len(node.value) > 24:
+            from core.kitsoki.parse import resolve_scalar  # Go's rules past 64 bits: a float, else a string
+
+            tag, data = resolve_scalar(node.value)
+            return _Value("scalar", data, tag, node.value, self.mark(node))
         try:
             data = self.constructor.construct_object(node, deep=True)
         except (YAMLError, ValueError, TypeError, OverflowError) as exc:

@@ -261,6 +261,9 @@ class MinerService:
                 self._record(report)
             except PassCancelled:
                 error = "cancelled"
+            except OSError as exc:  # a full disk, a read-only workspace: the status says it in words
+                error = f"the pass could not write its state: {_fault(exc)}"
+                log.warning("mining pass failed: %s", error)
             except Exception as exc:  # a failing pass must not kill the service; it is reported
                 log.exception("mining pass failed")
                 error = f"{type(exc).__name__}: {exc}"
@@ -320,3 +323,10 @@ class MinerService:
                 return
             if changes:
                 self.request_pass(changed=[path for _change, path in changes])
+
+
+def _fault(exc: OSError) -> str:
+    from core.safeio import os_problem
+
+    where = f"{exc.filename}: " if isinstance(exc.filename, str) else ""
+    return f"{where}{os_problem(exc)}"

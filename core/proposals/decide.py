@@ -7,11 +7,17 @@ files) is re-validated before it is applied. A suggestion for dev-story is never
 refusal (unknown id, stale target, unsaved edits, busy workspace) records nothing and writes
 nothing: the person can act on the message and try again.
 
-The stage is read back as untrusted: `proposal.json` must carry kitsoki-miner's signature, every
-file it names is checked again with the rules of a fresh draft (core.proposals.targets: only
-`.kitsoki.yaml` and story YAML, never `.git/`, `.artifacts/` or a flow fixture, no link on the
-way), and the staged bytes are read without following a link. A draft whose bytes differ from
-what was validated (refined) is validated again whole.
+The stage is read back as untrusted: `proposal.json` must carry kitsoki-miner's signature (for
+this workspace), every file it names is checked again with the rules of a fresh draft
+(core.proposals.targets: only `.kitsoki.yaml` and story YAML, never `.git/`, `.artifacts/` or a flow
+fixture, no link on the way), and the staged bytes are read without following a link. An accept
+applies exactly the bytes the card shows (core.proposals.shown): a draft changed behind its card,
+or a refined draft not yet shown, is refused.
+
+One verdict per proposal: accept checks again, under the workspace lock that every verdict takes,
+that the proposal is still open and still the one it read (a reject or another accept that won the
+race is not followed by a second verdict). The verdict an accept records carries its apply's id as
+the trace event's `call_id`, which is what makes its journal single-use (core.apply.journal).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from core.apply import ApplyRefused, Gate, GateResult, apply_delta, choose_gate
+from core.apply.journal import pending_journals
 from core.kitsoki.story import load_workspace
 from core.locks import workspace_lock
 from core.mining.service import trace_path
@@ -33,12 +40,12 @@ from core.proposals.inbox import MAX_TARGET_BYTES, find, history
 from core.proposals.model import Proposal
 from core.proposals.reversal import remember_kept
 from core.proposals.settings import SettingsError, gate_settings
+from core.proposals.shown import NotShown, check_shown
 from core.proposals.staging import (
     PROPOSAL_FILE,
     StagedStateError,
     read_artifact,
     save_proposal,
-    sha256,
     stage_dir,
     staged_files,
     write_artifact,
@@ -66,7 +73,13 @@ class Decision(BaseModel):
     """refine: the staged draft to edit (its first file)."""
     files: list[str] = []
     kept_edits: list[str] = []
-    """accept, reverted: files someone changed while the gate ran, kept as they were instead of restored."""
+    """accept, unresolved: files someone changed while the accept ran, kept as they were instead of restored."""
+    unresolved: bool = False
+    """accept: neither kept nor reverted (a person's edit during the accept could not be restored
+    without losing it). No verdict is recorded; `kitsoki-miner resolve` settles it."""
+    accept_id: str = ""
+    note: str | None = None
+    """accept: something the person should know that is not a failure (a verdict recorded late)."""
     gate: GateResult | None = None
     gated: bool = True
     """accept: False when no flow judged the change (held, or kept under `miner.ungated: allow`)."""
@@ -123,6 +136,10 @@ class Decision(BaseModel):
                     "proof": {"path": self.proof, "status": self.proof_status()} if self.proof else None,
                     "dev_story": self.gate.dev_story if self.gate else "",
                     "unprovable": list(self.gate.unprovable) if self.gate else []}
+            if self.unresolved:
+                out |= {"unresolved": True, "kept_edits": list(self.kept_edits)}
+            if self.note:
+                out["note"] = self.note
         return out
 
 
@@ -150,9 +167,24 @@ def _open(workspace: Path, recipe_id: str) -> Proposal:
     return proposal
 
 
-def _record(workspace: Path, decision: Decision) -> None:
+def _record(workspace: Path, decision: Decision, call_id: str | None = None) -> None:
     Trace(trace_path(workspace)).proposal_decided(recipe_id=decision.recipe_id, verdict=decision.verdict, by="human",
-                                                  flows_green=decision.flows_green, reverted=decision.reverted)
+                                                  flows_green=decision.flows_green, reverted=decision.reverted,
+                                                  call_id=call_id)
+
+
+def _still_the_same(workspace: Path, proposal: Proposal) -> None:
+    """Under the workspace lock, just before an accept writes: the proposal is still open and still
+    the one that was read (no verdict, no re-draft in between). DecisionRefused otherwise."""
+    state = history(Trace(trace_path(workspace))).get(proposal.recipe_id)
+    if state not in ("pending", "refining", "held"):
+        raise DecisionRefused("closed", f"proposal {proposal.recipe_id} was {state} while this accept waited; "
+                                        "nothing was applied")
+    unusable: dict[str, str] = {}
+    now = find(workspace, proposal.recipe_id, unusable)
+    if now is None or [c.model_dump() for c in now.files] != [c.model_dump() for c in proposal.files]:
+        raise DecisionRefused("staged", f"proposal {proposal.recipe_id} was drafted again while this accept "
+                                        "waited; nothing was applied (look at its card again)")
 
 
 def _live_bytes(workspace: Path, paths: Iterable[str]) -> dict[str, bytes | None]:
@@ -219,8 +251,11 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         files = staged_files(workspace, proposal)
     except StagedStateError as exc:
         raise DecisionRefused("staged", f"the staged draft of {proposal.recipe_id} cannot be used: {exc}") from None
-    refined = any(sha256(files[c.path]) != c.after_sha256 for c in proposal.files)
-    if refined or proposal.status == "refining":
+    try:
+        check_shown(workspace, proposal, files)
+    except NotShown as exc:
+        raise DecisionRefused("not-shown", str(exc)) from None
+    if proposal.status == "refining":
         artifact = read_artifact(workspace, proposal)
         try:
             check_draft(model, files, artifact, [], recipe_id=proposal.recipe_id)
@@ -239,19 +274,21 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
             settings = settings.model_copy(update={"kind": gate_kind})
         gate = choose_gate(workspace, settings, changed=changed, before=before)
     expected = {change.path: change.before_sha256 for change in proposal.files}
-    decided: list[Decision] = []
 
-    def record(outcome) -> None:  # runs under the workspace lock: no proposer stages in between
+    def decision_of(outcome) -> Decision:
         result = outcome.gate
-        decision = Decision(recipe_id=proposal.recipe_id, verdict="accept", title=proposal.title,
-                            flows_green=outcome.flows_green,
-                            reverted=outcome.reverted, failure=outcome.failure, files=outcome.written,
-                            kept_edits=outcome.kept_edits, gate=result,
-                            proof=proposal.proof.path if proposal.proof is not None else None,
-                            gated=result.gated if result is not None else True,
-                            held=bool(result is not None and result.held and outcome.reverted))
-        _record(workspace, decision)  # kitsoki's shape; what ran goes to our own staged files below
-        decided.append(decision)
+        return Decision(recipe_id=proposal.recipe_id, verdict="accept", title=proposal.title,
+                        flows_green=outcome.flows_green, reverted=outcome.reverted, failure=outcome.failure,
+                        files=outcome.written, kept_edits=outcome.kept_edits, gate=result,
+                        proof=proposal.proof.path if proposal.proof is not None else None,
+                        gated=result.gated if result is not None else True,
+                        held=bool(result is not None and result.held and outcome.reverted),
+                        unresolved=outcome.unresolved, accept_id=outcome.accept_id)
+
+    def record(outcome) -> None:  # runs under the workspace lock: no proposer stages, no verdict, in between
+        result = outcome.gate
+        decision = decision_of(outcome)
+        _record(workspace, decision, outcome.call_id)  # kitsoki's shape; what ran goes below
         if outcome.reverted:
             proposal.status, proposal.failure = "held", outcome.failure
             save_proposal(workspace, proposal)
@@ -267,26 +304,43 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
         write_artifact(workspace, proposal, artifact)
 
     try:
-        apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate,
-                    reload=reload_refusing(model, [workspace / rel for rel in files]),
-                    unsaved=unsaved, lock_timeout=lock_timeout, hook=hook, on_outcome=record)
+        outcome = apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate,
+                              reload=reload_refusing(model, [workspace / rel for rel in files]),
+                              unsaved=unsaved, lock_timeout=lock_timeout, hook=hook, on_outcome=record,
+                              still_open=lambda: _still_the_same(workspace, proposal))
     except ApplyRefused as exc:
         raise DecisionRefused(exc.reason, exc.message) from None
-    return decided[0]
+    decision = decision_of(outcome)
+    if outcome.unresolved:
+        decision.failure = (f"{outcome.failure}. The accept is not settled: `kitsoki-miner resolve "
+                            f"{proposal.recipe_id}` shows what is in the tree and settles it (restore or keep)")
+    if outcome.unrecorded:
+        decision.note = (f"the verdict could not be recorded yet ({outcome.unrecorded}); the change is "
+                         f"{'kept' if outcome.flows_green else 'reverted'} and the next command records it")
+    return decision
+
+
+def _not_unsettled(workspace: Path, proposal: Proposal) -> None:
+    """An accept of this proposal that is not settled (its journal is still there) takes no other verdict."""
+    if any(path.stem == proposal.recipe_id for path in pending_journals(workspace)):
+        raise DecisionRefused("unresolved", f"an accept of {proposal.recipe_id} is not settled yet; "
+                                            f"`kitsoki-miner resolve {proposal.recipe_id}` settles it first")
 
 
 def refine(workspace: Path, recipe_id: str, *, lock_timeout: float = VERDICT_LOCK_TIMEOUT) -> Decision:
-    """Record the verdict and hand back the staged draft to edit; a later accept re-validates it."""
+    """Record the verdict and hand back the staged draft to edit; a later accept shows the edited
+    draft's diff before it can apply it (core.proposals.shown)."""
     workspace = Path(workspace)
     with workspace_lock(workspace, lock_timeout):  # never between a proposer's check and its raise
         proposal = _open(workspace, recipe_id)
+        _not_unsettled(workspace, proposal)
         folder = stage_dir(workspace, proposal.recipe_id)
         first = folder / proposal.files[0].path if proposal.files else folder / PROPOSAL_FILE
         decision = Decision(recipe_id=proposal.recipe_id, verdict="refine", title=proposal.title,
                             draft_path=str(first),
                             files=[c.path for c in proposal.files])
         _record(workspace, decision)
-        proposal.status = "refining"
+        proposal.status, proposal.failure = "refining", None  # a failure shown now is the refined draft's
         save_proposal(workspace, proposal)
     return decision
 
@@ -296,6 +350,7 @@ def reject(workspace: Path, recipe_id: str, *, lock_timeout: float = VERDICT_LOC
     workspace = Path(workspace)
     with workspace_lock(workspace, lock_timeout):
         proposal = _open(workspace, recipe_id)
+        _not_unsettled(workspace, proposal)
         decision = Decision(recipe_id=proposal.recipe_id, verdict="reject", title=proposal.title,
                             files=[c.path for c in proposal.files])
         _record(workspace, decision)

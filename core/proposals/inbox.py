@@ -68,10 +68,18 @@ def stale_files(workspace: Path, proposal: Proposal) -> list[str]:
 
 
 def inbox(workspace: Path, *, path: str | None = None, include_stale: bool = True,
-          unusable: dict[str, str] | None = None) -> list[Proposal]:
+          unusable: dict[str, str] | None = None, show: bool = False) -> list[Proposal]:
     """Open proposals, highest priority first; `path` keeps those that change that file.
-    `unusable` (when given) collects recipe_id -> why for open proposals whose stage is not used."""
+    `unusable` (when given) collects recipe_id -> why for open proposals whose stage is not used.
+    `show`: the cards are about to be shown to a person, so a refined draft is validated and its
+    new diff signed to be shown (core.proposals.shown.show_refined); never on an accept's path.
+    Raises KeyUnavailable when the signing key cannot be used: no card can be trusted, and an
+    empty inbox would hide why."""
+    from core.authn import load_key
+    from core.proposals.shown import show_refined
+
     workspace = Path(workspace)
+    load_key(workspace)
     out = []
     for recipe_id, state in history(Trace(trace_path(workspace))).items():
         if state not in OPEN:
@@ -82,6 +90,8 @@ def inbox(workspace: Path, *, path: str | None = None, include_stale: bool = Tru
             if unusable is not None:
                 unusable[recipe_id] = str(exc)
             continue
+        if show and state == "refining":
+            proposal = show_refined(workspace, proposal)
         status = state
         if stale_files(workspace, proposal):
             status = "stale"

@@ -106,7 +106,11 @@ class Proposal(BaseModel):
     drafted_at: datetime
     status: Status = "pending"
     failure: str | None = None
-    """Why the last accept was reverted (status held)."""
+    """Why the last accept was reverted (status held), or why a refined draft cannot be accepted."""
+    runs_commands: list[str] = Field(default_factory=list)
+    """Keys of `.kitsoki.yaml` the change sets that decide which commands kitsoki-miner runs
+    (`miner.flow_gate`, `harness_profiles.<name>`...): the card shows them as a warning, and an
+    accept refuses a draft whose keys differ from these (core.proposals.shown)."""
     proof: ProofInfo | None = None
     """What proves the change, run by the flow gate with the app's other flows."""
     impact: Impact | None = None

@@ -36,6 +36,7 @@ from core.proposals.mapper import Routers, map_recipe
 from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, ProofInfo, Proposal
 from core.proposals.proofs import Proof, proof_markdown
 from core.proposals.same_target import group_same_targets, merge, target
+from core.proposals.shown import command_changes
 from core.proposals.staging import file_change, load_proposal, write_stage
 from core.proposals.validate import DraftInvalid, check_draft, settle_proof
 from core.trace import Trace
@@ -153,7 +154,8 @@ def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, m
         evidence=evidence_of(recipe), summary_markdown=draft.summary_markdown, drafter=drafter_name,
         suggestion_only=draft.suggestion_only, drafted_at=datetime.now(timezone.utc),
         proof=None if draft.suggestion_only else ProofInfo(path=proof.path, app=proof.app, claims=proof.claims,
-                                                            unprovable=proof.unprovable, verified=proof.verified))
+                                                            unprovable=proof.unprovable, verified=proof.verified),
+        runs_commands=[key for rel, data in sorted(draft.files.items()) for key in command_changes(rel, read(rel), data)])
     return proposal, dict(draft.files), artifact
 
 

@@ -247,6 +247,9 @@ class _CodexParser:
         # reasoning, ghost_snapshot, compaction (encrypted), other: conversation the model keeps; not turns
 
     def _call(self, item: dict, kind: str, lineno: int, ts) -> None:
+        if item.get("call_id") is not None and type(item.get("call_id")) is not str:
+            self.reader.wrong_type(lineno, "payload.call_id", item.get("call_id"))
+            return
         call_id = item.get("call_id") if type(item.get("call_id")) is str else None
         call_id = call_id or (item.get("id") if type(item.get("id")) is str else None) or f"line:{lineno}"
         if kind == "function_call":
@@ -296,6 +299,10 @@ class _CodexParser:
             self.spawn_calls.append(call)
 
     def _output(self, item: dict, lineno: int) -> None:
+        if type(item.get("call_id")) is not str:
+            if item.get("call_id") is not None:
+                self.reader.wrong_type(lineno, "payload.call_id", item.get("call_id"))
+            return
         call = self.calls.get(item.get("call_id"))
         if call is None:
             return

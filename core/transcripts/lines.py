@@ -55,6 +55,9 @@ def _utf8(raw: bytes) -> bool:
     return True
 
 
+_KINDS = {dict: "an object", list: "a list", int: "a number", float: "a number", bool: "a boolean", str: "a string"}
+
+
 @dataclass
 class LineReader:
     """Iterates `(line_number, record)` over a file; fills `accounting` and `problems` as it goes.
@@ -84,12 +87,24 @@ class LineReader:
     problem_count: int = 0
     _bad: int = 0
     _recovered: int = 0
+    _demoted: set[int] = field(default_factory=set)
 
     def problem(self, kind: ProblemKind, line: int, detail: str = "") -> None:
         self.problem_count += 1
         if len(self.problems) < MAX_PROBLEMS:
             # a detail quotes the line or an id from it: redacted like anything else that leaves a reader
             self.problems.append(Problem(kind=kind, file=str(self.path), line=line, detail=redact_text(detail)))
+
+    def wrong_type(self, line: int, field_name: str, value: object, want: str = "a string") -> None:
+        """A line that parsed but holds a field of the wrong type (a `call_id` that is a list): it is
+        counted malformed, with that reason, instead of parsed; the reader then leaves it out."""
+        if line in self._demoted:
+            return
+        self._demoted.add(line)
+        self.accounting.parsed -= 1  # folded with the lines' own counts when the read ends: the sums hold
+        self.accounting.malformed += 1
+        got = "null" if value is None else _KINDS.get(type(value), type(value).__name__)
+        self.problem(ProblemKind.malformed, line, f"{field_name}: expected {want}, got {got}")
 
     def __iter__(self) -> Iterator[tuple[int, dict]]:
         # Counters are plain locals on this hot path (a pydantic attribute write per line costs

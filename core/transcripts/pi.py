@@ -215,6 +215,10 @@ class _PiParser:
             self._add(node, Turn(kind=TurnKind.interrupt, id=None, timestamp=ts, source=self._ref(lineno)))
 
     def _tool_result(self, msg: dict, lineno: int) -> None:
+        if type(msg.get("toolCallId")) is not str:
+            if msg.get("toolCallId") is not None:
+                self.reader.wrong_type(lineno, "message.toolCallId", msg.get("toolCallId"))
+            return
         call = self.calls.get(msg.get("toolCallId"))
         if call is None:
             return

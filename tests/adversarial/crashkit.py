@@ -12,10 +12,20 @@ with `kill_at` 0 it runs to the end. The server answers one JSON line per spec:
 
 Forking keeps a case cheap (no interpreter start, no imports) while the kill stays real: the child
 is a separate process that dies mid-call, exactly as a killed `kitsoki-miner accept` would.
+
+A spec with `"fault"` makes the same counted calls fail instead of killing: from call `from`
+(1-based) on, every call of the fault's kind whose path lies under `under` (default: the
+workspace) raises OSError(`errno`) before it runs, as a full disk (ENOSPC: writes, creates,
+fsyncs), a read-only file system (EROFS: anything that changes the tree) or a folder the process
+may not use (EACCES: any call on a path under it, reads included) would. Paths given relative to a
+folder descriptor are resolved through /proc/self/fd. Ops: accept | apply | recover as above,
+`cli` (argv: the real command line, its output in the log) and `sidecar-accept` (the language
+server's accept: WorkspaceSidecar.decide).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -25,7 +35,44 @@ from pathlib import Path
 _EVENTS = {"open", "os.rename", "os.remove", "os.mkdir", "os.rmdir", "os.chmod", "os.link", "os.truncate",
            "os.symlink"}
 
-_state = {"armed": False, "count": 0, "kill_at": 0, "prefix": "/nonexistent"}
+_state = {"armed": False, "count": 0, "kill_at": 0, "prefix": "/nonexistent", "fault": None}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_CHANGES = {"os.rename", "os.remove", "os.mkdir", "os.rmdir", "os.chmod", "os.link", "os.truncate", "os.symlink"}
+_last_dir_fd: list[int | None] = [None]
+
+
+def _resolved(path, dir_fd: int | None) -> str | None:
+    if isinstance(path, int):
+        try:
+            return os.readlink(f"/proc/self/fd/{path}")
+        except OSError:
+            return None
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        return None
+    text = os.fsdecode(path)
+    if os.path.isabs(text):
+        return text
+    if dir_fd is not None:
+        try:
+            return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), text)
+        except OSError:
+            return None
+    return os.path.abspath(text)
+
+
+def _fail(kind: str, path) -> None:
+    """Raise the spec's fault for a call of `kind` (write | change | read) on `path`, when it applies."""
+    fault = _state["fault"]
+    if fault is None or _state["count"] < fault["from"] or path is None:
+        return
+    if not path.startswith(fault["under"]):
+        return
+    code = fault["errno"]
+    if code == errno.ENOSPC and kind not in ("write", "create"):
+        return
+    if code == errno.EROFS and kind == "read":
+        return
+    raise OSError(code, os.strerror(code), path)
 
 
 def _tick() -> None:
@@ -48,21 +95,51 @@ def _ours(path) -> bool:
 def _audit(event: str, args) -> None:
     if _state["armed"] and event in _EVENTS and args and _ours(args[0]):
         _tick()
+        if _state["fault"] is not None:
+            if event == "open":
+                flags = args[2] if len(args) > 2 and isinstance(args[2], int) and args[2] >= 0 else 0
+                mode = args[1] if len(args) > 1 and isinstance(args[1], str) else ""
+                writes = bool(flags & _WRITE_FLAGS) or any(c in mode for c in "wax+")
+                creates = bool(flags & os.O_CREAT) or any(c in mode for c in "wax")
+                target = _resolved(args[0], _last_dir_fd[0])
+                if creates and target is not None and os.path.lexists(target) and not flags & os.O_TRUNC \
+                        and "w" not in mode:
+                    creates = False  # O_CREAT on a file that exists allocates nothing
+                kind = "create" if creates else "change" if writes else "read"
+                _fail(kind, target)
+            else:
+                dir_fd = args[-1] if event in ("os.mkdir", "os.remove", "os.rmdir", "os.chmod") else \
+                    args[2] if len(args) > 2 else None
+                dir_fd = dir_fd if isinstance(dir_fd, int) and dir_fd >= 0 else None
+                _fail("create" if event in ("os.mkdir", "os.link", "os.symlink") else "change",
+                      _resolved(args[0], dir_fd))
 
 
 def _install() -> None:
     sys.addaudithook(_audit)
-    real_write, real_fsync = os.write, os.fsync
+    real_write, real_fsync, real_open = os.write, os.fsync, os.open
 
     def write(fd, data):
         _tick()
+        _fail("write", _resolved(fd, None))
         return real_write(fd, data)
 
     def fsync(fd):
         _tick()
+        if _state["fault"] is not None:
+            target = _resolved(fd, None)
+            if target is not None and not os.path.isdir(target):
+                _fail("write", target)
         return real_fsync(fd)
 
-    os.write, os.fsync = write, fsync
+    def open_(path, flags, mode=0o777, *, dir_fd=None):
+        _last_dir_fd[0] = dir_fd
+        try:
+            return real_open(path, flags, mode, dir_fd=dir_fd)
+        finally:
+            _last_dir_fd[0] = None
+
+    os.write, os.fsync, os.open = write, fsync, open_
 
 
 def _operation(spec: dict):
@@ -92,13 +169,59 @@ def _operation(spec: dict):
 
         def record(outcome) -> None:
             Trace(trace_path(workspace)).proposal_decided(recipe_id=outcome.recipe_id, verdict="accept",
-                                                          flows_green=outcome.flows_green, reverted=outcome.reverted)
+                                                          flows_green=outcome.flows_green, reverted=outcome.reverted,
+                                                          call_id=outcome.call_id)
 
         return lambda: apply_delta(workspace, spec["recipe_id"],
                                    {k: base64.b64decode(v) for k, v in spec["changes"].items()}, spec["expected"],
                                    gate=gate, reload=lambda p: None, on_outcome=record, hook=hook)
     if op == "recover":
         return lambda: recover(workspace, Trace(trace_path(workspace)))
+    if op == "cli":
+        from server.cli import main
+
+        def run_cli() -> None:
+            code = main(spec["argv"])
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if code:
+                raise SystemExit(code)
+        return run_cli
+    if op == "sidecar-accept":
+        from core.sidecar import WorkspaceSidecar
+
+        def run_sidecar() -> None:
+            sidecar = WorkspaceSidecar(workspace, mining=False, watch=False)
+            sidecar.start()
+            try:
+                try:
+                    print(sidecar.decide(spec["recipe_id"], "accept").answer(), flush=True)
+                except Exception as exc:  # noqa: BLE001 - what the server would answer, printed for the test
+                    from server.lsp import verdict_error
+
+                    error = verdict_error(exc)
+                    if error is None:
+                        raise
+                    print(f"answered: {type(error).__name__}: {error}", flush=True)
+                print(f"status attention: {sidecar.status().attention}", flush=True)
+            finally:
+                sidecar.stop()
+        return run_sidecar
+    if op == "sidecar-pass":
+        from core.sidecar import WorkspaceSidecar
+
+        def run_pass_in_server() -> None:
+            sidecar = WorkspaceSidecar(workspace, mining=True, watch=False,
+                                       transcript_dirs=[Path(d) for d in spec.get("dirs", [])], workers=1)
+            sidecar.start()
+            try:
+                sidecar.miner.wait_idle(120)
+                status = sidecar.status()
+                print(f"status: last_error={status.last_error} proposer_error={status.proposer_error} "
+                      f"attention={status.attention}", flush=True)
+            finally:
+                sidecar.stop()
+        return run_pass_in_server
     raise ValueError(f"unknown op {op}")
 
 
@@ -110,12 +233,19 @@ def _child(spec: dict) -> None:
     code = 0
     try:
         call = _operation(spec)
-        _state.update(prefix=str(Path(spec["workspace"]).resolve()), kill_at=int(spec.get("kill_at", 0)),
-                      count=0, armed=True)
+        prefix = str(Path(spec["workspace"]).resolve())
+        fault = spec.get("fault")
+        if fault is not None:
+            fault = {"from": int(fault.get("from", 1)), "errno": int(fault["errno"]),
+                     "under": str(Path(fault.get("under") or prefix).resolve())}
+        _state.update(prefix=prefix, kill_at=int(spec.get("kill_at", 0)), count=0, armed=True, fault=fault)
         try:
             call()
         finally:
             _state["armed"] = False
+            _state["fault"] = None
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - reported to the test through the exit code and the log
         traceback.print_exc()
         code = 3
@@ -136,6 +266,9 @@ def main() -> None:
     import core.proposals.decide  # noqa: F401
     import core.proposals.targets  # noqa: F401
     import core.proposals.settings  # noqa: F401
+    import core.sidecar  # noqa: F401
+    import server.cli  # noqa: F401
+    import server.cli_proposals  # noqa: F401
 
     _install()
     for line in sys.stdin:

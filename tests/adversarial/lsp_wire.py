@@ -3,8 +3,9 @@ stdio (`python -m server.cli serve`), never through pygls' client, so a case can
 well-behaved client would (broken headers, unparsable bodies, wrong envelopes).
 
 It reads the server's stdout and stderr on threads, answers any request the server makes with a
-null result, and tells a case whether its request was answered, whether a traceback reached
-stderr, and how much memory the server has used at its peak (VmHWM).
+null result (except the methods in `unanswered`: a client that never replies), and tells a case
+whether its request was answered, whether a traceback reached stderr, and how much memory the
+server has used at its peak (VmHWM).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ class RawServer:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
         self.cwd = cwd
+        self.unanswered: set[str] = set()
+        """Server requests this client never replies to (window/workDoneProgress/create, say)."""
+        self.server_requests: list[dict] = []
         self.responses: queue.Queue = queue.Queue()
         self.notifications: list[dict] = []
         self._stderr: list[str] = []
@@ -71,7 +75,9 @@ class RawServer:
             body = out.read(length or 0)
             message = json.loads(body)
             if "method" in message and "id" in message:  # a request of the server's: answer it
-                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+                self.server_requests.append(message)
+                if message["method"] not in self.unanswered:
+                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
             elif "method" in message:
                 self.notifications.append(message)
             else:
@@ -156,8 +162,9 @@ class RawServer:
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
-    def initialize(self, workspace: Path | None, options: Any = None, timeout: float = 60.0) -> dict | None:
-        params: dict[str, Any] = {"processId": os.getpid(), "capabilities": {}, "rootUri": None}
+    def initialize(self, workspace: Path | None, options: Any = None, timeout: float = 60.0,
+                   capabilities: dict | None = None) -> dict | None:
+        params: dict[str, Any] = {"processId": os.getpid(), "capabilities": capabilities or {}, "rootUri": None}
         if workspace is not None:
             params["workspaceFolders"] = [{"uri": workspace.as_uri(), "name": workspace.name}]
         if options is not None:

@@ -48,6 +48,14 @@ def snapshot(root: Path, *, skip_state: bool = True) -> dict[str, object]:
     return out
 
 
+def untouched(ws: Path, outside: Path, ws_before: dict, outside_before: dict) -> None:
+    """The pass rule of a refusal: nothing in the workspace, nothing outside it, changed."""
+    assert snapshot(outside) == outside_before, "something outside the workspace changed"
+    now = snapshot(ws)
+    assert now == ws_before, "a workspace file changed: " + repr(
+        {k for k in set(ws_before) | set(now) if ws_before.get(k) != now.get(k)})
+
+
 def git_and_outside(root: Path, workspace: Path) -> Path:
     """A `.git/` in the workspace and an `outside/` folder beside it, for the pass rules."""
     git = workspace / ".git"
@@ -76,11 +84,25 @@ def build_template(into: Path) -> dict:
 
 
 def copy_case(template: dict, into: Path) -> tuple[Path, Path]:
-    """(workspace, outside) copied from the template (symlinks kept as links)."""
+    """(workspace, outside) copied from the template (symlinks kept as links). Signatures name their
+    workspace, so the copy's stages are signed again for it, as if they had been proposed there."""
     root = into / "case"
     shutil.copytree(template["root"], root, symlinks=True)
     ws = root / template["workspace"].name
+    rebind_stages(ws)
     return ws, root / "outside"
+
+
+def rebind_stages(ws: Path) -> None:
+    """Sign every staged proposal.json of a copied workspace again, for the copy."""
+    from core.authn import seal, unsigned_body
+    from core.proposals.staging import PROPOSAL_FILE, PROPOSAL_PURPOSE, stage_rel
+
+    for path in sorted((ws / ".artifacts" / "mining").glob(f"*/{PROPOSAL_FILE}")):
+        body = unsigned_body(path.read_bytes())
+        if body and isinstance(body.get("recipe_id"), str):
+            rel = f"{stage_rel(body['recipe_id'])}/{PROPOSAL_FILE}"
+            path.write_bytes(seal(body, purpose=PROPOSAL_PURPOSE, rel=rel, workspace=ws))
 
 
 def after_bytes(template: dict, kind: str) -> dict[str, bytes]:

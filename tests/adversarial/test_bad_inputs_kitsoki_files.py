@@ -111,5 +111,128 @@ def test_a_threshold_that_is_not_a_finite_number_is_refused_with_its_place(tmp_p
     [issue] = caught.value.issues
     assert (issue.file, issue.line, issue.column, issue.key) == (str(root / CONFIG_FILE), 3, 23,
                                                                    "mining.priority_threshold")
-    assert "finite" in issue.message or "not a number" in issue.message
+    # 1e400 is out of a float's range: yaml.v3 then reads it as a string, as we do now
+    assert "finite" in issue.message or "not a number" in issue.message or "expected a number, got a string" \
+        in issue.message
     assert f"{root / CONFIG_FILE}:3:23: mining.priority_threshold:" in str(caught.value)
+
+
+# ── numbers, local files and nesting that used to kill a command ──────────────────────────────
+# Through the real command line, on a copy of the mined and proposed demo workspace. Pass rule: no
+# traceback and no signal, a message naming the file (file:line:col for a value), exit 0 only when
+# the value is one kitsoki would read, and nothing of the project written (an accept writes nothing).
+
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+import statekit  # noqa: E402
+from conftest import FULL, adversarial_cases  # noqa: E402
+
+_TMP = Path(tempfile.mkdtemp(prefix="kitsoki-miner-kitsoki-files-"))
+atexit.register(shutil.rmtree, _TMP, True)
+_TEMPLATE: dict = {}
+
+
+def _template() -> dict:
+    if not _TEMPLATE:
+        _TEMPLATE.update(statekit.build_template(_TMP / "template"))
+    return _TEMPLATE
+
+
+def _cli(ws: Path, *args: str) -> subprocess.CompletedProcess:
+    run = subprocess.run([sys.executable, "-m", "server.cli", *args, "--repo", str(ws)], capture_output=True, text=True,
+                         timeout=300, cwd=statekit.ROOT)
+    assert run.returncode >= 0, f"killed by signal {-run.returncode}: {run.stderr[-2000:]}"
+    assert "Traceback" not in run.stderr + run.stdout, run.stderr[-3000:]
+    return run
+
+
+HUGE = "9" * 5000
+ALL = frozenset({"mine", "propose", "flows", "accept"})
+BIG_INTS = {  # where in .kitsoki.yaml: (key path, how the number is written, the key an error names, the
+    # commands that read that key and so must refuse it by name; the others just must not trace back)
+    "mining.first_pass_sample": (("mining", "first_pass_sample"), "{n}", "mining.first_pass_sample", ALL),
+    "miner.flow_gate.jobs": (("miner", "flow_gate", "jobs"), "{n}", "miner.flow_gate.jobs", {"accept"}),
+    "an unknown key": (("unmodeled_number",), "{n}", None, set()),
+    "a negative one": (("mining", "first_pass_sample"), "-{n}", "mining.first_pass_sample", ALL),
+    "in hex": (("mining", "first_pass_sample"), "0x{n}", "mining.first_pass_sample", ALL),
+}
+
+
+def _with_value(text: str, path: tuple[str, ...], raw: str) -> str:
+    """The config with `path` set to `raw`, written as a plain scalar exactly as given."""
+    import yaml
+
+    data = yaml.safe_load(text) or {}
+    here = data
+    for key in path[:-1]:
+        here = here.setdefault(key, {})
+    here[path[-1]] = "__RAW__"
+    return yaml.safe_dump(data, sort_keys=False).replace("__RAW__", raw)
+
+
+@pytest.mark.parametrize("where", sorted(BIG_INTS))
+def test_an_integer_of_5000_digits_in_the_config_is_never_a_traceback(tmp_path, where):
+    ws, _ = statekit.copy_case(_template(), tmp_path)
+    path, written, key, read_by = BIG_INTS[where]
+    config = ws / CONFIG_FILE
+    config.write_text(_with_value(config.read_text(), path, written.format(n=HUGE)))
+    before = tree(ws)
+    commands = [["mine", "--dir", str(ws.parent / "transcripts"), "--workers", "1"], ["propose"], ["flows"],
+                ["accept", _template()["cards"]["world"]]]
+    for command in commands if FULL else commands[1::2]:
+        run = _cli(ws, *command)
+        if command[0] in read_by:
+            said = run.stderr + run.stdout  # `flows` names the file as its report does: relative, with line:col
+            named = str(config) in said or f"{CONFIG_FILE}:" in said
+            assert run.returncode != 0 and named and key in said, (command, run.stderr[-2000:], run.stdout[-2000:])
+    if read_by:  # refused: nothing of the project written
+        assert {k: v for k, v in tree(ws).items() if not k.startswith(".artifacts")} == \
+               {k: v for k, v in before.items() if not k.startswith(".artifacts")}
+
+
+LOCAL_FILES = {"a list": "- a\n- b\n", "a string": "just words\n", "a number": "42\n", "a list of maps": "- story_dirs: []\n"}
+
+
+@pytest.mark.parametrize("kind", sorted(LOCAL_FILES))
+def test_a_local_config_that_is_not_a_mapping_is_refused_by_name_before_anything_is_staged(tmp_path, kind):
+    ws, _ = statekit.copy_case(_template(), tmp_path)
+    local = ws / ".kitsoki.local.yaml"
+    local.write_text(LOCAL_FILES[kind])
+    before = tree(ws)
+    for command in (["propose"], ["accept", _template()["cards"]["world"]], ["flows"]):
+        run = _cli(ws, *command)
+        text = run.stderr + run.stdout
+        assert run.returncode != 0 and ".kitsoki.local.yaml" in text and "mapping" in text, (command, text[-2000:])
+    assert tree(ws) == {k: v for k, v in tree(ws).items()} and \
+        {k: v for k, v in tree(ws).items() if not k.startswith(".artifacts/mining/trace")} == \
+        {k: v for k, v in before.items() if not k.startswith(".artifacts/mining/trace")}
+
+
+def _deep(kind: str, depth: int) -> str:
+    if kind == "flow lists":
+        return "test_kind: flow\nturns: " + "[" * depth + "]" * depth + "\n"
+    if kind == "flow maps":
+        return "test_kind: flow\nturns: " + "{a: " * depth + "1" + "}" * depth + "\n"
+    if kind == "block maps":
+        return "test_kind: flow\nturns:\n" + "".join(" " * (i + 1) + f"k{i}:\n" for i in range(depth)) + "\n"
+    if kind == "compact sequences":
+        return "test_kind: flow\nturns:\n  " + "- " * depth + "x\n"
+    raise AssertionError(kind)
+
+
+NESTINGS = [pytest.param(kind, depth, id=f"{kind}-{depth}") for kind in ("flow lists", "flow maps", "block maps",
+                                                                        "compact sequences")
+            for depth in (600, 20_000, 300_000) if not (kind in ("block maps", "compact sequences") and depth > 20_000)]
+
+
+@pytest.mark.parametrize(("kind", "depth"), adversarial_cases(NESTINGS, fast=4))
+def test_a_flow_fixture_nested_deeply_is_refused_by_name_never_a_crash(tmp_path, kind, depth):
+    ws, _ = statekit.copy_case(_template(), tmp_path)
+    fixture = ws / "stories" / "release-desk" / "flows" / "deep.yaml"
+    fixture.write_text(_deep(kind, depth))
+    run = _cli(ws, "flows")
+    why = "nested too deeply" in run.stdout or "flow fixtures over" in run.stdout  # a big one is refused by size first
+    assert run.returncode == 1 and "deep.yaml" in run.stdout and why, run.stdout[-2000:]
+    assert "3/4 flows pass" in run.stdout, "the other fixtures were not run"

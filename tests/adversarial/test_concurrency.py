@@ -1,9 +1,11 @@
 """Things happening at the same time as an accept: an edit typed while the gate runs, a second
 accept, a recovery or a proposer in another process, many trace writers.
 
-Pass rule: no edit of the person's is lost (a revert keeps a file changed while the gate ran and
-says so), exactly one of two racing accepts proceeds and the other writes nothing, a live accept's
-journal is never "recovered" under it, and no trace line is lost or shares a turn.
+Pass rule: no edit of the person's is lost (a revert keeps a file changed while the gate ran, and
+the accept then stays unsettled, said on every command until the person settles it: never a
+"reverted" verdict over a tree that still holds the change), exactly one of two racing accepts
+proceeds and the other writes nothing, a live accept's journal is never "recovered" under it, and
+no trace line is lost or shares a turn.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from core.apply import GateResult, command_gate, recover
 from core.apply.journal import journal_dir
 from core.locks import WorkspaceBusy
 from core.mining.service import trace_path
-from core.proposals.decide import accept
+from core.apply.resolve import resolve_accept
+from core.attention import attention
+from core.proposals.decide import DecisionRefused, accept, reject
 from core.proposals.proposer import run_proposer
 from core.trace import Trace
 
@@ -51,22 +55,34 @@ def _typing_gate(green: bool):
     return gate
 
 
-def test_an_edit_typed_while_a_red_gate_runs_is_kept_and_reported(ws: Path) -> None:
+def test_an_edit_typed_while_a_red_gate_runs_is_kept_and_left_for_the_person(ws: Path) -> None:
     draft = statekit.after_bytes(TEMPLATE, "world")[".kitsoki.yaml"]
+    before = (ws / ".kitsoki.yaml").read_bytes()
     decision = accept(ws, WORLD, gate=_typing_gate(False))
-    assert decision.reverted and decision.kept_edits == [".kitsoki.yaml"]
-    assert ".kitsoki.yaml was kept as it is" in decision.failure
+    assert decision.unresolved and not decision.reverted and decision.kept_edits == [".kitsoki.yaml"]
+    assert ".kitsoki.yaml was kept as it is" in decision.failure and f"resolve {WORLD}" in decision.failure
     assert (ws / ".kitsoki.yaml").read_bytes() == draft + TYPED, "the person's typing was reverted away"
-    assert no_journal_left(ws)
+    assert decisions(ws, WORLD) == [], "a verdict was recorded over a tree that still holds the change"
+    [line] = attention(ws)  # said on every command until settled
+    assert WORLD in line and ".kitsoki.yaml" in line and "now other" in line
+    with pytest.raises(DecisionRefused, match="not settled"):
+        reject(ws, WORLD)  # one verdict per proposal: the person settles the accept first
+    result = resolve_accept(ws, WORLD, "restore")
+    assert result.restored == [".kitsoki.yaml"] and (ws / ".kitsoki.yaml").read_bytes() == before
+    assert (ws / result.saved[".kitsoki.yaml"]).read_bytes() == draft + TYPED, "the typing was not kept anywhere"
+    assert no_journal_left(ws) and attention(ws) == []
     assert [(d["flows_green"], d["reverted"]) for d in decisions(ws, WORLD)] == [(False, True)]
 
 
-def test_an_edit_typed_by_a_real_red_command_gate_is_kept(ws: Path) -> None:
+def test_an_edit_typed_by_a_real_red_command_gate_is_kept_and_a_keep_is_recorded(ws: Path) -> None:
     draft = statekit.after_bytes(TEMPLATE, "world")[".kitsoki.yaml"]
     gate = command_gate(["sh", "-c", "printf '# typed\\n' >> .kitsoki.yaml; exit 1"], 30.0)
     decision = accept(ws, WORLD, gate=gate)
-    assert decision.reverted and decision.kept_edits == [".kitsoki.yaml"]
+    assert decision.unresolved and decision.kept_edits == [".kitsoki.yaml"]
     assert (ws / ".kitsoki.yaml").read_bytes() == draft + b"# typed\n"
+    resolve_accept(ws, WORLD, "keep")
+    assert (ws / ".kitsoki.yaml").read_bytes() == draft + b"# typed\n" and no_journal_left(ws)
+    assert [(d["flows_green"], d["reverted"]) for d in decisions(ws, WORLD)] == [(True, False)]
 
 
 def test_an_edit_typed_while_a_green_gate_runs_stays(ws: Path) -> None:
@@ -80,7 +96,7 @@ def test_a_red_gate_that_deleted_the_target_leaves_it_deleted_and_says_so(ws: Pa
         (workspace / ".kitsoki.yaml").unlink()
         return GateResult(green=False, gate="test", summary="red")
     decision = accept(ws, WORLD, gate=gate)
-    assert decision.kept_edits == [".kitsoki.yaml"] and "deleted" in decision.failure
+    assert decision.unresolved and decision.kept_edits == [".kitsoki.yaml"] and "deleted" in decision.failure
     assert not (ws / ".kitsoki.yaml").exists()
 
 

@@ -6,7 +6,8 @@ operation has, in full mode), then runs recovery and checks the pass rule:
 
 - the workspace's bytes are exactly the before state or exactly the after state (no half tree);
 - nothing outside the workspace, and nothing under `.git/`, changed;
-- a user edit made after the crash is never overwritten (the `edit` family);
+- a user edit made after the crash is never overwritten (the `edit` family); an accept that
+  then cannot be settled without it stays unsettled, said by `attention`, until a person's keep;
 - no journal is left, and the verdict is recorded at most once, and exactly once when the change
   was kept (recoverable: a kept change always ends with its `mining.proposal_decided`);
 - a second recovery has nothing to do.
@@ -31,6 +32,8 @@ from statekit import adversarial_cases, b64, decisions, no_journal_left, sha, sn
 
 from core.apply import recover
 from core.apply.journal import journal_dir
+from core.apply.resolve import resolve_accept, unsettled
+from core.attention import attention
 from core.mining.service import trace_path
 from core.trace import Trace
 
@@ -95,6 +98,11 @@ def _check(ws: Path, outside: Path, spec: dict, name: str, outside_before: dict,
     assert sorted(os.listdir(ws.parent)) == sorted(["outside", "transcripts", WS_NAME]), "a file appeared beside it"
     assert {k: v for k, v in now.items() if k.startswith(".git")} == \
            {k: v for k, v in before.items() if k.startswith(".git")}, ".git/ changed"
+    if edited is not None and not no_journal_left(ws):  # left for the person, and said on every command
+        [item] = unsettled(ws)
+        assert ".kitsoki.yaml" in attention(ws)[0] and item.verified
+        assert decisions(ws, _recipe(spec)) == [], "a verdict was recorded for an accept left unsettled"
+        resolve_accept(ws, item.recipe_id, "keep", trace=trace)
     assert no_journal_left(ws), os.listdir(journal_dir(ws))
     assert recover(ws, trace) == [], "a second recovery still had work"
     decided = decisions(ws, _recipe(spec))
@@ -138,7 +146,12 @@ def test_kill_at_every_call_then_recover(tmp_path: Path, name: str, n: int) -> N
 @pytest.mark.parametrize(("name", "n"), _cases("accept-green") + _cases("apply-3-files-command-gate-red"))
 def test_an_edit_made_after_the_crash_is_never_overwritten(tmp_path: Path, name: str, n: int) -> None:
     ws, outside, spec, outside_before, _ = _case(tmp_path, name, n)
-    edited = (ws / ".kitsoki.yaml").read_bytes() + EDIT
+    config = ws / ".kitsoki.yaml"
+    if not config.exists():  # killed between moving it aside and putting the new file in: the editor's
+        from core.apply.journal import swap_name  # save creates it again from the text it shows
+
+        config.write_bytes((ws / swap_name(".kitsoki.yaml")).read_bytes())
+    edited = config.read_bytes() + EDIT
     (ws / ".kitsoki.yaml").write_bytes(edited)
     _check(ws, outside, spec, name, outside_before, edited=edited)
 
@@ -203,10 +216,8 @@ def _alive(pid: int) -> bool:
     return fields[0] != "Z"
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to tell a process apart")
-def test_a_killed_accepts_gate_process_group_is_ended_by_recovery(tmp_path: Path) -> None:
-    ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
-    before, outside_before = snapshot(ws), snapshot(outside)
+def _killed_mid_gate(ws: Path, tmp_path: Path) -> tuple[subprocess.Popen, int, int]:
+    """An accept of the 3-file delta killed while its gate (sh + sleep, in the workspace) runs."""
     pids = tmp_path / "gate.pids"
     spec = _delta_spec(ws, ["sh", "-c", f'sleep 300 & echo $$ $! > "{pids}"; wait'])
     spec_file = tmp_path / "spec.json"
@@ -218,6 +229,14 @@ def test_a_killed_accepts_gate_process_group_is_ended_by_recovery(tmp_path: Path
     leader, child = (int(p) for p in pids.read_text().split())
     os.kill(accept.pid, signal.SIGKILL)
     accept.wait()
+    return accept, leader, child
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to tell a process apart")
+def test_a_killed_accepts_gate_process_group_is_ended_by_recovery(tmp_path: Path) -> None:
+    ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
+    before, outside_before = snapshot(ws), snapshot(outside)
+    _, leader, child = _killed_mid_gate(ws, tmp_path)
     assert _alive(leader) and _alive(child), "the gate should outlive the killed accept until recovery"
     [report] = recover(ws, Trace(trace_path(ws)))
     assert report["gate"].startswith("ended"), report
@@ -242,3 +261,78 @@ def test_a_recorded_gate_that_is_now_another_process_is_left_alone(tmp_path: Pat
     finally:
         bystander.kill()
         bystander.wait()
+
+
+# ── a killed accept met by another key (rotated, deleted, another user's or HOME's) ─────────────
+
+
+def _cli(ws: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    run = subprocess.run([sys.executable, "-m", "server.cli", *args, "--repo", str(ws)], capture_output=True, text=True,
+                         cwd=statekit.ROOT, env={**os.environ, **env}, timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr
+    return run
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to tell a process apart")
+@pytest.mark.parametrize("how", adversarial_cases(["rotated", "deleted", "another HOME"], fast=2))
+def test_a_killed_accept_met_by_another_key_is_said_on_every_command_until_a_person_settles_it(
+        tmp_path: Path, how: str) -> None:
+    from core.authn import KEY_DIR_ENV
+
+    ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
+    before, outside_before = snapshot(ws), snapshot(outside)
+    _, leader, child = _killed_mid_gate(ws, tmp_path)
+    half = snapshot(ws)
+    assert half != before, "the accept was killed before it wrote"
+    key_dir = Path(os.environ[KEY_DIR_ENV])
+    if how == "rotated":
+        env = {KEY_DIR_ENV: str(tmp_path / "rotated")}
+        (tmp_path / "rotated").mkdir()
+        (tmp_path / "rotated" / "authn.key").write_bytes(os.urandom(32))
+    elif how == "deleted":
+        saved = tmp_path / "saved-key"
+        shutil.copytree(key_dir, saved)
+        env = {KEY_DIR_ENV: str(tmp_path / "emptied")}  # the same user's key, gone: a new one is made
+    else:
+        env = {KEY_DIR_ENV: "", "HOME": str(tmp_path / "other-home"), "XDG_STATE_HOME": ""}
+        env = {k: v for k, v in env.items() if v}
+        env_clean = {**os.environ, **env}
+        env_clean.pop(KEY_DIR_ENV, None)
+    for command in (["proposals"], ["accept", TEMPLATE["cards"]["binding"]]):
+        if how == "another HOME":
+            run = subprocess.run([sys.executable, "-m", "server.cli", *command, "--repo", str(ws)], capture_output=True,
+                                 text=True, cwd=statekit.ROOT, env=env_clean, timeout=120)
+            assert "Traceback" not in run.stderr, run.stderr
+        else:
+            run = _cli(ws, env, *command)
+        assert "is not settled" in run.stderr and "signed with another key" in run.stderr, run.stderr
+        assert "stories/release-desk/app.yaml" in run.stderr and "resolve" in run.stderr
+        assert snapshot(ws) == half, "a journal that could not be verified was acted on"
+    deadline = time.monotonic() + 5
+    while (_alive(leader) or _alive(child)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(leader) and not _alive(child), "the killed accept's gate kept running"
+    if how == "another HOME":
+        return  # the other user's key never verifies it; the owner's command below does
+    run = _cli(ws, env, "resolve")
+    assert "NOT verified" in run.stdout and "--restore would change" in run.stdout
+    run = _cli(ws, env, "resolve", "00000000000000d1", "--restore")
+    assert run.returncode == 0, run.stderr
+    assert snapshot(ws) == before and snapshot(outside) == outside_before, "the restore did not give the before tree"
+    assert no_journal_left(ws) and "is not settled" not in _cli(ws, env, "proposals").stderr
+    assert [(d["flows_green"], d["reverted"]) for d in decisions(ws, "00000000000000d1")] == [(False, True)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to tell a process apart")
+def test_another_homes_command_first_then_the_owners_recovers_it_in_full(tmp_path: Path) -> None:
+    ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
+    before = snapshot(ws)
+    _killed_mid_gate(ws, tmp_path)
+    env = {**os.environ, "HOME": str(tmp_path / "other-home")}
+    env.pop("KITSOKI_MINER_KEY_DIR")
+    run = subprocess.run([sys.executable, "-m", "server.cli", "proposals", "--repo", str(ws)], capture_output=True,
+                         text=True, cwd=statekit.ROOT, env=env, timeout=120)
+    assert "is not settled" in run.stderr and "Traceback" not in run.stderr
+    [report] = recover(ws, Trace(trace_path(ws)))  # the owner's key: verified, restored as any recovery
+    assert report["phase"] == "applying" and sorted(report["restored"] + report["removed"])
+    assert snapshot(ws) == before and no_journal_left(ws)

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.adversarial("language-server")
 DOC = {"uri": "{FILE_URI}"}
 POSITION = {"line": "{LINE}", "character": 0}
 COMMANDS = ("kitsoki.accept", "kitsoki.refine", "kitsoki.reject", "kitsoki.diff", "kitsoki.showProposals",
-            "kitsoki.mineNow", "kitsoki.pause", "kitsoki.resume", "kitsoki.propose")
+            "kitsoki.mineNow", "kitsoki.pause", "kitsoki.resume", "kitsoki.propose", "kitsoki.resolve")
 
 # The valid params of every method we serve; a case breaks one part of them. Verdict-bearing bases
 # carry an answer no verdict accepts ("maybe"), so no mutation can apply a proposal by accident.

