@@ -8,6 +8,8 @@ planted story file refuses that story alone (kitsoki's discovery skips a story t
 
 from __future__ import annotations
 
+import re
+
 import os
 import subprocess
 import sys
@@ -235,4 +237,5 @@ def test_a_flow_fixture_nested_deeply_is_refused_by_name_never_a_crash(tmp_path,
     run = _cli(ws, "flows")
     why = "nested too deeply" in run.stdout or "flow fixtures over" in run.stdout  # a big one is refused by size first
     assert run.returncode == 1 and "deep.yaml" in run.stdout and why, run.stdout[-2000:]
-    assert "3/4 flows pass" in run.stdout, "the other fixtures were not run"
+    summary = re.search(r"Summary: (\d+)/(\d+) flows pass", run.stdout)
+    assert summary and int(summary[1]) == int(summary[2]) - 1 >= 1, "the other fixtures were not run"
