@@ -40,13 +40,13 @@ atexit.register(shutil.rmtree, _TMP, True)
 TEMPLATE = statekit.build_template(_TMP / "template")
 CRASHER = statekit.Crasher()
 atexit.register(CRASHER.close)
-WORLD, INTENT = TEMPLATE["cards"]["world"], TEMPLATE["cards"]["intent"]
+WORLD, RED = TEMPLATE["cards"]["world"], TEMPLATE["cards"]["gate"]  # the gate card: its accept goes red (flows/ship.yaml)
 WORDS = {errno.ENOSPC: "disk full", errno.EROFS: "read-only file system", errno.EACCES: "permission denied"}
 
 
 def _spec(ws: Path, command: str) -> dict:
     transcripts = ws.parent / "transcripts"
-    argv = {"accept": ["accept", WORLD], "accept-red": ["accept", INTENT], "refine": ["refine", WORLD],
+    argv = {"accept": ["accept", WORLD], "accept-red": ["accept", RED], "refine": ["refine", WORLD],
             "mine": ["mine", "--dir", str(transcripts), "--workers", "1"], "propose": ["propose"],
             "proposals": ["proposals"]}
     if command == "server-accept":
@@ -119,7 +119,7 @@ def test_a_disk_that_fills_up_at_any_call(tmp_path: Path, command: str, n: int) 
     assert answer["signal"] is None and answer["code"] != 3, answer["log"][-4000:]
     _check_output(answer["log"], answer["code"], errno.ENOSPC, command)
     _settle_and_check(ws, outside, before, outside_before, WORLD if command in ("accept", "server-accept") else
-                      INTENT if command == "accept-red" else None)
+                      RED if command == "accept-red" else None)
 
 
 @pytest.mark.parametrize("command", COMMANDS + ["propose", "proposals"])
