@@ -41,7 +41,6 @@ from server.views import (
     resolve_lens_impl,
     uri_of,
 )
-from server.views import read_live
 from server.views import rel_path as _rel
 from server.transport import GuardedProtocol, serve_stdio, serve_tcp
 
@@ -446,13 +445,6 @@ def make_events(ls: KitsokiServer) -> SidecarEvents:
         for rel in paths:  # published, or cleared once the file loads again
             ls.soon(ls.text_document_publish_diagnostics,
                     types.PublishDiagnosticsParams(uri=uri_of(workspace, rel), diagnostics=diagnostics_for(sidecar, rel)))
-        # A stale card says why it waits (the first problem): clients that draw cards themselves (Neovim's
-        # previews) fetch them again, as they do when the cards change.
-        cards = sidecar.cards()
-        waiting = sorted({uri_of(workspace, f.path) for c in cards if c.status == "stale" for f in c.files})
-        if waiting:
-            ls.notify(M.PROPOSALS_CHANGED, P.ProposalsChangedNotification(
-                workspace=from_fs_path(str(workspace)) or str(workspace), uris=waiting, pending=len(cards)))
         caps = ls.client_capabilities.workspace
         if caps is not None and caps.code_lens is not None and caps.code_lens.refresh_support:
             ls.soon(lambda: ls.workspace_code_lens_refresh(None))
