@@ -250,10 +250,12 @@ async def test_status_is_answered_while_a_slow_pass_runs(client: LanguageClient,
     big = tmp_path / "big"
     big.mkdir()
     # Few, long lines: ~100 MB to read but few episodes to mine, so the pass takes a couple of seconds.
+    # The sessions are this workspace's own (its cwd): another project's are left out after their first
+    # line, and a pass that reads nothing ends before the first status request.
     for n in range(8):
         with open(big / f"s{n}.jsonl", "w") as fh:
             for i in range(200):
-                fh.write(json.dumps({"type": "user", "uuid": f"u{n}-{i}", "sessionId": f"s{n}", "cwd": "/p",
+                fh.write(json.dumps({"type": "user", "uuid": f"u{n}-{i}", "sessionId": f"s{n}", "cwd": str(client.ws),
                                      "timestamp": "2026-11-01T00:00:00Z",
                                      "message": {"role": "user", "content": f"padding {i} " * 6000}}) + "\n")
     await request(client, "kitsoki/mineControl", {"action": "scope", "dirs": [str(big)]})
