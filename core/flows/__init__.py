@@ -38,6 +38,7 @@ from core.flows.runner import run_fixture
 from core.flows.values import go_quote
 from core.kitsoki.config import CONFIG_FILE, ConfigIssue
 from core.kitsoki.story import Story, WorkspaceError, load_story, load_workspace
+from core.quiet import fewer_collections
 
 __all__ = [
     "NO_FIXTURES",
@@ -56,6 +57,7 @@ __all__ = [
 FLOWS_DIR = "flows"
 
 
+@fewer_collections()
 def run_flows(workspace: Path, glob: str | None = None) -> FlowReport:
     """Run the workspace's flow fixtures (or those `glob`, relative to the workspace, matches)."""
     workspace = Path(workspace)
@@ -71,6 +73,7 @@ def run_flows(workspace: Path, glob: str | None = None) -> FlowReport:
     return FlowReport.of(results)
 
 
+@fewer_collections()
 def run_app_flows(app_yaml: Path, workspace: Path | None = None, glob: str | None = None) -> FlowReport:
     """kitsoki's `test flows <app.yaml>`: the story's flows/*.yaml (or `glob`, relative to the
     story folder), every document run against that story whatever its `app:` says."""
@@ -87,6 +90,7 @@ def run_app_flows(app_yaml: Path, workspace: Path | None = None, glob: str | Non
     return FlowReport.of(results)
 
 
+@fewer_collections()
 def run_story_flows(story: Story, glob: str, workspace: Path) -> FlowReport:
     """The fixtures `glob` (relative to the workspace) matches, every document run against `story`:
     the project's root flows against the synthesized root instance, as the kitsoki gate runs them
