@@ -655,6 +655,7 @@ def test_anchored_fixtures_read_through_libyaml_exactly_as_the_bounded_reader(tm
     assert fast is not None, "an ordinary anchored fixture takes the libyaml path"
     fast_files = {name: load_fixture_file(tmp_path / name).model_dump() for name in ["anchored.yaml", *problems]}
     monkeypatch.setattr(fixtures, "_libyaml_located", lambda *args: None)  # the bounded ruamel reader alone
+    monkeypatch.setattr(fixtures, "_READ", {})  # nothing remembered from the reads above
     slow = fixtures._compose_all(good, fixtures.FLOW_LIMITS)
     assert [_located(v) for v in fast] == [_located(v) for v in slow]
     assert fast[0].data["initial_world"].data["flags"].data[0].data == "yes"  # YAML 1.2: a string
@@ -662,6 +663,19 @@ def test_anchored_fixtures_read_through_libyaml_exactly_as_the_bounded_reader(tm
         assert load_fixture_file(tmp_path / name).model_dump() == fast_files[name], name
     assert "aliases (*name) that repeat large anchors are refused" in fast_files["bomb.yaml"]["problem"]
     assert "duplicate key" in fast_files["duplicate.yaml"]["problem"]
+
+
+def test_a_fixture_read_again_is_a_fresh_copy_of_the_same_documents(tmp_path):
+    """Fixtures are parsed once per text in a process (a gate reruns them on every accept); each read
+    hands out its own copy, and a changed file is read anew."""
+    path = tmp_path / "again.yaml"
+    path.write_text(HEADER + "initial_world: { items: [a] }\nturns: []\n")
+    first = load_fixture_file(path).fixtures[0]
+    first.initial_world["items"].append("changed by a run")
+    second = load_fixture_file(path).fixtures[0]
+    assert second.initial_world == {"items": ["a"]}
+    path.write_text(HEADER + "initial_world: { items: [b] }\nturns: []\n")
+    assert load_fixture_file(path).fixtures[0].initial_world == {"items": ["b"]}
 
 
 def test_initial_state_must_exist(shop):

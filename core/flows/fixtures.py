@@ -28,6 +28,7 @@ from ruamel.yaml.nodes import ScalarNode as RuamelScalar
 from ruamel.yaml.nodes import SequenceNode as RuamelSequence
 from ruamel.yaml.resolver import VersionedResolver
 
+from core.flows.values import copy_value
 from core.flows.yaml12 import Yaml12Loader as _Yaml12Loader
 from core.kitsoki.config import (
     YamlLimits,
@@ -175,9 +176,17 @@ def load_fixture_file(path: Path) -> FixtureFile:
     """Read every document of a fixture file; never raises for what the file contains."""
     path = Path(path)
     try:
-        documents = _fast_documents(path)
+        text = read_limited(path, FLOW_LIMITS)
+    except _FileProblem:
+        text = None  # the bounded reader below reports it
+    try:
+        documents = _remembered(text)
         if documents is None:
-            documents = [(document.at.line, _plain(document)) for document in _compose_all(path, FLOW_LIMITS)]
+            documents = _fast_documents(path, text)
+            if documents is None:
+                documents = [(document.at.line, _plain(document))
+                             for document in _compose_all(path, FLOW_LIMITS, text)]
+            _remember(text, documents)
     except _FileProblem as problem:
         return FixtureFile(path=path, problem=f"{path.name}:{problem.line}:{problem.column}: {problem.message}")
     except _ValueProblems as problems:
@@ -191,17 +200,38 @@ def load_fixture_file(path: Path) -> FixtureFile:
 # --- reading ----------------------------------------------------------------------------------
 
 
+_READ: dict[str, list[tuple[int, Any]]] = {}
+"""Documents already read, by the file's whole text (content-addressed): a process that runs the same
+fixtures again (a gate on every accept, the server's previews, a benchmark's rounds) parses each text
+once. Handed out as copies, so a run never sees another's changes."""
+_READ_LIMIT = 4096
+
+
+def _remembered(text: str | None) -> list[tuple[int, Any]] | None:
+    found = _READ.get(text) if text is not None else None
+    return None if found is None else copy_value(found)
+
+
+def _remember(text: str | None, documents: list[tuple[int, Any]]) -> None:
+    if text is None:
+        return
+    if len(_READ) >= _READ_LIMIT:
+        _READ.clear()
+    _READ[text] = copy_value(documents)
+
+
 _ANCHOR_OR_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s,\]}]")
 
 
-def _fast_documents(path: Path) -> list[tuple[int, Any]] | None:
+def _fast_documents(path: Path, text: str | None = None) -> list[tuple[int, Any]] | None:
     """The documents as (line, plain value) through libyaml, for the common file with no anchors,
     aliases or tags (nothing for an alias budget to guard); None sends the file to the bounded
     reader, which also gives the precise error of a file that does not parse."""
-    try:
-        text = read_limited(path, FLOW_LIMITS)
-    except _FileProblem:
-        return None
+    if text is None:
+        try:
+            text = read_limited(path, FLOW_LIMITS)
+        except _FileProblem:
+            return None
     if _ANCHOR_OR_ALIAS.search(text) or "!" in text:
         return None
     try:
@@ -222,9 +252,10 @@ def _fast_documents(path: Path) -> list[tuple[int, Any]] | None:
     return documents
 
 
-def _compose_all(path: Path, limits: YamlLimits) -> list[_Value]:
+def _compose_all(path: Path, limits: YamlLimits, text: str | None = None) -> list[_Value]:
     """The file's non-empty documents as located values, under the limits (whole file)."""
-    text = read_limited(path, limits)
+    if text is None:
+        text = read_limited(path, limits)
     documents = _libyaml_located(path, text, limits)
     if documents is not None:
         return documents
