@@ -25,7 +25,6 @@ from pydantic import BaseModel, Field, ValidationError
 from core import statefs
 
 from core.mining.episodes import attach_results, episodes, step_episodes
-from core.proposals.outcomes import weigh_recipes
 from core.mining.recipes import Recipe, RecipeIndex, RecipesFile
 from core.mining.watermark import (
     FileMark,
@@ -46,6 +45,8 @@ from core.transcripts.scope import Scope, split_by_scope, workspace_scope
 from core.transcripts.steps import read_claude_steps
 
 Trigger = Literal["seed", "live"]
+OUTCOMES_FILE = Path(".artifacts") / "mining" / "outcomes.json"
+"""core.proposals.outcomes.OUTCOMES_FILE: without it no accepted change is followed, so none weighs a recipe."""
 
 
 class PassCancelled(Exception):
@@ -407,7 +408,10 @@ def _run_pass(
     else:
         index = RecipeIndex(episodes_now, project_of=this_project)
     recipes = index.recipes(priority_threshold)
-    recipes = weigh_recipes(workspace, recipes, priority_threshold)  # like a change that did not stick: lower
+    if (Path(workspace) / OUTCOMES_FILE).exists() or (Path(workspace) / OUTCOMES_FILE).is_symlink():
+        from core.proposals.outcomes import weigh_recipes  # the proposals' modules load only when there is one
+
+        recipes = weigh_recipes(workspace, recipes, priority_threshold)  # like a change that did not stick: lower
     if other_projects and len(own) < len(state.files):
         mine = {r.id for r in recipes}
         ours = {id(ep) for ep in episodes_now}
