@@ -22,7 +22,10 @@ JSON-RPC client (tests/bench/server.py's), one request at a time with --gap-ms b
 
 Printed: p50/p95/max per request and phase, how long each phase ran and how many requests it saw, the
 ratio of each busy p95 to the idle p95. Target (issue 26): p95 < 50 ms for each request during a pass and
-during a propose. Exit 1 when a target is missed.
+during a propose. Exit 1 when a target is missed. `--tree DIR` runs an earlier checkout's server (`git archive
+<commit> core server | tar -x -C DIR`) on the same preparation, for a before/after; KITSOKI_BENCH_SERVE="x.py"
+starts the server through another script instead of `-m server.cli serve` (a wrapper that logs collector pauses,
+say).
 """
 
 from __future__ import annotations
