@@ -48,9 +48,20 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
 
-from server import RawClient, percentile  # noqa: E402  (tests/bench/server.py)
+
+def _server_bench():
+    """tests/bench/server.py by its path (never on sys.path: it would hide the `server` package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_server", HERE / "server.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_bench = _server_bench()
+RawClient, percentile = _bench.RawClient, _bench.percentile
 
 from core.demo.make_transcripts import claude_session, render  # noqa: E402
 from core.transcripts.discover import claude_slug  # noqa: E402
