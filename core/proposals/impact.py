@@ -32,17 +32,21 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.kitsoki.config import CONFIG_FILE
-from core.kitsoki.inventory import ROOT_INSTANCE, Inventory, build_inventory
 from core.kitsoki.model import Story, Workspace
-from core.kitsoki.routing import Router, content_stems
-from core.kitsoki.routing.templates import is_template
 from core.kitsoki.story import relative
+
+if TYPE_CHECKING:
+    from core.kitsoki.inventory import Inventory
+    from core.kitsoki.routing import Router
+
+# The replay's machinery (inventory, router) is imported by the functions that replay: `Impact` is a
+# field of every proposal, and reading a staged proposal must not load the router.
 
 FREE_FORM = "free-form"
 """Where an input routed to no intent goes: kitsoki hands it to the agent as a free-form ask."""
@@ -189,6 +193,8 @@ class _Corpus:
     index: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, text: str, count: int, source: str) -> None:
+        from core.kitsoki.routing import content_stems
+
         stems = content_stems(text)
         n = len(self.inputs)
         self.inputs.append(_Input(text, count, source, stems))
@@ -295,6 +301,8 @@ def fixture_inputs(path: Path, workspace: Path) -> list[tuple[str, str]]:
 def flow_files(workspace: Workspace, story_name: str) -> list[Path]:
     """The fixture files kitsoki runs for an app by default (`<app-dir>/flows/*.yaml`); for the root
     instance, the root flows beside `.kitsoki.yaml`."""
+    from core.kitsoki.inventory import ROOT_INSTANCE
+
     if story_name == ROOT_INSTANCE:
         folder = workspace.path / "flows"
     else:
@@ -326,6 +334,9 @@ def _route(router: Router, text: str) -> str | None:
 def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[str, Router] | None = None,
            before_corpus: _Corpus | None = None) -> Impact:
     """Gains and moves of the staged inventory against the live one (see the module's doc)."""
+    from core.kitsoki.routing import Router, content_stems
+    from core.kitsoki.routing.templates import is_template
+
     # Rows a staged inventory shares with the live one (the same objects) are unchanged: only the stories
     # with rows of their own on either side are compared.
     live_ids, staged_ids = {id(r) for r in live.intents}, {id(r) for r in staged.intents}
@@ -461,6 +472,8 @@ def _enclosing_state(story: Story, file: Path, line: int) -> str | None:
 
 
 def _stories(model: Workspace) -> list[tuple[str, Story]]:
+    from core.kitsoki.inventory import ROOT_INSTANCE
+
     out = [(story.slug, story) for story in model.stories]
     root = model.root_instance
     if root is not None and not root.open_world:
@@ -609,6 +622,8 @@ def staged_intents(model: Workspace, live: Inventory, staged: Workspace, files: 
     """The staged tree's intent rows, built only for the stories the draft reloaded (an unchanged story is
     the same object in both trees); the rest are the live inventory's. A change to `.kitsoki.yaml` (the
     root instance's synonyms) builds the whole staged inventory."""
+    from core.kitsoki.inventory import ROOT_INSTANCE, Inventory, build_inventory
+
     from core.kitsoki.inventory import _root_rows
 
     if CONFIG_FILE in files:
@@ -683,6 +698,8 @@ def attach(proposal, files: dict[str, bytes], artifact, impact: Impact) -> tuple
 def narrower_recipes(recipe, proposal) -> Iterable:
     """The recipe narrowed to one of its own phrasings that holds more words than a drafted phrase:
     it still says what was asked, and takes fewer inputs."""
+    from core.kitsoki.routing import content_stems
+
     from core.proposals.mapper import usable_phrasings
 
     added = [line[1:].strip().lstrip("- ").strip("'\"") for change in proposal.files for line in
