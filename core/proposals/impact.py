@@ -57,7 +57,7 @@ MAX_LISTED = 50
 NARROWER_TRIES = 3
 
 
-class Gain(BaseModel):
+class Gain(BaseModel, defer_build=True):
     text: str
     count: int
     source: str = ""
@@ -66,7 +66,7 @@ class Gain(BaseModel):
     """`story:intent` it now routes to."""
 
 
-class Move(BaseModel):
+class Move(BaseModel, defer_build=True):
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
     text: str
@@ -77,7 +77,7 @@ class Move(BaseModel):
     count: int = 1
 
 
-class Reader(BaseModel):
+class Reader(BaseModel, defer_build=True):
     """A state or flow fixture that reads what a rung-1 (or decider) change sets."""
 
     kind: Literal["state", "flow"]
@@ -87,7 +87,7 @@ class Reader(BaseModel):
     """The state's path, or what the fixture does there."""
 
 
-class Impact(BaseModel):
+class Impact(BaseModel, defer_build=True):
     replayed: int = 0
     """Distinct inputs replayed through the router (prompts, fixture inputs, other intents' phrases)."""
     prompts: int = 0
