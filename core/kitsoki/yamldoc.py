@@ -1,12 +1,19 @@
 """One YAML text as the byte-preserving editor (core.kitsoki.yamledit) reads it: located and loaded.
 
-**Locate.** The round-trip (``typ="rt"``) parser's events and scanner tokens give the exact
-character span of every node, of every ``:`` and every ``-`` indicator. From them `_Doc` builds a
-small positional tree (aliases stay visible as aliases, unlike in a composed node graph), with the
-path walk, columns, indentation step and insertion points the edits need.
+**Locate.** The parser's events and scanner tokens give the exact character span of every node,
+of every ``:`` and every ``-`` indicator. From them `_Doc` builds a small positional tree (aliases
+stay visible as aliases, unlike in a composed node graph), with the path walk, columns, indentation
+step and insertion points the edits need.
 
-**Load.** `_safe_load` is the safe loader the editor verifies each result with (integers as Go's
-yaml.v3 reads them); `_same` compares its data type-strictly.
+**Load.** `_safe_load` is ruamel.yaml's safe loader (YAML 1.2; integers as Go's yaml.v3 reads them),
+the one the editor verifies each result with; `_same` compares its data type-strictly.
+
+**Tokenise once, in C.** Events and tokens come from libyaml (PyYAML's C parser, character offsets
+like ruamel's), handed to ruamel's own composer and constructor as ruamel events, so the data is what
+ruamel's safe load gives. ruamel's pure-Python scanner is used instead where the two could read a
+text differently (a directive, a tab, a BOM or a YAML 1.1-only line break inside, any text libyaml
+refuses: its errors are ruamel's), so a text is located and loaded the same either way
+(tests/test_yamldoc.py compares the two on every YAML file of kitsoki's stories and the workspace).
 
 Both are memoized per text (per thread): a `_Doc` is never changed after it is made, and the drafts
 of one pass edit the same live file again and again.
@@ -24,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml as pyyaml
 from ruamel.yaml import YAML
 from ruamel.yaml import events as ev
 from ruamel.yaml import tokens as tk
@@ -128,9 +136,91 @@ def _safe_load(text: str) -> Any:
     if text in table:
         table.move_to_end(text)
         return table[text]
+    fast = _c_events(text)
     yaml = YAML(typ="safe", pure=True)
     yaml.Constructor = _GoIntConstructor
-    return _remember(table, text, yaml.load(text))
+    if fast is None:
+        return _remember(table, text, yaml.load(text))
+    return _remember(table, text, _compose(yaml, fast[0]))
+
+
+# libyaml and ruamel's YAML 1.2 scanner agree on everything but these: a directive (`%YAML 1.1` switches
+# ruamel's resolver), tabs, a BOM past the start, and the line breaks only YAML 1.1 has.
+_PURE_ONLY = re.compile(r"(?m)^%|[\t\ufeff\x85\u2028\u2029]")
+_C_EVENT = {cls: getattr(ev, cls.__name__) for cls in (
+    pyyaml.StreamStartEvent, pyyaml.StreamEndEvent, pyyaml.DocumentStartEvent, pyyaml.DocumentEndEvent,
+    pyyaml.MappingStartEvent, pyyaml.MappingEndEvent, pyyaml.SequenceStartEvent, pyyaml.SequenceEndEvent,
+    pyyaml.ScalarEvent, pyyaml.AliasEvent)}
+
+
+def _ruamel_event(e: Any) -> Any:
+    cls = _C_EVENT[type(e)]
+    if cls is ev.ScalarEvent:
+        return cls(e.anchor, e.tag, e.implicit, e.value, e.start_mark, e.end_mark, style=e.style or None)
+    if cls in (ev.MappingStartEvent, ev.SequenceStartEvent):
+        return cls(e.anchor, e.tag, e.implicit, e.start_mark, e.end_mark, flow_style=e.flow_style)
+    if cls is ev.AliasEvent:
+        return cls(e.anchor, e.start_mark, e.end_mark)
+    if cls is ev.DocumentStartEvent:
+        return cls(e.start_mark, e.end_mark, explicit=e.explicit, version=e.version, tags=e.tags)
+    if cls is ev.DocumentEndEvent:
+        return cls(e.start_mark, e.end_mark, explicit=e.explicit)
+    return cls(e.start_mark, e.end_mark)
+
+
+def _c_events(text: str) -> tuple[list, list[int], list[int]] | None:
+    """(ruamel events, ends of `:` tokens, ends of `-` tokens) read by libyaml, memoized per text; None
+    where ruamel's scanner must read the text (see the module docstring)."""
+    table = _memo("c")
+    if text in table:
+        table.move_to_end(text)
+        return table[text]
+    out = None
+    if not _PURE_ONLY.search(text):
+        try:
+            events = [_ruamel_event(e) for e in pyyaml.parse(text, Loader=pyyaml.CSafeLoader)]
+            colons, dashes = [], []
+            for t in pyyaml.scan(text, Loader=pyyaml.CSafeLoader):
+                if type(t) is pyyaml.ValueToken:
+                    colons.append(t.end_mark.index)
+                elif type(t) is pyyaml.BlockEntryToken:
+                    dashes.append(t.end_mark.index)
+            out = (events, sorted(colons), sorted(dashes))
+        except (pyyaml.YAMLError, ValueError, TypeError, KeyError):
+            out = None  # ruamel reads it and says what is wrong in its own words
+    return _remember(table, text, out)
+
+
+class _Events:
+    """Hands a list of events to ruamel's composer as its parser would."""
+
+    def __init__(self, events: list) -> None:
+        self.events, self.at = events, 0
+
+    def check_event(self, *choices: Any) -> bool:
+        if self.at >= len(self.events):
+            return False
+        return not choices or isinstance(self.events[self.at], choices)
+
+    def peek_event(self) -> Any:
+        return self.events[self.at]
+
+    def get_event(self) -> Any:
+        self.at += 1
+        return self.events[self.at - 1]
+
+    def dispose(self) -> None:
+        pass
+
+
+def _compose(yaml: YAML, events: list) -> Any:
+    """ruamel's safe load of a text, from its events (YAML.load without its reader and scanner)."""
+    from ruamel.yaml.docinfo import DocInfo, version
+
+    yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
+    yaml.tags = {}
+    yaml._parser = _Events(events)
+    return yaml.constructor.get_single_data()
 
 
 def _document(text: str) -> _Doc:
@@ -194,14 +284,18 @@ class _Doc:
         self.lb = m.group(0) if m else "\n"
         try:
             self.data = _safe_load(text)
-            tokens = list(YAML(typ="rt").scan(text))
-            events = list(YAML(typ="rt").parse(text))
+            fast = _c_events(text)
+            if fast is not None:
+                events, self.colon_ends, self.dash_ends = fast
+            else:
+                tokens = list(YAML(typ="rt").scan(text))
+                events = list(YAML(typ="rt").parse(text))
+                self.colon_ends = sorted(t.end_mark.index for t in tokens if isinstance(t, tk.ValueToken))
+                self.dash_ends = sorted(t.end_mark.index for t in tokens if isinstance(t, tk.BlockEntryToken))
         except RecursionError:
             raise EditError("<document>: nested too deeply") from None
         except _LOAD_ERRORS as e:  # a constructor's ValueError too (a bad timestamp, say)
             raise EditError(f"<document>: not valid YAML: {_one_line(e)}") from None
-        self.colon_ends = sorted(t.end_mark.index for t in tokens if isinstance(t, tk.ValueToken))
-        self.dash_ends = sorted(t.end_mark.index for t in tokens if isinstance(t, tk.BlockEntryToken))
         self.used_anchors: set[str] = set()
         self.doc_end: int | None = None
         self.version: Any = None
