@@ -38,6 +38,7 @@ from ruamel.yaml import tokens as tk
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.resolver import VersionedResolver
 
 Path = Sequence[str | int]
 
@@ -137,11 +138,93 @@ def _safe_load(text: str) -> Any:
         table.move_to_end(text)
         return table[text]
     fast = _c_events(text)
+    if fast is not None:
+        data = _plain_data(fast[0])
+        if data is not _NOT_PLAIN:
+            return _remember(table, text, data)
     yaml = YAML(typ="safe", pure=True)
     yaml.Constructor = _GoIntConstructor
     if fast is None:
         return _remember(table, text, yaml.load(text))
     return _remember(table, text, _compose(yaml, fast[0]))
+
+
+_NOT_PLAIN = object()
+_R12 = VersionedResolver(version=(1, 2))
+_SCALARS = {_STR_TAG: None, _NULL_TAG: "construct_yaml_null", "tag:yaml.org,2002:bool": "construct_yaml_bool",
+            "tag:yaml.org,2002:int": "construct_yaml_int", "tag:yaml.org,2002:float": "construct_yaml_float"}
+
+
+def _plain_data(events: list) -> Any:
+    """What ruamel's safe load makes of a single document with no tag, anchor, alias, merge key, complex or
+    repeated key, nor a scalar other than a string, null, bool, int or float (nearly every kitsoki file),
+    built straight from its events; `_NOT_PLAIN` for anything else (ruamel's composer and constructor
+    load it, and refuse what they refuse)."""
+    if len(events) < 4 or type(events[-2]) is not ev.DocumentEndEvent:
+        return _NOT_PLAIN
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Constructor = _GoIntConstructor
+    _begin(yaml)
+    constructor = yaml.constructor
+    built: dict[tuple[str, str], Any] = {}
+    resolved: dict[str, str] = {}
+    stack: list[tuple[Any, Any]] = []  # (collection, pending mapping key or _NOT_PLAIN)
+    root: Any = _NOT_PLAIN
+    for e in events[2:-2]:
+        kind = type(e)
+        if kind is ev.ScalarEvent:
+            if e.tag is not None or e.anchor is not None:
+                return _NOT_PLAIN
+            if e.implicit[0]:
+                tag = resolved.get(e.value)
+                if tag is None:  # ruamel's Tag equals its text but does not hash like it
+                    tag = resolved[e.value] = str(_R12.resolve(ScalarNode, e.value, e.implicit))
+            else:
+                tag = _STR_TAG
+            if tag not in _SCALARS:
+                return _NOT_PLAIN
+            method = _SCALARS[tag]
+            if method is None:
+                value = e.value
+            else:
+                found = built.get((tag, e.value), _NOT_PLAIN)
+                if found is _NOT_PLAIN:
+                    try:
+                        found = getattr(constructor, method)(ScalarNode(tag, e.value))
+                    except _LOAD_ERRORS:
+                        return _NOT_PLAIN
+                    built[(tag, e.value)] = found
+                value = found
+        elif kind is ev.MappingStartEvent or kind is ev.SequenceStartEvent:
+            if e.tag is not None or e.anchor is not None or len(stack) >= _MAX_DEPTH:
+                return _NOT_PLAIN
+            if stack and type(stack[-1][0]) is dict and stack[-1][1] is _NOT_PLAIN:
+                return _NOT_PLAIN  # a collection as a key
+            stack.append(({} if kind is ev.MappingStartEvent else [], _NOT_PLAIN))
+            continue
+        elif kind is ev.MappingEndEvent or kind is ev.SequenceEndEvent:
+            value = stack.pop()[0]
+        else:
+            return _NOT_PLAIN  # an alias, or a second document
+        if not stack:
+            root = value
+            continue
+        collection, key = stack[-1]
+        if type(collection) is list:
+            collection.append(value)
+        elif key is _NOT_PLAIN:
+            if kind is not ev.ScalarEvent or (e.implicit[0] and e.value == "<<"):
+                return _NOT_PLAIN
+            try:
+                if value in collection:
+                    return _NOT_PLAIN  # a repeated key: ruamel says so
+            except TypeError:
+                return _NOT_PLAIN
+            stack[-1] = (collection, value)
+        else:
+            collection[key] = value
+            stack[-1] = (collection, _NOT_PLAIN)
+    return root
 
 
 # libyaml and ruamel's YAML 1.2 scanner agree on everything but these: a directive (`%YAML 1.1` switches
@@ -213,12 +296,17 @@ class _Events:
         pass
 
 
-def _compose(yaml: YAML, events: list) -> Any:
-    """ruamel's safe load of a text, from its events (YAML.load without its reader and scanner)."""
+def _begin(yaml: YAML) -> None:
+    """What YAML.load sets up before it reads a document."""
     from ruamel.yaml.docinfo import DocInfo, version
 
     yaml.doc_infos.append(DocInfo(requested_version=version(yaml.version)))
     yaml.tags = {}
+
+
+def _compose(yaml: YAML, events: list) -> Any:
+    """ruamel's safe load of a text, from its events (YAML.load without its reader and scanner)."""
+    _begin(yaml)
     yaml._parser = _Events(events)
     return yaml.constructor.get_single_data()
 
