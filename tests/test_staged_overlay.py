@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from core.kitsoki import yamledit
 from core.kitsoki.inventory import build_inventory
@@ -75,7 +76,7 @@ def _drafts(model) -> dict[str, dict[str, bytes]]:
         "an intent declared twice across files": {
             app: yamledit.add_entry(_read(model, app), ["intents"], "dup_intent", {"examples": ["x y"]}).encode(),
             idle: yamledit.add_entry(_read(model, idle), ["intents"], "dup_intent", {"examples": ["x y"]}).encode()
-            if "intents" in yamledit._safe_load(_read(model, idle)) else
+            if "intents" in yaml.safe_load(_read(model, idle)) else
             yamledit.set_value(_read(model, idle), ["intents"], {"dup_intent": {"examples": ["x y"]}}).encode()},
         "a change in a story only imported (delivery-tail)": {
             "stories/delivery-tail/app.yaml": (_read(model, "stories/delivery-tail/app.yaml").replace(
