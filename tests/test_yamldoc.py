@@ -75,14 +75,15 @@ def _same_reading(text: str, monkeypatch) -> None:
 
 
 def _yaml_files() -> list[Path]:
-    """The fixtures and the workspace's stories and rooms, and every fourth of its 365 flow files (they
-    are written alike; the whole corpus and kitsoki's own repository were compared when this was built)."""
+    """The fixtures, every story file of the workspace, and every fourth of its other YAML files (rooms,
+    flows, cassettes: written alike; all 695 of them and the 1,089 of kitsoki's own repository read the
+    same when this was built)."""
     roots = [REPO / "tests" / "fixtures"]
     if WORKSPACE.is_dir():
         roots.append(WORKSPACE)
     files = sorted(p for root in roots for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-    flows = [p for p in files if p.parent.name == "flows" and p.is_relative_to(WORKSPACE)]
-    return [p for p in files if p not in flows] + flows[::4]
+    rest = [p for p in files if p.is_relative_to(WORKSPACE) and p.name != "app.yaml"]
+    return [p for p in files if p not in rest] + rest[::4]
 
 
 def test_the_corpus_is_there():
