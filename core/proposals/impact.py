@@ -323,10 +323,13 @@ def flow_files(workspace: Workspace, story_name: str) -> list[Path]:
         if story is None:
             return []
         folder = story.dir / "flows"
-    try:
-        return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
-    except OSError:
-        return []
+
+    def listing() -> list[Path]:
+        try:
+            return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+        except OSError:
+            return []
+    return list(_cached(folder, listing, "listing"))  # type: ignore[arg-type]  (read again when the folder changes)
 
 
 # --- replay -----------------------------------------------------------------------------------------
@@ -473,20 +476,34 @@ def _text(path: Path) -> str | None:
 
 
 def _enclosing_state(story: Story, file: Path, line: int) -> str | None:
-    best, best_line = None, 0
+    # The loader names a state's file as it named the file it read: compare the names first, and
+    # resolve links (a story read through a symlink) only when no state's file has this name.
+    name = os.path.normpath(str(file))
+    found = _nearest_above(((path, state.at.line) for path, state in story.states.items()
+                            if state.at is not None and os.path.normpath(str(state.at.file)) == name), line)
+    if found is not None:
+        return found
     real = os.path.realpath(file)
     same: dict[str, bool] = {}  # a story's states live in a handful of files: resolve each once
+    candidates = []
     for path, state in story.states.items():
         at = state.at
         if at is None:
             continue
-        name = str(at.file)
-        if name not in same:
-            same[name] = os.path.realpath(name) == real
-        if not same[name]:
-            continue
-        if best_line <= at.line <= line:
-            best, best_line = path, at.line
+        key = str(at.file)
+        if key not in same:
+            same[key] = os.path.realpath(key) == real
+        if same[key]:
+            candidates.append((path, at.line))
+    return _nearest_above(candidates, line)
+
+
+def _nearest_above(candidates: Iterable[tuple[str, int]], line: int) -> str | None:
+    """The state declared last at or above `line` (the one whose block holds it)."""
+    best, best_line = None, 0
+    for path, at_line in candidates:
+        if best_line <= at_line <= line:
+            best, best_line = path, at_line
     return best
 
 
@@ -543,18 +560,38 @@ def _scan(model: Workspace, pattern: re.Pattern[str], flows_pattern: re.Pattern[
     return readers[:MAX_LISTED]
 
 
-_READERS: dict[tuple, tuple[Workspace, list[Reader]]] = {}
+_READERS: dict[tuple, tuple[tuple, list[Reader]]] = {}
+_SIGNATURES: dict[int, tuple[Workspace, tuple]] = {}
+
+
+def _signature(model: Workspace) -> tuple:
+    """What a scan of `model` read: every story file (size, mtime, inode) and every flows folder's
+    listing stamp. Each command loads a new model, so the memo is keyed by this, not by the object;
+    worked out once per loaded tree."""
+    hit = _SIGNATURES.get(id(model))
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    files = {str(f) for _, story in _stories(model) for f in (*story.files, *story.import_files)}
+    files.update(str(f) for name, _ in _stories(model) for f in flow_files(model, name))
+    folders = [model.path / "flows"] + [story.dir / "flows" for story in model.stories]
+    signature = (str(model.path), tuple((f, _stamp(Path(f))) for f in sorted(files)),
+                 tuple((str(d), _stamp(d)) for d in folders))
+    if len(_SIGNATURES) > 16:
+        _SIGNATURES.clear()
+    _SIGNATURES[id(model)] = (model, signature)
+    return signature
 
 
 def _memo(model: Workspace, kind: str, key: str, make: Callable[[], list[Reader]]) -> list[Reader]:
-    """Per loaded tree: an unchanged workspace is the same model object, so a warm pass scans nothing."""
-    hit = _READERS.get((id(model), kind, key))
-    if hit is not None and hit[0] is model:
+    """An unchanged workspace (the same files, as stamped) scans nothing again, in this process."""
+    signature = _signature(model)
+    hit = _READERS.get((str(model.path), kind, key))
+    if hit is not None and hit[0] == signature:
         return hit[1]
     found = make()
     if len(_READERS) > 64:
         _READERS.clear()
-    _READERS[(id(model), kind, key)] = (model, found)
+    _READERS[(str(model.path), kind, key)] = (signature, found)
     return found
 
 
