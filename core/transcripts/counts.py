@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.transcripts import normalize as nz
-from core.transcripts.claude import (
+from core.transcripts.claude_walk import (
     REJECTED_TOOL_USE,
     ClaudeFile,
     ClaudeWalk,
