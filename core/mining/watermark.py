@@ -24,14 +24,17 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from core import statefs
 from core.mining.episodes import Episode
+from core.transcripts.display import display_path
 
 PARSER_VERSION = "5"
 """Bump when readers or episode extraction change what they produce: every file is re-read."""
 
 
 def kitsoki_slug(path: Path | str) -> str:
-    """kitsoki's mining.Slug (recap.sh's rule): `/` and `.` become `-`. Keys `mined_through`."""
-    return re.sub(r"[/.]", "-", str(path))
+    """kitsoki's mining.Slug (recap.sh's rule): `/` and `.` become `-`. Keys `mined_through` and names
+    the state files: of the display path (core/transcripts/display.py), so that a workspace in a folder
+    named by a secret does not put it in a file name."""
+    return re.sub(r"[/.]", "-", display_path(path))
 
 
 class FileMark(BaseModel):

@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from core.runs.model import FileAccount, Omission
+from core.transcripts.display import display_path, real_path
 from core.transcripts.lines import LineReader
 from core.transcripts.redact import redact_text
 
@@ -165,7 +166,7 @@ def _omit(omitted: list[Omission], line: int, reason: str) -> None:
 
 def file_pieces(session: str, fmt: str, path: Path, *, redact: bool = True, account: FileAccount | None = None):
     """Yield (line, text) evidence of one file in physical order; fill `account` with the rest."""
-    account = account or FileAccount(session=session, file=str(path))
+    account = account or FileAccount(session=session, file=display_path(path))
     reader = _AllProblems(Path(path))
     expected = 1
     for lineno, rec in reader:
@@ -191,7 +192,8 @@ def session_pieces(session: str, fmt: str, files: list[str], *, redact: bool = T
         account = FileAccount(session=session, file=f)
         if accounts is not None:
             accounts.append(account)
-        for line, text in file_pieces(session, fmt, Path(f), redact=redact, account=account):
+        # `f` is a display path (core/transcripts/display.py): the packets name it, the file is found again
+        for line, text in file_pieces(session, fmt, real_path(f), redact=redact, account=account):
             yield f, line, text
 
 

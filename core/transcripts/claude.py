@@ -24,6 +24,7 @@ from core.transcripts.claude_walk import (
     session_launch,
     subagent_kind,
 )
+from core.transcripts.display import display_path, display_stem
 from core.transcripts.launch import KITSOKI_TOOLS
 from core.transcripts.launch import is_agent_session  # noqa: F401 - re-exported: callers import it from here
 from core.transcripts.lines import LineReader
@@ -62,7 +63,7 @@ def read_claude_file(
 class _FileParser(ClaudeTree):
     def __init__(self, path: Path, sidechain: bool, redact: bool, start: int = 0, first_line: int = 1) -> None:
         self.out = ClaudeFile(path=path, sidechain=sidechain)
-        self.file = str(path)
+        self.file = display_path(path)  # what outputs name the file by (core/transcripts/display.py)
         self.redact = redact
         self.sidechain = sidechain
         # Only turn-bearing records enter the tree; every other uuid (progress, tool results,
@@ -318,7 +319,7 @@ def read_claude_session(
     calls_by_id = {c.id: c for t in (main.turns if main else []) for c in t.tool_calls}
     for path, parsed in agents:
         meta = read_meta(path)
-        agent_id = parsed.agent_id or nz.clean_id(path.stem.removeprefix("agent-"), redact)
+        agent_id = parsed.agent_id or nz.clean_id(display_stem(path).removeprefix("agent-"), redact)
         tool_use = meta.get("toolUseId")
         tool_use = nz.clean_id(tool_use, redact) if type(tool_use) is str else spawned_by.get(agent_id)
         agent_type = meta.get("agentType")
@@ -335,7 +336,7 @@ def read_claude_session(
             Subagent(
                 agent_id=agent_id,
                 kind=kind,
-                file=str(path),
+                file=display_path(path),
                 tool_use_id=tool_use,
                 agent_type=nz.clean_id(agent_type, redact) if type(agent_type) is str else None,
                 turns=turns,
@@ -357,10 +358,10 @@ def read_claude_session(
     for f in files:
         models += [m for m in f.models if m not in models]
     return Session(
-        id=head.session_id or nz.clean_id((trunk or head.path).stem, redact),
+        id=head.session_id or nz.clean_id(display_stem(trunk or head.path), redact),
         format="claude",
         project=next((f.cwd for f in files if f.cwd), None),
-        files=[str(f.path) for f in files],
+        files=[display_path(f.path) for f in files],
         started_at=nz.parse_time(min(firsts)) if firsts else None,
         ended_at=nz.parse_time(max(lasts)) if lasts else None,
         entrypoint=next((f.entrypoint for f in files if f.entrypoint), None),

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.transcripts.discover import SessionFiles, claude_slugs, codex_meta, first_field, pi_dirname
+from core.transcripts.display import display_path
 
 _WINDOWS = re.compile(r"^[A-Za-z]:[\\/]")
 _MAX_WORKTREES = 4096
@@ -202,7 +203,7 @@ def split_by_scope(units: Iterable[SessionFiles], scope: Scope,
         head = unit.trunk or (unit.subagents[0] if unit.subagents else None)
         if head is None:
             continue
-        key = str(head)
+        key = display_path(head)  # the state's key for the file (core/transcripts/display.py)
         project = known.get(key, UNKNOWN)
         if project is UNKNOWN:
             project = session_project(unit.format, head)

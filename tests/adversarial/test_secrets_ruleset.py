@@ -4,7 +4,9 @@ rule of the pinned ruleset, in every field of every transcript format, and as a 
 Pass rule: no planted secret (nor any 12-character piece of it) appears in any answer of `sessions`
 (JSON and table), `mine`, `propose`, `proposals`, `evolve analyze`, `runs projects|coverage|confirm|
 prepare`, the language server (status, cards, proposal details, lenses, hovers), or in any file those
-wrote (the episode store under .artifacts/mining/state, recipes, drafts, run packets).
+wrote (the episode store under .artifacts/mining/state, recipes, drafts, run packets), nor in the name of
+any file they wrote. A transcript's own path holding the secret (the folder its agent ran in, a folder
+above the history, its file name) is named by its display path (core/transcripts/display.py).
 
 `make test` runs a spread sample; `KITSOKI_ADVERSARIAL=full` runs every kind and every rule in every
 format (each case plants its secret in every content field of the format at once).
@@ -43,30 +45,23 @@ def _plant(files: dict, make) -> dict[str, tuple]:
     return planted
 
 
-def _check(tmp_path, files, planted, *, own_paths: bool = False) -> None:
-    """`own_paths`: the transcripts' own paths on disk are not searched. An agent that ran in a folder
-    named by a secret stores its transcript under a folder named after it (Claude's `-home-dev-<cwd>`,
-    Pi's `--home-dev-<cwd>--`); that path is where the file is, which the store, the cites and run
-    packets name so that they can open it again. Everything read from inside the file is searched."""
-    root = W.write_world(files, tmp_path / "transcripts")
+def _check(tmp_path, files, planted, *, root_name: str = "transcripts") -> dict[str, str]:
+    """Every answer, every file written and every written file's name searched for every planted
+    secret. Returns the answers."""
+    root = W.write_world(files, tmp_path / root_name)
     answers = W.run_everything(tmp_path, root)
-    if own_paths:
-        paths = sorted({str(root / rel) for rel in files} | {str((root / rel).parent) for rel in files}, key=len, reverse=True)
-        for name, text in answers.items():
-            for path in paths:
-                text = text.replace(path, "<transcript path>")
-            answers[name] = text
-    else:
-        stored = [text for name, text in answers.items() if ".episodes." in name or "/mining/state/" in name]
-        assert stored and any("[REDACTED:" in text for text in stored), "no redacted text reached the store"
+    stored = [text for name, text in answers.items() if ".episodes." in name or "/mining/state/" in name]
+    assert stored and any("[REDACTED:" in text for text in stored), "no redacted text reached the store"
     for name, text in answers.items():  # a placeholder names its rule, which may spell a token's fixed prefix
         answers[name] = PLACEHOLDER.sub("\0", text)
     leaks = []
     for secret, (rel, path) in planted.items():
         where = [name for name, text in answers.items() if W.leaked(secret, text)]
+        where += [f"the name {name}" for name in answers if W.leaked(secret, PLACEHOLDER.sub("\0", name))]
         if where:
             leaks.append(f"{rel} {'.'.join(map(str, path))}: {secret[:16]}… in {', '.join(where[:4])}")
     assert not leaks, "planted secrets left a reader:\n" + "\n".join(leaks[:20])
+    return answers
 
 
 @pytest.mark.parametrize("fmt,kind", adversarial_cases(ISSUE, fast=6), ids=lambda v: str(v))
@@ -93,14 +88,51 @@ def test_every_rule_sample_never_leaves_from_any_field(tmp_path, fmt, rid):
     _check(tmp_path, files, {secret: (rid, ("every field",))})
 
 
-@pytest.mark.parametrize("fmt,kind", adversarial_cases(CWD, fast=3), ids=lambda v: str(v))
-def test_a_secret_as_a_folder_of_the_cwd_never_leaves(tmp_path, fmt, kind):
-    """The sessions ran in /home/dev/<secret>/release-desk: the cwd, the project it names, every path
-    under it in tool inputs, and (Claude) the project folder's name all hold the secret."""
+def _secret(kind: str) -> str:
     make, _ = ISSUE_KINDS[kind]
-    secret = make(random.Random(kind))
-    cwd = f"/home/dev/{secret}/release-desk"
+    return make(random.Random(kind))
+
+
+def _sessions(fmt: str, cwd: str = W.CWD) -> dict[str, object]:
     files: dict[str, object] = {}
     for sid, day in zip(W.SESSION_IDS[fmt], ("2026-11-02", "2026-11-09", "2026-11-16")):
         files.update(W.FORMATS[fmt](sid, day, cwd))
-    _check(tmp_path, files, {secret: ("cwd", ())}, own_paths=True)
+    return files
+
+
+@pytest.mark.parametrize("fmt,kind", adversarial_cases(CWD, fast=3), ids=lambda v: str(v))
+def test_a_secret_as_a_folder_of_the_cwd_never_leaves(tmp_path, fmt, kind):
+    """The sessions ran in /home/dev/<secret>/release-desk: the cwd, the project it names, every path
+    under it in tool inputs, and the transcripts' own folder (Claude's `-home-dev-<secret>-…`, Pi's
+    `--home-dev-<secret>-…--`) all hold the secret; outputs name those files by their display path."""
+    secret = _secret(kind)
+    _check(tmp_path, _sessions(fmt, f"/home/dev/{secret}/release-desk"), {secret: ("cwd", ())})
+
+
+@pytest.mark.parametrize("fmt,kind", adversarial_cases(CWD, fast=3), ids=lambda v: str(v))
+def test_a_secret_as_a_folder_above_the_history_never_leaves(tmp_path, fmt, kind):
+    """The history sits under a folder named by a secret (a CODEX_HOME, a copied `~/.claude`, a `--dir`)."""
+    secret = _secret(kind)
+    _check(tmp_path, _sessions(fmt), {secret: ("history folder", ())}, root_name=secret)
+
+
+def _renamed(fmt: str, files: dict[str, object], secret: str) -> dict[str, object]:
+    """The files under names that hold `secret`: Claude's trunk, its subagent folder and file (where
+    the session and agent ids go), Pi's `<time>_<secret>.jsonl`, Codex's `rollout-<time>-<secret>.jsonl`."""
+    out = {}
+    for rel, content in files.items():
+        n = next(i for i, sid in enumerate(W.SESSION_IDS[fmt]) if sid in rel)
+        rel = rel.replace(W.SESSION_IDS[fmt][n], f"{n}-{secret}").replace("agent-a1b2c3d", f"agent-{secret}")
+        out[rel] = content
+    return out
+
+
+@pytest.mark.parametrize("fmt,kind", adversarial_cases(CWD, fast=3), ids=lambda v: str(v))
+def test_a_secret_in_the_transcript_file_names_never_leaves(tmp_path, fmt, kind):
+    """Each transcript file (and Claude's subagent folder) is named with a secret."""
+    secret = _secret(kind)
+    files = _renamed(fmt, _sessions(fmt), secret)
+    assert all(secret in rel for rel in files if rel.endswith(".jsonl"))
+    answers = _check(tmp_path, files, {secret: ("file names", ())})
+    prompts = [int(n) for n in re.findall(r'"human_prompts": (\d+)', answers["sessions --dir --json --workers 1"])]
+    assert len(prompts) == 4 and prompts[0] >= 1, prompts  # three sessions (and the totals), read
