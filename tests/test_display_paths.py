@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
-from conftest import CORPUS, jsonl
+from conftest import CLI, CORPUS, jsonl
 from core.mining.watermark import kitsoki_slug
 from core.transcripts.claude import read_claude_session
 from core.transcripts.codex import read_codex_session
@@ -107,6 +109,14 @@ def test_a_cite_a_person_is_shown_opens_the_file_it_names(tmp_path):
         assert W.PROMPT in lines[cite["line_start"] - 1]
     for name, text in answers.items():
         assert not _leaks(name) and not _leaks(text), name
+    # and a person opens one from the command line: the real file, the lines kept
+    shown = f"{cites[0]['path']}:{cites[0]['line_start']}-{cites[0]['line_end']}"
+    run = subprocess.run([*CLI, "open", shown], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == f"{real_path(cites[0]['path'])}:{cites[0]['line_start']}-{cites[0]['line_end']}\n"
+    wrong = re.sub(r"~[0-9a-f]{12}", "~000000000000", cites[0]["path"])
+    gone = subprocess.run([*CLI, "open", wrong], capture_output=True, text=True)
+    assert gone.returncode == 1 and "no file or folder matches" in gone.stderr and not _leaks(gone.stderr)
 
 
 def test_the_mining_state_keeps_its_keys_between_passes(tmp_path):
