@@ -134,6 +134,11 @@ def _kind_of(s: int, e: int, variants: list[str]) -> str:
     return "[REDACTED:secret]"
 
 
+_ROUTINE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+                      r"|\d{4}-\d\d-\d\dT\d\d[-:]\d\d[-:]\d\d(?:[-.]\d{3})?Z?")
+"""What most transcript names are made of (a session's UUID, a Pi or Codex start time): nothing to redact."""
+
+
 @functools.lru_cache(maxsize=16384)
 def _segment(segment: str) -> str:
     """A segment's redacted text (its file suffix kept), or the segment itself."""
@@ -142,18 +147,17 @@ def _segment(segment: str) -> str:
         if segment.endswith(s) and len(segment) > len(s):
             stem, suffix = segment[: -len(s)], s
             break
+    if len(_ROUTINE.sub("", stem)) < 10:
+        return segment  # `<uuid>`, `<time>_<uuid>`, `rollout-<time>-<uuid>`: no room left for a secret
     out = _redacted_text(stem)
     return segment if out == stem else out + suffix
-
-
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _long_run(segment: str) -> bool:
     """A run of 12+ letters and digits mixed, outside a UUID (session ids name most files): what a
     secret's body looks like, and what a slug may have cut out of one (`dop-v1-<64 hex>`)."""
     return any(any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
-               for run in _RUN.findall(_UUID.sub("-", segment)))
+               for run in _RUN.findall(_ROUTINE.sub("-", segment)))
 
 
 @functools.lru_cache(maxsize=16384)
