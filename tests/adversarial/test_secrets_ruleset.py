@@ -106,14 +106,16 @@ def test_a_secret_as_a_folder_of_the_cwd_never_leaves(tmp_path, fmt, kind):
     under it in tool inputs, and the transcripts' own folder (Claude's `-home-dev-<secret>-…`, Pi's
     `--home-dev-<secret>-…--`) all hold the secret; outputs name those files by their display path."""
     secret = _secret(kind)
-    _check(tmp_path, _sessions(fmt, f"/home/dev/{secret}/release-desk"), {secret: ("cwd", ())})
+    answers = _check(tmp_path, _sessions(fmt, f"/home/dev/{secret}/release-desk"), {secret: ("cwd", ())})
+    assert answers.get("runs prepare (exit)") == "0"  # the packets were cut from the files, found again
 
 
 @pytest.mark.parametrize("fmt,kind", adversarial_cases(CWD, fast=3), ids=lambda v: str(v))
 def test_a_secret_as_a_folder_above_the_history_never_leaves(tmp_path, fmt, kind):
     """The history sits under a folder named by a secret (a CODEX_HOME, a copied `~/.claude`, a `--dir`)."""
     secret = _secret(kind)
-    _check(tmp_path, _sessions(fmt), {secret: ("history folder", ())}, root_name=secret)
+    answers = _check(tmp_path, _sessions(fmt), {secret: ("history folder", ())}, root_name=secret)
+    assert answers.get("runs prepare (exit)") == "0"
 
 
 def _renamed(fmt: str, files: dict[str, object], secret: str) -> dict[str, object]:
@@ -134,5 +136,6 @@ def test_a_secret_in_the_transcript_file_names_never_leaves(tmp_path, fmt, kind)
     files = _renamed(fmt, _sessions(fmt), secret)
     assert all(secret in rel for rel in files if rel.endswith(".jsonl"))
     answers = _check(tmp_path, files, {secret: ("file names", ())})
+    assert answers.get("runs prepare (exit)") == "0"
     prompts = [int(n) for n in re.findall(r'"human_prompts": (\d+)', answers["sessions --dir --json --workers 1"])]
     assert len(prompts) == 4 and prompts[0] >= 1, prompts  # three sessions (and the totals), read
