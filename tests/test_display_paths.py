@@ -155,3 +155,20 @@ def test_a_workspace_in_a_secret_folder_names_its_state_files_without_it(tmp_pat
     assert kitsoki_slug(tmp_path / "Zq8" / "release-desk") != slug
     jsonl(tmp_path / "x.jsonl", [{"cwd": CWD}])
     assert display_path(tmp_path / "x.jsonl") == str(tmp_path / "x.jsonl")
+
+
+def test_a_state_kept_under_a_path_holding_a_secret_is_mined_again_without_it(tmp_path):
+    """A store written before display paths (its keys the real paths) is not used: the next pass is a
+    seed pass, which writes the store anew under display keys."""
+    from core.mining.watermark import FileMark, MiningState, load_state, save_state
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    secret_path = f"/home/dev/.claude/projects/-home-dev-{TOKEN.replace('_', '-')}-app/x.jsonl"
+    state = MiningState(slug="s", files={secret_path: FileMark(format="claude", size=1, mtime_ns=1, session="x")})
+    save_state(ws, state)
+    assert load_state(ws, "s") is None
+    state = MiningState(slug="s", files={"/home/dev/app/x.jsonl": FileMark(format="claude", size=1, mtime_ns=1,
+                                                                              session="x")})
+    save_state(ws, state)
+    assert load_state(ws, "s") is not None

@@ -146,6 +146,10 @@ def load_state(workspace: Path, slug: str, *, with_episodes: bool = True) -> Min
         marks = _Marks.model_validate_json(raw)
         if marks.parser != PARSER_VERSION or marks.slug != slug or not _episodes_name(slug, marks.episodes_file):
             return None
+        if any(display_path(key) != key for key in (*marks.files, *marks.others)):
+            # Kept before transcripts were named by their display paths (core/transcripts/display.py): a
+            # key that is a path holding a secret. A seed pass writes the store anew, without it.
+            return None
         state = MiningState(slug=marks.slug, parser=marks.parser, mined_through=marks.mined_through,
                             files=marks.files, others=marks.others)
         state._episodes_file = marks.episodes_file
