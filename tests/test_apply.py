@@ -33,7 +33,7 @@ from core.apply import (
     recover,
 )
 from core.apply.applier import HOOK_POINTS
-from core.apply.journal import TMP_SUFFIX
+from core.apply.checked_writes import TMP_SUFFIX
 from core.locks import WorkspaceBusy, workspace_lock
 from core.mining.service import trace_path
 from core.trace import RECOVERED, Trace

@@ -10,7 +10,7 @@ the files it left).
 
 A person may be editing the very files an accept writes. Each write and each restore checks, at
 the instant it happens, that the file is exactly what was checked before (its bytes and its inode;
-core.apply.journal.write_checked). An edit that lands before the delta is written stops the accept
+core.apply.checked_writes.write_checked). An edit that lands before the delta is written stops the accept
 (ApplyRefused "edited": the edit kept, whatever was already written undone). An edit that lands
 after (while the gate runs, say) is never reverted away: the accept then ends `unresolved`, with
 its journal kept, no verdict recorded and every command saying so until a person chooses restore
@@ -38,29 +38,31 @@ from typing import Literal
 from pydantic import BaseModel
 
 from core.apply.gates import Gate, GateResult, recording_spawns
-from core.apply.journal import (
-    FAULTS,
+from core.apply.checked_writes import (
     SWAP_SUFFIX,
     TMP_SUFFIX,
-    fault_reason,
     ChangedUnderUs,
+    Seen,
+    open_dir,
+    open_root,
+    read_file,
+    sha256_hex,
+    write_checked,
+)
+from core.apply.journal import (
+    FAULTS,
+    fault_reason,
     Journal,
     JournalFile,
     KeptFile,
     RevertFailed,
-    Seen,
     delete_journal,
     journal_path,
     journal_rel,
     mark_reverting,
-    open_dir,
-    open_root,
     pending_journals,
-    read_file,
     restore,
     set_phase,
-    sha256_hex,
-    write_checked,
     write_journal,
 )
 from core.apply.processes import identify

@@ -39,24 +39,26 @@ from typing import Literal
 from pydantic import BaseModel, ValidationError
 
 from core import statefs
+from core.apply.checked_writes import (
+    ChangedUnderUs,
+    Seen,
+    open_dir,
+    open_root,
+    remove_checked,
+    sha256_hex,
+    write_checked,
+)
 from core.apply.journal import (
     MAX_JOURNAL_BYTES,
-    ChangedUnderUs,
     Journal,
     JournalFile,
     CorruptJournal,
     RefusedJournal,
     Restored,
-    Seen,
     delete_journal,
-    open_dir,
-    open_root,
     pending_journals,
     read_journal,
-    remove_checked,
     remove_empty_dirs,
-    sha256_hex,
-    write_checked,
 )
 from core.apply.processes import GateProcess, end_group
 from core.authn import unsigned_body

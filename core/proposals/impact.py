@@ -189,7 +189,7 @@ class _Corpus:
     index: dict[str, list[int]] = field(default_factory=dict)
 
     def add(self, text: str, count: int, source: str) -> None:
-        stems = content_stems(text)
+        stems = _stems(text)
         n = len(self.inputs)
         self.inputs.append(_Input(text, count, source, stems))
         for stem in stems:
@@ -206,6 +206,19 @@ class _Corpus:
             if not found:
                 break
         return found
+
+
+_STEMS: dict[str, frozenset[str]] = {}
+
+
+def _stems(text: str) -> frozenset[str]:
+    """content_stems, remembered: the same fixture inputs and phrases are replayed for every draft."""
+    hit = _STEMS.get(text)
+    if hit is None:
+        if len(_STEMS) > 200_000:
+            _STEMS.clear()
+        hit = _STEMS[text] = content_stems(text)
+    return hit
 
 
 _FILES: dict[str, tuple[tuple, object]] = {}
@@ -451,9 +464,15 @@ def _text(path: Path) -> str | None:
 def _enclosing_state(story: Story, file: Path, line: int) -> str | None:
     best, best_line = None, 0
     real = os.path.realpath(file)
+    same: dict[str, bool] = {}  # a story's states live in a handful of files: resolve each once
     for path, state in story.states.items():
         at = state.at
-        if at is None or os.path.realpath(at.file) != real:
+        if at is None:
+            continue
+        name = str(at.file)
+        if name not in same:
+            same[name] = os.path.realpath(name) == real
+        if not same[name]:
             continue
         if best_line <= at.line <= line:
             best, best_line = path, at.line

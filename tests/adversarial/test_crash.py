@@ -148,7 +148,7 @@ def test_an_edit_made_after_the_crash_is_never_overwritten(tmp_path: Path, name:
     ws, outside, spec, outside_before, _ = _case(tmp_path, name, n)
     config = ws / ".kitsoki.yaml"
     if not config.exists():  # killed between moving it aside and putting the new file in: the editor's
-        from core.apply.journal import swap_name  # save creates it again from the text it shows
+        from core.apply.checked_writes import swap_name  # save creates it again from the text it shows
 
         config.write_bytes((ws / swap_name(".kitsoki.yaml")).read_bytes())
     edited = config.read_bytes() + EDIT

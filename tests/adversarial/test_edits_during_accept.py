@@ -120,15 +120,16 @@ def test_a_save_inside_the_write_itself_is_never_lost(tmp_path: Path, step: str,
     and checked (`moved-aside`), or the new file was just put at its name (`placed`). A save by
     rename lands there, or an in-place save through a file the editor opened before the move writes
     there. Either way the person's save is what the file holds afterwards."""
+    import core.apply.checked_writes as checked_writes
     import core.apply.journal as journal
 
     ws, outside = statekit.copy_case(TEMPLATE, tmp_path)
     before, outside_before = snapshot(ws), snapshot(outside)
     target = ws / TARGET
-    real_peek = journal._peek
+    real_peek = checked_writes.peek
     seen: list[int] = []
     editor: dict = {}
-    swap = journal.swap_name(TARGET)
+    swap = checked_writes.swap_name(TARGET)
 
     def peek(dir_fd: int, name: str):
         if name == swap and "saved" not in editor and (green or "reverting" in editor):
@@ -149,7 +150,8 @@ def test_a_save_inside_the_write_itself_is_never_lost(tmp_path: Path, step: str,
                     os.replace(copy, target)
         return real_peek(dir_fd, name)
 
-    monkeypatch.setattr(journal, "_peek", peek)
+    monkeypatch.setattr(checked_writes, "peek", peek)  # the writes' own look
+    monkeypatch.setattr(journal, "peek", peek)  # and the restore's
 
     def gate(_workspace: Path) -> GateResult:
         editor["reverting"] = True  # a red gate: the save lands inside the revert's write

@@ -6,7 +6,7 @@ Default workspaces: kitsoki's full repository ($KITSOKI_SRC, else /work/kitsoki-
 ../shared/kitsoki-workspace. Each is copied to a temp folder (never written in place); a history is
 written for it (12 Claude Code sessions of 40 prompts each: its own intents' examples, reworded, and free
 asks) and mined with a seed pass, so the replay has ~480 past prompts to route. Five recipes are proposed:
-three phrasings for existing intents, a world key and a binding.
+three phrasings for existing intents, a world key and a binding (see `recipes_for`).
 
 Then, in alternating rounds after one cold pass (loader, inventory and routers cached, as in the server):
 the stage and trace are cleared and `run_proposer` drafts all five again, once with the impact replay and
@@ -38,6 +38,7 @@ from core.kitsoki.story import load_workspace  # noqa: E402
 from core.mining.passes import run_pass  # noqa: E402
 from core.mining.recipes import Instance, Phrasing, Recipe, recipe_id  # noqa: E402
 from core.proposals import impact  # noqa: E402
+from core.proposals.mapper import Routers, map_recipe  # noqa: E402
 from core.proposals.proposer import run_proposer  # noqa: E402
 
 TARGET_MS = 100.0
@@ -69,20 +70,31 @@ def write_history(workspace: Path, folder: Path, phrases: list[str], seed: int =
 
 
 def recipes_for(inventory) -> list[Recipe]:
-    rows = [r for r in inventory.intents if r.source == "story" and r.examples and r.at is not None]
+    """Three asks an intent does not route yet but the mapper places on it (ENRICH: the intent's example
+    with its verb left off, "could you approach the river for me"), a world key set to a value the project
+    does not use yet, and a binding to a provider it does not bind yet: five recipes that draft on kitsoki's
+    repository and on the shared workspace alike (a generic example, `look`, ties across a dozen apps)."""
+    routers = Routers.build(inventory)
+    rows = [r for r in inventory.intents if r.source == "story" and r.examples and r.at is not None
+            and len(r.examples[0].split()) >= 3]
     rows.sort(key=lambda r: (r.story, r.name))
     out = []
-    for row in rows[:: max(len(rows) // 3, 1)][:3]:
-        ask = f"{row.examples[0]} for the release branch"
-        out.append(Recipe(id=recipe_id("intent", f"bench-{row.story}-{row.name}"), kind="intent", title=ask,
-                          priority=9.0, sessions=3, determinism="deterministic",
-                          phrasings=[Phrasing(text=ask, count=3)], instances=[Instance("s", "x.jsonl", 1, 2)]))
-    out.append(Recipe(id=recipe_id("world", "bench-test_cmd"), kind="world", title="test_cmd = go test ./...",
-                      priority=8.0, sessions=3, determinism="deterministic", iface="test_cmd", value="go test ./...",
-                      action_signature=["Bash: go test"], instances=[Instance("s", "x.jsonl", 1, 1)]))
-    out.append(Recipe(id=recipe_id("binding", "bench-ticket"), kind="binding", title="ticket via gh", priority=7.0,
-                      sessions=3, determinism="deterministic", iface="ticket", value="gh",
-                      action_signature=["Bash: gh issue list"], instances=[Instance("s", "x.jsonl", 1, 1)]))
+    for row in rows:
+        ask = " ".join(["could", "you", *row.examples[0].split()[1:], "for", "me"])
+        recipe = Recipe(id=recipe_id("intent", f"bench-{row.story}-{row.name}"), kind="intent", title=ask,
+                        priority=9.0, sessions=3, determinism="deterministic",
+                        phrasings=[Phrasing(text=ask, count=3)], instances=[Instance("s", "x.jsonl", 1, 2)])
+        if map_recipe(recipe, routers).classification == "ENRICH":
+            out.append(recipe)
+        if len(out) == 3:
+            break
+    out.append(Recipe(id=recipe_id("world", "bench-test_cmd"), kind="world", title="test_cmd = go test -race ./...",
+                      priority=8.0, sessions=3, determinism="deterministic", iface="test_cmd",
+                      value="go test -race ./...", action_signature=["Bash: go test -race"],
+                      instances=[Instance("s", "x.jsonl", 1, 1)]))
+    out.append(Recipe(id=recipe_id("binding", "bench-ticket"), kind="binding", title="ticket via local files",
+                      priority=7.0, sessions=3, determinism="deterministic", iface="ticket", value="local",
+                      action_signature=["Bash: ls tickets"], instances=[Instance("s", "x.jsonl", 1, 1)]))
     return out
 
 
