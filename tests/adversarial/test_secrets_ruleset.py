@@ -26,7 +26,9 @@ from ruleset_samples import ISSUE_KINDS, SELF_EVIDENT, rule_samples
 pytestmark = pytest.mark.adversarial("secrets")
 
 SAMPLES = rule_samples()
-PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9\-]+\]")
+PLACEHOLDER = re.compile(r"(?i:\[REDACTED:[a-z0-9\-]+\])|REDACTED-[a-z0-9\-]+")
+"""A placeholder names its rule, which may spell a token's fixed prefix (`bedrock-api-key-`): as written,
+lower-cased in a title, or slugged into a run's folder name (`release-desk-REDACTED-aws-amazon-bedrock-…`)."""
 ISSUE = [(fmt, kind) for fmt in W.FORMATS for kind in ISSUE_KINDS]
 RULES = [(fmt, rid) for fmt in W.FORMATS for rid in sorted(SAMPLES)]
 CWD = [(fmt, kind) for fmt in W.FORMATS for kind in sorted(SELF_EVIDENT)]
