@@ -151,7 +151,8 @@ def test_a_workspace_in_a_secret_folder_names_its_state_files_without_it(tmp_pat
     ws = tmp_path / TOKEN / "release-desk"
     ws.mkdir(parents=True)
     slug = kitsoki_slug(ws.resolve())
-    assert not _leaks(slug) and "release-desk" in slug
+    assert not _leaks(slug) and "release-desk" in slug and "-REDACTED-github-token-~" in slug
+    assert set(slug) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_~")
     assert kitsoki_slug(tmp_path / "Zq8" / "release-desk") != slug
     jsonl(tmp_path / "x.jsonl", [{"cwd": CWD}])
     assert display_path(tmp_path / "x.jsonl") == str(tmp_path / "x.jsonl")

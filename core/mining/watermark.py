@@ -34,7 +34,10 @@ def kitsoki_slug(path: Path | str) -> str:
     """kitsoki's mining.Slug (recap.sh's rule): `/` and `.` become `-`. Keys `mined_through` and names
     the state files: of the display path (core/transcripts/display.py), so that a workspace in a folder
     named by a secret does not put it in a file name."""
-    return re.sub(r"[/.]", "-", display_path(path))
+    shown = display_path(path)
+    if shown != str(path):  # a redacted name: its `[REDACTED:kind]` kept to characters any file system takes
+        shown = re.sub(r"[^A-Za-z0-9_~/.-]", "-", shown)
+    return re.sub(r"[/.]", "-", shown)
 
 
 class FileMark(BaseModel):

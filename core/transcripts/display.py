@@ -40,7 +40,6 @@ _TAG_ANYWHERE = re.compile(r"~[0-9a-f]{%d}(?=\.meta\.json/|\.meta\.json\Z|\.json
 _PLACEHOLDER = re.compile(r"\[REDACTED:[A-Za-z0-9_\-.]+\]")
 _RUN = re.compile(r"[A-Za-z0-9]{12,}")
 _SUFFIXES = (".meta.json", ".jsonl", ".json")
-_SLUG_ALNUM = re.compile(r"[^A-Za-z0-9]")
 HEAD_BYTES = 64 * 1024
 
 
