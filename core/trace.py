@@ -194,7 +194,7 @@ _payload_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf
 RecipeId = Annotated[str, Field(min_length=1)]
 
 
-class MiningPayload(BaseModel):
+class MiningPayload(BaseModel, defer_build=True):
     """A typed mining event payload; `to_payload()` is the JSON object kitsoki's Go struct gives."""
 
     model_config = _payload_config
@@ -276,7 +276,7 @@ PAYLOAD_MODELS: dict[str, type[MiningPayload]] = {
 # ── lines ─────────────────────────────────────────────────────────────────────────────────────
 
 
-class SessionHeader(BaseModel):
+class SessionHeader(BaseModel, defer_build=True):
     """Line 1 of every trace."""
 
     model_config = ConfigDict(extra="ignore")
@@ -298,7 +298,7 @@ _OMIT_WHEN_EMPTY = ("state_path", "call_id", "episode_id")
 _OMIT_WHEN_ZERO = ("parent_turn", "match_idx")
 
 
-class Event(BaseModel):
+class Event(BaseModel, defer_build=True):
     """One trace line after the header (kitsoki's store.Event as it is written to JSONL).
 
     Fields Go marks omitempty are None when absent; an empty string or a zero is the same thing

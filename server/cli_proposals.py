@@ -13,29 +13,48 @@ import sys
 from pathlib import Path
 
 import orjson
-from rich.console import Console
-from rich.markup import escape
 
-from core.apply import RevertFailed, recover
-from core.apply.resolve import ResolveRefused, resolve_accept, unsettled
-from core.attention import attention
+from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace
 from server.cli import fault_text
-from core.authn import KeyUnavailable
-from core.mining.passes import RecipesFileError
-from core.proposals.staging import StagedStateError
-from core.safeio import UnsafeFile
-from core.demo.walkthrough import DemoError, run_demo
-from core.flows import format_text, run_flows
-from core.kitsoki.config import CONFIG_FILE, ConfigError, find_workspace, load_config
-from core.locks import WorkspaceBusy
-from core.mining.service import trace_path
-from core.proposals.decide import DecisionRefused, decide
-from core.proposals.inbox import inbox
-from core.proposals.outcomes import OutcomesError
-from core.proposals.proposer import run_proposer
-from core.proposals.settings import SettingsError, configured_drafter
-from core.trace import TraceCorrupt, Trace, TraceBusyError
 
+# Each command imports what it runs inside its own function: a fresh `kitsoki-miner propose` with nothing
+# changed answers from the proposer's memo in a fraction of a second, and must not first import the
+# applier, the flow runner, the demo and rich for commands it is not running.
+
+
+def _named_errors() -> tuple[type[BaseException], ...]:
+    """The errors a command reports as one plain line (a damaged or planted state file is named, never a
+    traceback). Imported only when an exception is on its way out: Python evaluates an `except`
+    clause's expression only then."""
+    from core.kitsoki.config import ConfigError
+    from core.apply.resolve import ResolveRefused
+    from core.mining.passes import RecipesFileError
+    from core.proposals.outcomes import OutcomesError
+    from core.proposals.settings import SettingsError
+    from core.proposals.staging import StagedStateError
+    from core.safeio import UnsafeFile
+    from core.trace import TraceCorrupt
+
+    return (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, ResolveRefused,
+            TraceCorrupt, OutcomesError)
+
+
+def _key_unavailable() -> type[BaseException]:
+    from core.authn import KeyUnavailable
+
+    return KeyUnavailable
+
+
+def _workspace_busy() -> type[BaseException]:
+    from core.locks import WorkspaceBusy
+
+    return WorkspaceBusy
+
+
+def _trace_busy() -> type[BaseException]:
+    from core.trace import TraceBusyError
+
+    return TraceBusyError
 
 def _workspace(args: argparse.Namespace) -> Path:
     workspace = args.repo or find_workspace(Path.cwd())
@@ -56,6 +75,11 @@ def _fail(err, message: str, code: int = 2) -> int:
 def _recover(workspace: Path, err) -> list[str]:
     """A leftover journal means an accept was interrupted: finish it before anything else, then say
     what a person must know (an unusable key, an accept left for them to settle)."""
+    from core.apply import recover
+    from core.locks import WorkspaceBusy
+    from core.mining.service import trace_path
+    from core.trace import Trace, TraceBusyError
+
     try:
         trace = Trace(trace_path(workspace))
         for record in recover(workspace, trace):
@@ -87,6 +111,8 @@ def _recover(workspace: Path, err) -> list[str]:
 
 def say_attention(workspace: Path, err) -> list[str]:
     """core.attention's lines, each on its own line of stderr; the lines."""
+    from core.attention import attention
+
     lines = attention(workspace)
     for line in lines:
         err.write(f"attention: {line}\n")
@@ -117,28 +143,34 @@ def run_command(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int
         if args.command == "resolve":
             return _resolve(workspace, args, out, err)
         return _decide(workspace, args, out, err)
-    except KeyUnavailable as exc:
+    except _key_unavailable() as exc:
         if any(line.startswith("the signing key cannot be used") for line in said):
             return _fail(err, f"{args.command}: stopped: nothing can be shown or applied without a usable signing key "
                               "(see above)")
         return _fail(err, str(exc))
-    except (ConfigError, SettingsError, RecipesFileError, StagedStateError, UnsafeFile, ResolveRefused,
-            TraceCorrupt, OutcomesError) as exc:
+    except _named_errors() as exc:
         return _fail(err, str(exc))  # a damaged or planted state file is named, never a traceback
-    except WorkspaceBusy as exc:
+    except _workspace_busy() as exc:
         return _fail(err, str(exc), 3)
-    except TraceBusyError as exc:
+    except _trace_busy() as exc:
         return _fail(err, f"{exc}", 3)
     except OSError as exc:  # disk full, read-only, permission denied: said, with the file
         return _fail(err, f"{args.command}: {fault_text(exc)}; nothing was left half-written", 5)
 
 
 def _propose(workspace: Path, args, out) -> int:
+    from core.kitsoki.config import load_config
+    from core.proposals.proposer import run_proposer
+    from core.proposals.settings import configured_drafter
+
     drafter = configured_drafter(workspace, load_config(workspace))
     report = run_proposer(workspace, drafter=drafter)
     if args.json:
         _json(out, report.model_dump(mode="json"))
         return 0
+    from rich.console import Console
+    from rich.markup import escape
+
     console = Console(file=out, width=None if out.isatty() else 160, highlight=False)
     if not report.recipes:
         console.print("No recipes yet: run `kitsoki-miner mine` first.")
@@ -150,6 +182,10 @@ def _propose(workspace: Path, args, out) -> int:
 
 
 def _proposals(workspace: Path, args, out) -> int:
+    from core.attention import attention
+    from core.kitsoki.config import load_config
+    from core.proposals.inbox import inbox
+
     unusable: dict[str, str] = {}
     cards = inbox(workspace, path=args.file, unusable=unusable, show=True)
     if args.json:
@@ -214,6 +250,9 @@ def _outcomes(workspace: Path, args, out) -> int:
 
 
 def _decide(workspace: Path, args, out, err) -> int:
+    from core.apply import RevertFailed
+    from core.proposals.decide import DecisionRefused, decide
+
     kwargs = {"unsaved": args.unsaved} if args.command == "accept" else {}
     try:
         decision = decide(workspace, args.id, args.command, **kwargs)
@@ -255,6 +294,7 @@ def _decide(workspace: Path, args, out, err) -> int:
 def _take_back(workspace: Path, args, out, err) -> int:
     """`decided` lists what can be taken back; `undo` and `restore` take it back (core.proposals.reversal)."""
     from core.proposals.reversal import ReversalRefused, decided, restore_rejected, undo_accept
+    from core.apply import RevertFailed
 
     if args.command == "decided":
         items = decided(workspace, state=args.state)
@@ -289,6 +329,8 @@ def _take_back(workspace: Path, args, out, err) -> int:
 
 def _resolve(workspace: Path, args, out, err) -> int:
     """Show the accepts left for a person, or settle one by their choice (core.apply.resolve)."""
+    from core.apply.resolve import resolve_accept, unsettled
+
     choice = "restore" if args.restore else "keep" if args.keep else None
     if choice is None:
         waiting = [u for u in unsettled(workspace) if args.id is None or u.recipe_id.startswith(args.id)]
@@ -329,6 +371,8 @@ def _resolve(workspace: Path, args, out, err) -> int:
 
 
 def _flows(workspace: Path, args, out, err=sys.stderr) -> int:
+    from core.flows import format_text, run_flows
+
     report = run_flows(workspace, args.glob)
     if args.json:
         _json(out, report.model_dump(mode="json"))
@@ -344,6 +388,8 @@ def _flows(workspace: Path, args, out, err=sys.stderr) -> int:
 
 
 def _demo(args, out, err) -> int:
+    from core.demo.walkthrough import DemoError, run_demo
+
     try:
         if getattr(args, "pending", False):
             from core.demo.pending import describe, lay_out_pending

@@ -188,3 +188,70 @@ def test_a_checkout_without_state_is_never_written_to(tmp_path, checks):
     _age(ws)
     _loaded(ws)
     assert not (ws / ".artifacts").exists()
+
+
+# -- the agent checks kept in the same memo, with what they looked at -------------------------------------
+
+STARLARK = APP.replace("""  desk:
+    description: "Pick what to do."
+""", """  desk:
+    description: "Pick what to do."
+    on_enter:
+      - invoke: host.starlark.run
+        with: { script: scripts/pick.star }
+""")
+PLUGIN = APP.replace("states:\n", "agent_plugins:\n  agent.x: { plugin: subprocess, command: c, env: "
+                                   "{ K: '${KITSOKI_MINER_MEMO_PROBE}' } }\n\nstates:\n", 1)
+
+
+def _problems(ws) -> str:
+    return str(_loaded(ws)[1])
+
+
+def test_a_kept_agent_verdict_follows_the_files_it_looked_for(tmp_path):
+    ws = workspace(tmp_path, app=STARLARK)
+    (ws / ".artifacts").mkdir()
+    _age(ws)
+    assert 'script "scripts/pick.star" not found' in _problems(ws)
+    assert 'script "scripts/pick.star" not found' in _problems(ws)  # kept, and still true
+    scripts = ws / "stories" / "desk" / "scripts"
+    scripts.mkdir()
+    (scripts / "pick.star").write_text("def main(inputs):\n    return {}\n")  # the story's own files did not change
+    assert "has no sidecar" in _problems(ws)
+    (scripts / "pick.star.yaml").write_text("inputs: {}\n")
+    assert _loaded(ws)[1] == [] and _loaded(ws)[1] == []
+    (scripts / "pick.star").unlink()
+    assert 'script "scripts/pick.star" not found' in _problems(ws)
+
+
+def test_a_kept_agent_verdict_follows_the_environment_it_read(tmp_path, monkeypatch):
+    monkeypatch.delenv("KITSOKI_MINER_MEMO_PROBE", raising=False)
+    ws = workspace(tmp_path, app=PLUGIN)
+    (ws / ".artifacts").mkdir()
+    _age(ws)
+    unset = "env var KITSOKI_MINER_MEMO_PROBE referenced in env.K not set"
+    assert unset in _problems(ws) and unset in _problems(ws)
+    monkeypatch.setenv("KITSOKI_MINER_MEMO_PROBE", "set")
+    assert _loaded(ws)[1] == [] and _loaded(ws)[1] == []
+    monkeypatch.delenv("KITSOKI_MINER_MEMO_PROBE")
+    assert unset in _problems(ws)
+
+
+def test_agent_verdicts_from_the_memo_are_the_checks_own(tmp_path, monkeypatch):
+    """The same stories load with the memo and without it (each app's agent checks run once, then kept)."""
+    import core.kitsoki.loader as loader
+
+    ran = []
+    real = loader.definition_agent_issues
+
+    def counting(*args, **kwargs):
+        ran.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loader, "definition_agent_issues", counting)
+    ws = workspace(tmp_path, app=STARLARK)
+    (ws / ".artifacts").mkdir()
+    _age(ws)
+    first = _loaded(ws)
+    checked = len(ran)
+    assert checked >= 2 and _loaded(ws) == first and len(ran) == checked

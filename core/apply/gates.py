@@ -53,7 +53,7 @@ _REAP_SECONDS = 5.0
 RunStatus = Literal["passed", "failed", "not run", "error"]
 
 
-class FlowRun(BaseModel):
+class FlowRun(BaseModel, defer_build=True):
     """What the gate did with one app (or with the project's root flows)."""
 
     app: str
@@ -73,7 +73,7 @@ class FlowRun(BaseModel):
     duration_s: float = 0.0
 
 
-class GateResult(BaseModel):
+class GateResult(BaseModel, defer_build=True):
     green: bool
     gate: str
     """Which gate ran: "kitsoki", "command", "builtin", or "none" when none could be chosen."""
@@ -102,7 +102,7 @@ class GateResult(BaseModel):
     """Which copy of dev-story `@kitsoki/dev-story` resolved to, for the loader and the kitsoki gate alike."""
 
 
-class GateSettings(BaseModel):
+class GateSettings(BaseModel, defer_build=True):
     model_config = ConfigDict(extra="forbid")
     """A misspelt key (`comand:`) is an error, never a silent fall-back to another gate."""
 
@@ -180,7 +180,7 @@ def _timeout_text(timeout_s: float) -> str:
 # ── subprocesses ──────────────────────────────────────────────────────────────────────────────
 
 
-class _Run(BaseModel):
+class _Run(BaseModel, defer_build=True):
     returncode: int | None
     """None when the run timed out and was killed."""
     tail: list[str]
@@ -584,7 +584,7 @@ def _call_with_timeout(fn: Callable[[Path], Any], workspace: Path, timeout_s: fl
 # ── what an accept will run (asked before it) ─────────────────────────────────────────────────
 
 
-class GatePreview(BaseModel):
+class GatePreview(BaseModel, defer_build=True):
     """What the gate of an accept will run, told to a person before it: the kind, and the flow
     files (or the command) it runs; computed by the same scope function the gate runs
     (core.apply.scoped_gate.gate_preview)."""

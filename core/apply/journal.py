@@ -112,7 +112,7 @@ def is_safe_relpath(path: str) -> bool:
 # ── the journal record ────────────────────────────────────────────────────────────────────────
 
 
-class JournalFile(BaseModel):
+class JournalFile(BaseModel, defer_build=True):
     path: str
     """Workspace-relative POSIX path."""
     existed: bool
@@ -146,12 +146,12 @@ class JournalFile(BaseModel):
         return base64.b64decode(self.before_b64) if self.before_b64 is not None else None
 
 
-class KeptFile(BaseModel):
+class KeptFile(BaseModel, defer_build=True):
     path: str
     why: str
 
 
-class Journal(BaseModel):
+class Journal(BaseModel, defer_build=True):
     version: Literal[3] = 3
     recipe_id: str
     accept_id: str = Field(pattern=r"^[0-9a-f]{16}$")

@@ -26,7 +26,7 @@ _PROC = Path("/proc")
 _GONE_WAIT_S = 5.0
 
 
-class GateProcess(BaseModel):
+class GateProcess(BaseModel, defer_build=True):
     """The leader of a gate's process group (its pid is the group's and the session's id)."""
 
     pid: int

@@ -74,7 +74,7 @@ MAX_TARGET_BYTES = 64 << 20
 _ACCEPT_ID = re.compile(r"[0-9a-f]{16}")
 
 
-class UnsettledFile(BaseModel):
+class UnsettledFile(BaseModel, defer_build=True):
     path: str
     before_sha256: str | None
     """The bytes before the accept (None: the accept created the file)."""
@@ -85,7 +85,7 @@ class UnsettledFile(BaseModel):
     now_is: Literal["before", "after", "other", "absent"]
 
 
-class Unsettled(BaseModel):
+class Unsettled(BaseModel, defer_build=True):
     recipe_id: str
     journal: str
     """Workspace-relative path of its journal."""
@@ -117,7 +117,7 @@ class ResolveRefused(ValueError):
     """Nothing was done; the message says why."""
 
 
-class Resolution(BaseModel):
+class Resolution(BaseModel, defer_build=True):
     recipe_id: str
     choice: Choice
     restored: list[str] = []

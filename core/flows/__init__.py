@@ -34,7 +34,6 @@ from core.flows.report import (
     TurnResult,
     format_text,
 )
-from core.flows.runner import run_fixture
 from core.flows.values import go_quote
 from core.kitsoki.config import CONFIG_FILE, ConfigIssue
 from core.kitsoki.story import Story, WorkspaceError, load_story, load_workspace
@@ -217,6 +216,8 @@ _WILDCARD_ISSUE = 'transition on "*"'
 
 def _run_file(path: Path, workspace: Path | None, stories: _Stories, story: Story | None = None,
               story_problems: list[str] | None = None) -> list[FlowResult]:
+    from core.flows.runner import run_fixture  # here: `core.flows.yaml12` alone must not load the runner
+
     shown = _display(path, workspace)
     loaded: FixtureFile = load_fixture_file(path)
     if loaded.problem is not None:

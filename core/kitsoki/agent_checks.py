@@ -616,7 +616,69 @@ def _meta_mode_issues(definition: LMap, modes: dict[str, Any], env: Mapping[str,
                           f"({', '.join(defaults)}) — exactly one allowed")
 
 
-def _starlark_issues(definition: LMap, base_dir: Path | None, out: _Issues) -> None:
+class Probes:
+    """What the definition checks looked at besides the definition: the environment variables they
+    asked about and the files whose existence they tested. core.kitsoki.checked keeps a verdict with
+    its probes and trusts it only while every probe still answers the same (`still`)."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = _RecordedEnv(os.environ if env is None else env)
+        self.paths: dict[str, bool] = {}
+        """"e<path>" (exists) / "f<path>" (is a regular file) -> the answer."""
+
+    def exists(self, path: str) -> bool:
+        found = self.paths["e" + path] = os.path.exists(path)
+        return found
+
+    def isfile(self, path: str) -> bool:
+        found = self.paths["f" + path] = os.path.isfile(path)
+        return found
+
+    def as_json(self) -> dict[str, Any]:
+        return {"env": dict(self.env.seen), "paths": dict(self.paths)}
+
+    @staticmethod
+    def still(recorded: Mapping[str, Any], env: Mapping[str, str] | None = None) -> bool:
+        """Whether every probe in `recorded` (as_json) answers the same now."""
+        env = os.environ if env is None else env
+        try:
+            if any(env.get(name) != value for name, value in recorded["env"].items()):
+                return False
+            return all((os.path.exists if probe[0] == "e" else os.path.isfile)(probe[1:]) is answer
+                       for probe, answer in recorded["paths"].items())
+        except (KeyError, TypeError, AttributeError, IndexError):
+            return False
+
+
+class _RecordedEnv(Mapping[str, str]):
+    """The environment as the checks read it, remembering every name asked about (None: unset)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+        self.seen: dict[str, str | None] = {}
+
+    def __getitem__(self, name: str) -> str:
+        value = self.seen[name] = self._env.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        value = self.seen[name] = self._env.get(name)
+        return value is not None
+
+    def __iter__(self) -> Iterator[str]:  # a check that lists the environment depends on all of it
+        for name, value in self._env.items():
+            self.seen[name] = value
+        return iter(list(self._env))
+
+    def __len__(self) -> int:
+        return len(self._env)
+
+
+def _starlark_issues(definition: LMap, base_dir: Path | None, out: _Issues, probes: Probes | None = None) -> None:
     """validateStarlarkEffects (loader.go:2196-2298): the script (inside the app root) and its
     `.yaml` sidecar exist; an input is never a bare expression. The sidecar's types are not modelled."""
     for location, effect in walk_all_effects(_map(definition.get("states"))):
@@ -639,12 +701,12 @@ def _starlark_issues(definition: LMap, base_dir: Path | None, out: _Issues) -> N
                 out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} resolves "
                                                       "outside the app root")
                 continue
-        if not os.path.exists(resolved):
+        if not (probes.exists(resolved) if probes is not None else os.path.exists(resolved)):
             out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} not found "
                                                   f"(resolved to {_q(resolved)})")
             continue
         sidecar = resolved + ".yaml"
-        if not os.path.isfile(sidecar):
+        if not (probes.isfile(sidecar) if probes is not None else os.path.isfile(sidecar)):
             out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} has no sidecar "
                                                   f"(expected {_q(sidecar)}): open {sidecar}: no such file or directory")
             continue
@@ -660,10 +722,12 @@ def _starlark_issues(definition: LMap, base_dir: Path | None, out: _Issues) -> N
 
 
 def definition_agent_issues(definition: LMap, base_dir: Path | None = None,
-                            env: Mapping[str, str] | None = None) -> tuple[list[ConfigIssue], bool]:
+                            env: Mapping[str, str] | None = None,
+                            probes: Probes | None = None) -> tuple[list[ConfigIssue], bool]:
     """The checks of the folded app, in kitsoki's order; (issues, fatal): plugin and provider problems
-    stop the load before validateDef runs (`fatal`), the rest join validateDef's own."""
-    env = os.environ if env is None else env
+    stop the load before validateDef runs (`fatal`), the rest join validateDef's own. With `probes`,
+    every environment variable and file they look at is recorded there (and `env` is its own)."""
+    env = probes.env if probes is not None else os.environ if env is None else env
     early = plugin_issues(definition, env)
     if early:
         return early, True
@@ -680,5 +744,5 @@ def definition_agent_issues(definition: LMap, base_dir: Path | None = None,
     _agent_references(definition, modes, out)
     _provider_references(definition, out)
     _verb_cross_checks(definition, agents, out)
-    _starlark_issues(definition, base_dir, out)
+    _starlark_issues(definition, base_dir, out, probes)
     return out.items, False

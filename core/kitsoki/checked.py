@@ -7,8 +7,9 @@ its load read (its own, its includes, its imports' files) and our code. So their
 issues, usually none) is kept under a key made of exactly that: the code (core.proposals.memo's
 every source file of core/ and the library we carry, by path, size and mtime), the app's path, and the sha256 of every file the load read (of the
 overlay's bytes for a staged draft). A story whose files did not change is not checked again; one
-whose bytes changed has another key. The agent checks are not kept (they look at files on disk
-beyond the definition).
+whose bytes changed has another key. The agent checks (core.kitsoki.agent_checks) look beyond the
+definition (environment variables, whether a starlark script and its sidecar exist): their verdict is
+kept with every such probe and its answer, and used only while each probe answers the same.
 
 It is written only into a workspace that already has kitsoki-miner's state (`.artifacts/`): loading a
 checkout never starts one. The file is signed like every state file the tool acts on (core.authn; read through core.statefs):
@@ -33,6 +34,8 @@ CHECKED_FILE = Path(".artifacts") / "cache" / "checked.json"
 PURPOSE = "checked"
 MAX_BYTES = 16 << 20
 MAX_ENTRIES = 4096
+AGENTS = "agents\0"
+"""The prefix of an agent-checks entry (its value: issues, fatal, and the probes it depends on)."""
 _CODE: str | None = None
 
 
@@ -43,15 +46,15 @@ class CheckedMemo:
         self.workspace = Path(workspace)
         self.path = self.workspace / CHECKED_FILE
         self._lock = threading.Lock()
-        self._entries: dict[str, list[dict]] | None = None
+        self._entries: dict[str, Any] | None = None
         self._used: set[str] = set()
         self._dirty = False
 
-    def _load(self) -> dict[str, list[dict]]:
+    def _load(self) -> dict[str, Any]:
         if self._entries is None:
             from core import authn, statefs
 
-            entries: dict[str, list[dict]] = {}
+            entries: dict[str, Any] = {}
             try:
                 raw = statefs.read_bytes(self.path, MAX_BYTES, what=CHECKED_FILE.name)
                 data = authn.unseal(raw, purpose=PURPOSE, rel=CHECKED_FILE.as_posix(), path=self.path,
@@ -105,6 +108,34 @@ class CheckedMemo:
         with self._lock:
             self._load()[key] = [issue.model_dump(mode="json") for issue in issues]
             self._used.add(key)
+            self._dirty = True
+
+    def get_agents(self, key: str) -> tuple[list[ConfigIssue], bool] | None:
+        """The agent checks' (issues, fatal) kept under `key`, when every environment variable and
+        file they looked at (core.kitsoki.agent_checks.Probes) still answers the same."""
+        from core.kitsoki.agent_checks import Probes
+
+        with self._lock:
+            found = self._load().get(AGENTS + key)
+        if not isinstance(found, dict) or not isinstance(found.get("probes"), dict) or \
+                not Probes.still(found["probes"]):
+            return None
+        try:
+            issues = [ConfigIssue.model_validate(issue) for issue in found["issues"]]
+            fatal = found["fatal"]
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not isinstance(fatal, bool):
+            return None
+        with self._lock:
+            self._used.add(AGENTS + key)
+        return issues, fatal
+
+    def put_agents(self, key: str, issues: list[ConfigIssue], fatal: bool, probes: dict[str, Any]) -> None:
+        with self._lock:
+            self._load()[AGENTS + key] = {"issues": [issue.model_dump(mode="json") for issue in issues],
+                                          "fatal": fatal, "probes": probes}
+            self._used.add(AGENTS + key)
             self._dirty = True
 
     def flush(self) -> None:

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from core.kitsoki.agent_checks import agent_decl_issues, definition_agent_issues
+from core.kitsoki.agent_checks import Probes, agent_decl_issues, definition_agent_issues
 from core.kitsoki.checks import validate_definition
 from core.kitsoki.imports import (
     ALIAS_RE,
@@ -103,28 +103,50 @@ class LoadSession:
         if not issues:
             issues = materialise_exits(top)
         fatal = bool(issues)
+        key = self._memo_key(str(app), document, loaded) if not fatal else None
         if not fatal:  # agent_plugins and providers stop the load before validateDef, as in kitsoki
-            agent_issues, fatal = definition_agent_issues(top, base_dir or Path(os.path.abspath(app)).parent)
+            agent_issues, fatal = self._agents_checked(top, base_dir or Path(os.path.abspath(app)).parent, key)
             issues = agent_issues if fatal else []
         if not fatal:
-            issues = self._checked(str(app), document, top, loaded) + agent_issues
+            issues = self._checked(top, loaded, key) + agent_issues
         out.issues = issues
         out.definition = None if issues else top
         return out
 
-    def _checked(self, app: str, document: LMap | None, top: LMap, loaded: Loaded) -> list[ConfigIssue]:
+    def _memo_key(self, app: str, document: LMap | None, loaded: Loaded) -> tuple[str, bool] | None:
+        """The app's key in the workspace's memo of load checks (core.kitsoki.checked): the code, the
+        app (a synthesized one, the root instance, with its document) and the bytes of every file its
+        load read; None without a memo or when a file changed under the load."""
+        memo = self.checked
+        if memo is None:
+            return None
+        name = app
+        if document is not None:
+            from core.kitsoki.build import plain
+
+            name = f"{app}\0{repr(plain(document))}"
+        return memo.key(name, loaded.signatures, self.overlay)
+
+    def _agents_checked(self, top: LMap, base_dir: Path, key: tuple[str, bool] | None) -> tuple[list[ConfigIssue], bool]:
+        """definition_agent_issues, or its verdict from the memo while every environment variable and
+        file it looked at answers the same (the memo checks its probes)."""
+        memo = self.checked
+        at = f"{key[0]}\0{base_dir}" if key is not None else None
+        if at is not None:
+            known = memo.get_agents(at)
+            if known is not None:
+                return known
+        probes = Probes()
+        issues, fatal = definition_agent_issues(top, base_dir, probes=probes)
+        if at is not None and key[1]:
+            memo.put_agents(at, issues, fatal, probes.as_json())
+        return issues, fatal
+
+    def _checked(self, top: LMap, loaded: Loaded, key: tuple[str, bool] | None) -> list[ConfigIssue]:
         """validate_definition, or its verdict from the workspace's memo (core.kitsoki.checked) when
         every file this app's load read has the same bytes as when it was checked (and a synthesized
         app, the root instance, the same document)."""
         memo = self.checked
-        key = None
-        if memo is not None:
-            name = app
-            if document is not None:
-                from core.kitsoki.build import plain
-
-                name = f"{app}\0{repr(plain(document))}"
-            key = memo.key(name, loaded.signatures, self.overlay)
         if key is not None:
             known = memo.get(key[0])
             if known is not None:

@@ -29,7 +29,7 @@ class WorkspaceError(ConfigError):
     """The workspace does not load; `issues` lists every problem, each with file:line:col."""
 
 
-class Slot(BaseModel):
+class Slot(BaseModel, defer_build=True):
     name: str
     type: str = "string"
     values: list[str] = Field(default_factory=list)
@@ -40,7 +40,7 @@ class Slot(BaseModel):
     at: Where
 
 
-class Intent(BaseModel):
+class Intent(BaseModel, defer_build=True):
     name: str
     title: str = ""
     description: str = ""
@@ -61,14 +61,14 @@ class Intent(BaseModel):
     """Lifted under its bare name through an import's `intents.import`."""
 
 
-class Effect(BaseModel):
+class Effect(BaseModel, defer_build=True):
     op: str
     """say, set, increment, or a kitsoki effect we do not model."""
     args: Any = None
     at: Where
 
 
-class Transition(BaseModel):
+class Transition(BaseModel, defer_build=True):
     intent: str
     target: str | None = None
     """As kitsoki resolves it: an absolute dotted path, `..`-relative, `.`, a template, or none."""
@@ -83,7 +83,7 @@ class Transition(BaseModel):
     at: Where
 
 
-class Step(BaseModel):
+class Step(BaseModel, defer_build=True):
     """One `on_enter` entry: an `invoke:` of a host handler or an `emit_intent:`."""
 
     invoke: str | None = None
@@ -94,7 +94,7 @@ class Step(BaseModel):
     at: Where
 
 
-class State(BaseModel):
+class State(BaseModel, defer_build=True):
     name: str
     """Dotted path for nested states (`parent.child`)."""
     description: str = ""
@@ -125,7 +125,7 @@ class State(BaseModel):
     at: Where
 
 
-class ImportInfo(BaseModel):
+class ImportInfo(BaseModel, defer_build=True):
     """One entry of a story's `imports:`, as folded."""
 
     alias: str
@@ -136,14 +136,14 @@ class ImportInfo(BaseModel):
     entry: str
 
 
-class WorldVar(BaseModel):
+class WorldVar(BaseModel, defer_build=True):
     name: str
     type: str = ""
     default: Any = None
     at: Where
 
 
-class Story(BaseModel):
+class Story(BaseModel, defer_build=True):
     slug: str
     """The story's folder name."""
     path: Path
@@ -200,7 +200,7 @@ class Story(BaseModel):
             yield from state.intents.values()
 
 
-class RefusedStory(BaseModel):
+class RefusedStory(BaseModel, defer_build=True):
     """A story kitsoki's discovery skips because it does not load (webconfig.DiscoverStories logs it
     and goes on): the rest of the workspace loads without it."""
 
@@ -217,7 +217,7 @@ class RefusedStory(BaseModel):
         return shown + more
 
 
-class Workspace(BaseModel):
+class Workspace(BaseModel, defer_build=True):
     path: Path
     config: KitsokiConfig
     stories: list[Story] = Field(default_factory=list)

@@ -68,7 +68,7 @@ _MAP, _SEQ, _MERGE = _TAG + "map", _TAG + "seq", _TAG + "merge"
 # --- the error a caller sees ------------------------------------------------------------------
 
 
-class ConfigIssue(BaseModel):
+class ConfigIssue(BaseModel, defer_build=True):
     """One problem in a config file. Line and column are 1-based; key is a dotted path."""
 
     model_config = ConfigDict(frozen=True)
@@ -85,7 +85,7 @@ class ConfigIssue(BaseModel):
         return f"{where}: {self.key}: {self.message}" if self.key else f"{where}: {self.message}"
 
 
-class Where(BaseModel):
+class Where(BaseModel, defer_build=True):
     model_config = ConfigDict(frozen=True)
 
     file: str

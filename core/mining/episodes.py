@@ -15,13 +15,13 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from dataclasses import dataclass, field
 
 import msgspec
 from pydantic import ConfigDict, with_config
 
-from core.mining.asks import understand
 from core.mining.signatures import (
     EDIT_TOOLS,
     PLAN_TOOLS,
@@ -29,9 +29,13 @@ from core.mining.signatures import (
     SHELL_TOOLS,
     action_signature,
 )
-from core.transcripts.model import Session, ToolCall, Turn, TurnKind
-from core.transcripts.normalize import parse_time
-from core.transcripts.steps import Step, StepCall
+
+if TYPE_CHECKING:
+    from core.transcripts.model import Session, ToolCall, Turn
+    from core.transcripts.steps import Step, StepCall
+
+# The transcript model and the ask reader are imported by the functions that make episodes: reading a
+# recipe (which names its Determinism) must not load the transcript readers and the stemmers.
 
 def _model(cls):
     """A plain slotted dataclass (one per tool call on the mining hot path: building a pydantic
@@ -196,6 +200,8 @@ def episodes(session: Session, *, carry: Episode | None = None) -> Iterator[Epis
     `carry` is the last, possibly unfinished, episode of an earlier read of the same file: what
     comes before the first prompt of this read continues it, and it is yielded first.
     """
+    from core.transcripts.model import TurnKind
+
     current: Turn | None = None
     body: list[Turn] = []
     lead: list[Turn] = []
@@ -223,6 +229,8 @@ def episodes(session: Session, *, carry: Episode | None = None) -> Iterator[Epis
 
 def continue_episode(episode: Episode, session: Session, turns: list[Turn]) -> Episode:
     """The episode with the actions of `turns` (read later from the same file) added."""
+    from core.transcripts.model import TurnKind
+
     if not turns:
         return episode
     calls = [c for t in turns for c in t.tool_calls]
@@ -315,6 +323,8 @@ def attach_results(episode: Episode, results: dict) -> None:
 
 
 def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Episode:
+    from core.transcripts.model import TurnKind
+
     actions = [_action(c, session.project) for t in body for c in t.tool_calls]
     return _made(session.id, session.project, session.agent_session, index, prompt.text, prompt.source.file,
                  prompt.source.line, max(prompt.source.last_line or prompt.source.line, _last_line(body)),
@@ -324,6 +334,8 @@ def _episode(session: Session, prompt: Turn, body: list[Turn], index: int) -> Ep
 def _made(session: str, project: str | None, agent_session: bool, index: int, prompt: str, file: str,
           line_start: int, line_end: int, timestamp: datetime | None, actions: list[Action],
           interrupts: int) -> Episode:
+    from core.mining.asks import understand
+
     ask = understand(prompt)
     said, bag = ask.phrasing, ask.terms
     return Episode(
@@ -348,6 +360,8 @@ def _made(session: str, project: str | None, agent_session: bool, index: int, pr
 def step_episodes(steps: list[Step], *, session: str, project: str | None, agent_session: bool, file: str,
                   carry: Episode | None = None) -> Iterator[Episode]:
     """episodes() of the session whose turns these steps are (the same cut, the same episodes)."""
+    from core.transcripts.model import TurnKind
+
     current: Step | None = None
     body: list[Step] = []
     lead: list[Step] = []
@@ -374,6 +388,8 @@ def step_episodes(steps: list[Step], *, session: str, project: str | None, agent
 
 def continue_steps(episode: Episode, project: str | None, file: str, steps: list[Step]) -> Episode:
     """continue_episode() for steps read later from the same file."""
+    from core.transcripts.model import TurnKind
+
     if not steps:
         return episode
     return _continued(episode, [_step_action(c, project, file) for s in steps for c in s.calls],
@@ -382,6 +398,9 @@ def continue_steps(episode: Episode, project: str | None, file: str, steps: list
 
 def _step_episode(session: str, project: str | None, agent_session: bool, file: str, prompt: Step,
                   body: list[Step], index: int) -> Episode:
+    from core.transcripts.model import TurnKind
+    from core.transcripts.normalize import parse_time
+
     actions = [_step_action(c, project, file) for s in body for c in s.calls]
     return _made(session, project, agent_session, index, prompt.prompt, file, prompt.line,
                  max(prompt.last_line or prompt.line, _steps_last_line(body)), parse_time(prompt.timestamp),

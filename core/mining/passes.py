@@ -17,35 +17,26 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import orjson
 from pydantic import BaseModel, Field, ValidationError
 
 from core import statefs
 
-from core.mining.episodes import attach_results, episodes, step_episodes
-from core.proposals.outcomes import weigh_recipes
-from core.mining.recipes import Recipe, RecipeIndex, RecipesFile
-from core.mining.watermark import (
-    FileMark,
-    MiningState,
-    kitsoki_slug,
-    load_episodes,
-    load_state,
-    save_state,
-    write_unsynced,
-)
-from core.transcripts.codex import read_codex_session
-from core.transcripts.discover import SessionFiles, discover
+from core.mining.recipes import Recipe, RecipesFile
 from core.transcripts.display import display_path as file_key  # state keys: no secret of a path in them
 from core.transcripts.display import display_stem
-from core.transcripts.launch import PersonSigns, claude_launch
-from core.transcripts.ingest import parallel_map
-from core.transcripts.lines import NOT_A_TRANSCRIPT, paused_gc, sniff_format
-from core.transcripts.pi import read_pi_session
-from core.transcripts.scope import Scope, split_by_scope, workspace_scope
-from core.transcripts.steps import read_claude_steps
+
+if TYPE_CHECKING:
+    from core.mining.recipes import RecipeIndex
+    from core.mining.watermark import FileMark, MiningState
+    from core.transcripts.discover import SessionFiles
+    from core.transcripts.scope import Scope
+
+# What a pass runs (the transcript readers, episodes, the watermark store) is imported by the functions
+# that run it: `propose`, `proposals` and the language server's start read recipes.json through this
+# module and must not load the mining half first.
 
 Trigger = Literal["seed", "live"]
 
@@ -143,6 +134,8 @@ _SIGNS = ("interrupted", "refused", "answered")
 def _identity(file, path: Path, mark: FileMark | None) -> dict:
     """The session, project and launch of a Claude file's episodes (a resumed read: what the mark
     says where the new part does not, and who started it from the evidence of both parts)."""
+    from core.transcripts.launch import PersonSigns, claude_launch
+
     signs = PersonSigns(*(getattr(file.signs, s) or bool(mark and s in mark.person_signs) for s in _SIGNS))
     entrypoint = (mark.entrypoint if mark else None) or file.entrypoint
     origin = (mark.origin if mark else None) or file.origin
@@ -164,6 +157,12 @@ def mine_file(
     Returns (path, new mark, bytes read, index of the first episode that changed); with `screen`,
     None for a session a program started (the seed pass leaves those out: who started a session is
     decided with the whole file's evidence, core/transcripts/launch.py)."""
+    from core.mining.episodes import attach_results, episodes, step_episodes
+    from core.mining.watermark import FileMark
+    from core.transcripts.codex import read_codex_session
+    from core.transcripts.pi import read_pi_session
+    from core.transcripts.steps import read_claude_steps
+
     if fmt in ("pi", "codex"):  # read whole: no resume from an offset for these formats (yet)
         session = read_pi_session(path) if fmt == "pi" else read_codex_session(path)
         if screen and session.agent_session:
@@ -230,6 +229,9 @@ def _recipes_stand(path: Path, state: MiningState) -> bool:
 
 def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[SessionFiles]:
     """The transcript trunks among watcher-reported paths (subagent files are not mined)."""
+    from core.transcripts.discover import SessionFiles
+    from core.transcripts.lines import NOT_A_TRANSCRIPT, sniff_format
+
     out = []
     for path in sorted({Path(p) for p in paths}):
         if path.suffix != ".jsonl" or path.name.startswith("agent-") or path.parent.name == "subagents":
@@ -248,6 +250,8 @@ def _sort_by_scope(units: list[SessionFiles], scope: Scope, state: MiningState) 
     mined that now do (their episodes leave), the files it had set aside that now belong (they are
     read whatever the watermark: they never had their turn)). The state remembers every session's
     project, so only new files have their first lines read."""
+    from core.transcripts.scope import split_by_scope
+
     known = {path: mark.project for path, mark in state.files.items()}
     known.update(state.others)
     split = split_by_scope(units, scope, known)
@@ -305,6 +309,20 @@ def _run_pass(
     only; `project_paths` are other folders this project was worked in. `changed_paths` (from a file watcher) lets a live pass with a remembered state look only at
     those files instead of walking every transcript folder.
     """
+    from core.mining.recipes import RecipeIndex
+    from core.mining.watermark import (
+        MiningState,
+        kitsoki_slug,
+        load_episodes,
+        load_state,
+        save_state,
+        write_unsynced,
+    )
+    from core.proposals.outcomes import weigh_recipes
+    from core.transcripts.discover import discover
+    from core.transcripts.ingest import parallel_map
+    from core.transcripts.scope import workspace_scope
+
     repo = (repo or workspace).resolve()
     slug = kitsoki_slug(repo)
     remembered = memory.state if memory is not None else None
@@ -447,6 +465,8 @@ def this_project(episode) -> str:
 
 
 def run_pass(*args, **kwargs) -> tuple[PassReport, list[Recipe]]:
+    from core.transcripts.lines import paused_gc
+
     # The garbage collector is paused for the pass: a seed pass keeps every episode of the history,
     # and each full collection rescanned them all (several per pass).
     with paused_gc():

@@ -19,10 +19,10 @@ from pydantic import BaseModel
 
 from core.mining.passes import PassCancelled, PassMemory, PassReport, run_pass
 from core.mining.recipes import Recipe
-from core.mining.watermark import kitsoki_slug
 from core.trace import Trace, TraceBusyError
-from core.transcripts.discover import named_folders, claude_roots, claude_slug, pi_dirname, pi_root
-from core.transcripts.scope import workspace_scope
+
+# The watermark store and the transcript folders are imported by the service's methods: every command
+# that only needs trace_path() imports this module.
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,8 @@ class MinerService:
     ) -> None:
         self.workspace = Path(workspace)
         self.repo = (repo or self.workspace).resolve()
+        from core.mining.watermark import kitsoki_slug
+
         self.slug = kitsoki_slug(self.repo)
         self.enabled = enabled
         self.cadence_seconds = cadence_seconds
@@ -207,6 +209,9 @@ class MinerService:
         return self._own_dirs + list(self.dirs)
 
     def _own_folders(self) -> list[Path]:
+        from core.transcripts.discover import named_folders, claude_roots, claude_slug, pi_dirname, pi_root
+        from core.transcripts.scope import workspace_scope
+
         env = self.env if self.env is not None else os.environ
         home = self.home or Path(env.get("HOME", "~")).expanduser()
         scope = workspace_scope(self.repo, project_paths=self.project_paths)

@@ -32,17 +32,21 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.kitsoki.config import CONFIG_FILE
-from core.kitsoki.inventory import ROOT_INSTANCE, Inventory, build_inventory
 from core.kitsoki.model import Story, Workspace
-from core.kitsoki.routing import Router, content_stems
-from core.kitsoki.routing.templates import is_template
 from core.kitsoki.story import relative
+
+if TYPE_CHECKING:
+    from core.kitsoki.inventory import Inventory
+    from core.kitsoki.routing import Router
+
+# The replay's machinery (inventory, router) is imported by the functions that replay: `Impact` is a
+# field of every proposal, and reading a staged proposal must not load the router.
 
 FREE_FORM = "free-form"
 """Where an input routed to no intent goes: kitsoki hands it to the agent as a free-form ask."""
@@ -53,7 +57,7 @@ MAX_LISTED = 50
 NARROWER_TRIES = 3
 
 
-class Gain(BaseModel):
+class Gain(BaseModel, defer_build=True):
     text: str
     count: int
     source: str = ""
@@ -62,7 +66,7 @@ class Gain(BaseModel):
     """`story:intent` it now routes to."""
 
 
-class Move(BaseModel):
+class Move(BaseModel, defer_build=True):
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
     text: str
@@ -73,7 +77,7 @@ class Move(BaseModel):
     count: int = 1
 
 
-class Reader(BaseModel):
+class Reader(BaseModel, defer_build=True):
     """A state or flow fixture that reads what a rung-1 (or decider) change sets."""
 
     kind: Literal["state", "flow"]
@@ -83,7 +87,7 @@ class Reader(BaseModel):
     """The state's path, or what the fixture does there."""
 
 
-class Impact(BaseModel):
+class Impact(BaseModel, defer_build=True):
     replayed: int = 0
     """Distinct inputs replayed through the router (prompts, fixture inputs, other intents' phrases)."""
     prompts: int = 0
@@ -215,6 +219,8 @@ def _stems(text: str) -> frozenset[str]:
     """content_stems, remembered: the same fixture inputs and phrases are replayed for every draft."""
     hit = _STEMS.get(text)
     if hit is None:
+        from core.kitsoki.routing import content_stems
+
         if len(_STEMS) > 200_000:
             _STEMS.clear()
         hit = _STEMS[text] = content_stems(text)
@@ -308,6 +314,8 @@ def fixture_inputs(path: Path, workspace: Path) -> list[tuple[str, str]]:
 def flow_files(workspace: Workspace, story_name: str) -> list[Path]:
     """The fixture files kitsoki runs for an app by default (`<app-dir>/flows/*.yaml`); for the root
     instance, the root flows beside `.kitsoki.yaml`."""
+    from core.kitsoki.inventory import ROOT_INSTANCE
+
     if story_name == ROOT_INSTANCE:
         folder = workspace.path / "flows"
     else:
@@ -339,6 +347,9 @@ def _route(router: Router, text: str) -> str | None:
 def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[str, Router] | None = None,
            before_corpus: _Corpus | None = None) -> Impact:
     """Gains and moves of the staged inventory against the live one (see the module's doc)."""
+    from core.kitsoki.routing import Router, content_stems
+    from core.kitsoki.routing.templates import is_template
+
     # Rows a staged inventory shares with the live one (the same objects) are unchanged: only the stories
     # with rows of their own on either side are compared.
     live_ids, staged_ids = {id(r) for r in live.intents}, {id(r) for r in staged.intents}
@@ -480,6 +491,8 @@ def _enclosing_state(story: Story, file: Path, line: int) -> str | None:
 
 
 def _stories(model: Workspace) -> list[tuple[str, Story]]:
+    from core.kitsoki.inventory import ROOT_INSTANCE
+
     out = [(story.slug, story) for story in model.stories]
     root = model.root_instance
     if root is not None and not root.open_world:
@@ -628,6 +641,8 @@ def staged_intents(model: Workspace, live: Inventory, staged: Workspace, files: 
     """The staged tree's intent rows, built only for the stories the draft reloaded (an unchanged story is
     the same object in both trees); the rest are the live inventory's. A change to `.kitsoki.yaml` (the
     root instance's synonyms) builds the whole staged inventory."""
+    from core.kitsoki.inventory import ROOT_INSTANCE, Inventory, build_inventory
+
     from core.kitsoki.inventory import _root_rows
 
     if CONFIG_FILE in files:
@@ -702,6 +717,8 @@ def attach(proposal, files: dict[str, bytes], artifact, impact: Impact) -> tuple
 def narrower_recipes(recipe, proposal) -> Iterable:
     """The recipe narrowed to one of its own phrasings that holds more words than a drafted phrase:
     it still says what was asked, and takes fewer inputs."""
+    from core.kitsoki.routing import content_stems
+
     from core.proposals.mapper import usable_phrasings
 
     added = [line[1:].strip().lstrip("- ").strip("'\"") for change in proposal.files for line in

@@ -22,7 +22,7 @@ Status = Literal["pending", "refining", "held", "stale"]
 was reverted (the failure is attached); stale: a target changed since drafting."""
 
 
-class Cite(BaseModel):
+class Cite(BaseModel, defer_build=True):
     """Where in a transcript the evidence is."""
 
     session: str
@@ -31,7 +31,7 @@ class Cite(BaseModel):
     line_end: int
 
 
-class Evidence(BaseModel):
+class Evidence(BaseModel, defer_build=True):
     sessions: int
     phrasings: list[tuple[str, int]] = Field(default_factory=list)
     """(normalized phrasing, how often it was asked), most frequent first."""
@@ -46,7 +46,7 @@ class Evidence(BaseModel):
     """binding: the provider seen; world: the value seen; gate: the decision seen."""
 
 
-class Mapping(BaseModel):
+class Mapping(BaseModel, defer_build=True):
     """The mapper's verdict on one recipe against the live inventory."""
 
     classification: Classification
@@ -59,7 +59,7 @@ class Mapping(BaseModel):
     """file:line:col of that row."""
 
 
-class FileChange(BaseModel):
+class FileChange(BaseModel, defer_build=True):
     path: str
     """Workspace-relative POSIX path."""
     before_sha256: str | None
@@ -72,7 +72,7 @@ class FileChange(BaseModel):
     diff: str = ""
 
 
-class ProofInfo(BaseModel):
+class ProofInfo(BaseModel, defer_build=True):
     """The proposal's own proof: a new flow fixture asserting what it claims (core.proposals.proofs)."""
 
     path: str | None = None
@@ -87,7 +87,7 @@ class ProofInfo(BaseModel):
     """How it was checked before it was shown."""
 
 
-class Proposal(BaseModel):
+class Proposal(BaseModel, defer_build=True):
     recipe_id: str
     kind: ProposalKind
     target: Literal["root-instance", "dev-story"]
@@ -122,7 +122,7 @@ class Proposal(BaseModel):
         return f".artifacts/mining/{self.recipe_id}"
 
 
-class AuthorArtifact(BaseModel):
+class AuthorArtifact(BaseModel, defer_build=True):
     """kitsoki's author_artifact.json (schemas/author_artifact.json); extra keys are allowed there."""
 
     files_changed: list[str]

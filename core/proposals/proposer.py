@@ -15,10 +15,10 @@ import os
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from core.kitsoki.inventory import Inventory, build_inventory
 from core.kitsoki.config import load_config
 from core.kitsoki.yamlread import ConfigError, ConfigIssue
 from core.kitsoki.model import RefusedStory, WorkspaceError
@@ -27,23 +27,26 @@ from core.locks import workspace_lock
 from core.mining.passes import read_recipes
 from core.mining.recipes import Recipe
 from core.mining.service import trace_path
-from core.proposals import drafter as builtin
-from core.proposals import impact, memo
-from core.proposals.drafter import Draft, DraftError, Reader, intent_name_for
+from core.proposals import memo
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
 from core.proposals.loaded import stories_being_edited
-from core.proposals.mapper import Routers, map_recipe
 from core.proposals.model import AuthorArtifact, Cite, Evidence, Mapping, ProofInfo, Proposal
-from core.proposals.proofs import Proof, proof_markdown
 from core.proposals.same_target import group_same_targets, merge, target
-from core.proposals.shown import command_changes
-from core.proposals.staging import file_change, load_proposal, write_stage
-from core.proposals.validate import DraftInvalid, check_draft, settle_proof
+from core.proposals.staging import load_proposal
 from core.trace import Trace
+
+if TYPE_CHECKING:
+    from core.kitsoki.inventory import Inventory
+    from core.proposals.drafter import Draft, Reader
+    from core.proposals.mapper import Routers
+
+# Drafting (the drafter, the mapper's routers, validation, proofs, the impact replay) is imported where a
+# recipe is mapped or drafted: a pass with nothing to draft answers from the memo (core.proposals.memo)
+# without loading any of it.
 
 log = logging.getLogger("kitsoki_miner.proposer")
 
-Drafter = Callable[[Recipe, Mapping, Workspace, Inventory, Reader], Draft]
+Drafter = Callable[[Recipe, Mapping, Workspace, "Inventory", "Reader"], "Draft"]
 STAGE_LOCK_TIMEOUT = 30.0
 
 
@@ -91,6 +94,8 @@ def load_recipes(workspace: Path) -> list[Recipe]:
 
 
 def reader_for(workspace: Path) -> Reader:
+    from core.proposals.drafter import DraftError
+
     def read(rel: str) -> bytes | None:
         try:
             return (workspace / rel).read_bytes()
@@ -115,6 +120,12 @@ def build_proposal(workspace: Workspace, inventory: Inventory, recipe: Recipe, m
                    draft_fn: Drafter, drafter_name: str = "builtin",
                    ) -> tuple[Proposal, dict[str, bytes], AuthorArtifact | None]:
     """Draft and validate one mapped recipe; raises DraftError or DraftInvalid."""
+    from core.proposals import drafter as builtin
+    from core.proposals.proofs import Proof, proof_markdown
+    from core.proposals.shown import command_changes
+    from core.proposals.staging import file_change
+    from core.proposals.validate import DraftInvalid, check_draft, settle_proof
+
     read = reader_for(workspace.path)
     if recipe.other_projects:
         # It recurs only with other projects' sessions counted (mining.other_projects): its evidence is
@@ -174,7 +185,7 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
     tree = _Tree(workspace)
     recipes = load_recipes(workspace) if recipes is None else recipes
     threshold = tree.config.mining.priority_threshold if threshold is None else threshold
-    draft_fn = drafter or builtin.draft
+    draft_fn = drafter or _builtin_draft
     name = drafter_name or ("builtin" if drafter is None else "agent")
     trace = Trace(trace_path(workspace))
     facts = tree.facts
@@ -260,6 +271,10 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             if other_stale:
                 withdrawals.append((outcome, outcome.reason))
         outcome = lead_outcome
+        from core.proposals import impact
+        from core.proposals.drafter import DraftError
+        from core.proposals.validate import DraftInvalid
+
         try:
             model, inventory = tree.model, tree.inventory
             proposal, files, artifact = impact.weigh(  # what it would have done to past prompts and fixtures
@@ -275,6 +290,8 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
                 withdrawals.append((outcome, f"its targets changed and it no longer drafts: {reason}"))
             continue
         ready.append((outcome, proposal, files, artifact, stale))
+
+    from core.proposals.staging import write_stage
 
     with workspace_lock(workspace, lock_timeout):
         now = history(trace)
@@ -327,6 +344,8 @@ class _Tree:
 
     @property
     def inventory(self) -> Inventory:
+        from core.kitsoki.inventory import build_inventory
+
         if self._inventory is None:
             self._inventory = build_inventory(self.model)
         return self._inventory
@@ -337,6 +356,8 @@ class _Tree:
 
     @property
     def routers(self) -> Routers:
+        from core.proposals.mapper import Routers
+
         if self._routers is None:
             self._routers = Routers.build(self.inventory)
         return self._routers
@@ -345,6 +366,8 @@ class _Tree:
         key = memo.recipe_key(recipe)
         mapping = self._mapped.get(key) or (self._memo.mappings.get(key) if self._memo is not None else None)
         if mapping is None:
+            from core.proposals.mapper import map_recipe
+
             mapping = map_recipe(recipe, self.routers)
             self._new = True
         self._mapped[key] = mapping
@@ -357,8 +380,19 @@ class _Tree:
         memo.save(self.workspace, self._model, self._mapped)  # the mappings of this pass's recipes only
 
 
+def _builtin_draft(recipe: Recipe, mapping: Mapping, workspace: Workspace, inventory: Inventory, read: Reader) -> Draft:
+    """core.proposals.drafter.draft, imported when something is drafted."""
+    from core.proposals import drafter
+
+    return drafter.draft(recipe, mapping, workspace, inventory, read)
+
+
 def _target(recipe: Recipe, mapping: Mapping) -> tuple:
-    return target(recipe, mapping, intent_name_for(recipe, set()) if recipe.kind == "intent" else None)
+    if recipe.kind != "intent":
+        return target(recipe, mapping, None)
+    from core.proposals.drafter import intent_name_for
+
+    return target(recipe, mapping, intent_name_for(recipe, set()))
 
 
 def _withdraw(trace: Trace, recipe_id: str, outcome: Outcome, why: str) -> None:

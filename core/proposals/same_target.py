@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from core.mining.asks import understand
 from core.mining.clusters import ASK_SIMILARITY, Cluster, same_project, similarity
 from core.mining.recipes import Instance, Phrasing, Recipe
 from core.proposals.model import Mapping
 
 
 def _ask_of(recipe: Recipe) -> Cluster:
+    from core.mining.asks import understand  # here: grouping by target reads no ask unless two intents meet
+
     cluster = Cluster()
     for phrasing in recipe.phrasings:
         terms = understand(phrasing.text).terms

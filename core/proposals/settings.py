@@ -41,7 +41,7 @@ class SettingsError(ValueError):
     pass
 
 
-class DrafterSettings(BaseModel):
+class DrafterSettings(BaseModel, defer_build=True):
     model_config = ConfigDict(extra="forbid")
 
     command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)

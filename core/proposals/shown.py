@@ -27,7 +27,6 @@ from typing import Any
 
 import yaml
 
-from core.flows.yaml12 import Yaml12Loader
 from core.kitsoki.config import CONFIG_FILE
 from core.locks import WorkspaceBusy, workspace_lock
 from core.proposals.model import Proposal
@@ -48,6 +47,8 @@ class NotShown(ValueError):
 
 
 def _load(data: bytes | None) -> Any:
+    from core.flows.yaml12 import Yaml12Loader  # here: importing core.flows loads the runner
+
     if data is None:
         return {}
     try:

@@ -28,7 +28,6 @@ from core.apply.journal import is_safe_relpath
 from core.authn import KeyUnavailable, NotAuthentic, seal, unseal
 from core.ids import BadRecipeId, require_recipe_id
 from core.proposals.model import AuthorArtifact, FileChange, Proposal
-from core.proposals.validate import MAX_DRAFT_FILE_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +178,8 @@ def staged_files(workspace: Path, proposal: Proposal) -> dict[str, bytes]:
     """The draft's files as they are staged now (a person may have refined them). Each is reached
     without following a link and read only if it is a regular file of at most 1 MiB; raises
     StagedStateError naming the file otherwise."""
+    from core.proposals.validate import MAX_DRAFT_FILE_BYTES  # imported here: validation is not loaded to read a proposal
+
     folder = stage_dir(workspace, proposal.recipe_id)
     out = {}
     for change in proposal.files:
@@ -195,6 +196,8 @@ def staged_files(workspace: Path, proposal: Proposal) -> dict[str, bytes]:
 def staged_text(workspace: Path, recipe_id: str, rel: str) -> str:
     """One staged draft file as text, reached and read as staged_files reads them (no link followed,
     a regular file of at most 1 MiB); StagedStateError names the file otherwise."""
+    from core.proposals.validate import MAX_DRAFT_FILE_BYTES  # imported here: validation is not loaded to read a proposal
+
     path = stage_dir(workspace, recipe_id) / _draft_rel(rel)
     try:
         return statefs.read_bytes(path, MAX_DRAFT_FILE_BYTES, what="the staged draft").decode("utf-8")

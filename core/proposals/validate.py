@@ -16,8 +16,6 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-import jsonschema
-
 from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError
 from core.kitsoki.inventory import build_inventory
 from core.kitsoki.routing import Router
@@ -76,6 +74,8 @@ def check_path(workspace: Path, rel: str) -> Path:
 
 
 def check_artifact(artifact: Mapping) -> None:
+    import jsonschema  # here: a process that never checks an artifact does not load it
+
     try:
         jsonschema.validate(dict(artifact), AUTHOR_ARTIFACT_SCHEMA)
     except jsonschema.ValidationError as exc:

@@ -10,9 +10,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
-import regex
-import snowballstemmer
 
 # --------------------------------------------------------------------------
 # Lexing
@@ -47,22 +46,34 @@ BUILTIN_STOPWORDS: frozenset[str] = frozenset(
 # Words split as Unicode UAX#29 (kitsoki uses clipperhouse/uax29): the `regex` module's WORD flag
 # makes \b the default Unicode word boundary, so "let's", "foo.py", "3.14" and "1,000" stay whole,
 # "e-mail" splits, and each CJK ideograph is a word of its own.
-_BOUNDARY = regex.compile(r"(?w)\b")
+# The `regex` module and the stemmer are loaded on the first word lexed: a command that imports the router
+# without routing anything (an accept validates paths through core.proposals.validate) does not pay for them.
+_BOUNDARY: Any = None
 
 
 def _segments(text: str) -> list[str]:
+    global _BOUNDARY
+    if _BOUNDARY is None:
+        import regex
+
+        _BOUNDARY = regex.compile(r"(?w)\b")
     return [part for part in _BOUNDARY.split(text) if part]
 
 
-_STEMMER = snowballstemmer.stemmer("english")
+_STEMMER: Any = None
 
 
 @lru_cache(maxsize=65536)
 def _stem(surface: str) -> str:
     # Porter2 only defines behaviour on alphabetic words; digit runs and mixed
     # alphanumerics ("200lbs", "v1.2") pass through unchanged.
+    global _STEMMER
     if not surface.isalpha():
         return surface
+    if _STEMMER is None:
+        import snowballstemmer
+
+        _STEMMER = snowballstemmer.stemmer("english")
     return _STEMMER.stemWord(surface) or surface
 
 
