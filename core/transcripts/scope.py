@@ -169,7 +169,12 @@ def workspace_scope(workspace: Path | str, *, other_projects: bool = False,
                 if variant not in places:
                     places.append(variant)
     claude = {slug for p in places for slug in claude_slugs(p)}
-    return Scope(roots=tuple(places), other_projects=other_projects, claude_folders=frozenset(claude),
+    from core.transcripts.redact import redact_text
+
+    # A session's project as the readers hand it on (and the mining state keeps it) is redacted: a
+    # workspace in a folder named by a secret owns its sessions by that form too.
+    recorded = [shown for p in places if (shown := redact_text(p)) != p and shown not in places]
+    return Scope(roots=tuple(places + recorded), other_projects=other_projects, claude_folders=frozenset(claude),
                  pi_folders=frozenset(pi_dirname(p) for p in places))
 
 

@@ -141,3 +141,50 @@ def test_a_secret_in_the_transcript_file_names_never_leaves(tmp_path, fmt, kind)
     assert answers.get("runs prepare (exit)") == "0"
     prompts = [int(n) for n in re.findall(r'"human_prompts": (\d+)', answers["sessions --dir --json --workers 1"])]
     assert len(prompts) == 4 and prompts[0] >= 1, prompts  # three sessions (and the totals), read
+
+
+_HOME_ROOTS = {"claude": (".claude/projects/", "claude/"), "pi": (".pi/agent/sessions/", "pi/"), "codex": (".codex/", "codex/")}
+
+
+@pytest.mark.parametrize("fmt,kind", adversarial_cases(CWD, fast=3), ids=lambda v: str(v))
+def test_a_workspace_in_a_folder_named_by_a_secret_keeps_its_sessions_and_names_no_state_file_by_it(tmp_path, fmt, kind):
+    """The workspace itself sits in /home/dev/<secret>/release-desk and its sessions are found where the
+    agent keeps them (HOME): the seed pass and every live pass after it mine them (the state keeps their
+    project redacted: the workspace owns that form too), and no state file's name or text holds the secret."""
+    import io
+    import os
+    import shutil
+
+    from core.demo.walkthrough import WORKSPACE
+    from server.cli import build_parser, run_mine
+
+    secret = _secret(kind)
+    ws = tmp_path / "home" / "dev" / secret / "release-desk"
+    shutil.copytree(WORKSPACE, ws)
+    home_dir, prefix = _HOME_ROOTS[fmt]
+    home = tmp_path / "h"
+    W.write_world({home_dir + rel.removeprefix(prefix): c for rel, c in _sessions(fmt, str(ws)).items()}, home)
+    saved = {k: os.environ.get(k) for k in ("HOME", "CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR", "CODEX_HOME")}
+    os.environ["HOME"] = str(home)
+    for k in ("CLAUDE_CONFIG_DIR", "PI_CODING_AGENT_DIR", "CODEX_HOME"):
+        os.environ.pop(k, None)
+
+    def mine(*more):
+        out, err = io.StringIO(), io.StringIO()
+        code = run_mine(build_parser().parse_args(["mine", "--repo", str(ws), "--json", "--workers", "1", *more]),
+                        out=out, err=err)
+        assert code == 0, err.getvalue()[-600:]
+        return W._json_head(out.getvalue())
+
+    try:
+        seed, live, again = mine(), mine("--live"), mine("--live")
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    assert seed["pass"]["sessions"] == 3 and seed["recipes"]
+    for later in (live, again):
+        assert later["pass"]["other_projects"] == 0 and [r["id"] for r in later["recipes"]] == [r["id"] for r in seed["recipes"]]
+    state = ws / ".artifacts" / "mining" / "state"
+    for f in state.iterdir():
+        assert not W.leaked(secret, f.name), f.name
+        assert not W.leaked(secret, PLACEHOLDER.sub("\0", f.read_text())), f.name
