@@ -38,6 +38,7 @@ bench: venv
 	$(BIN)/python tests/bench/mining.py
 	$(BIN)/python tests/bench/apply.py
 	$(BIN)/python tests/bench/server.py
+	$(BIN)/python tests/bench/server_busy.py $(if $(KITSOKI_SRC),--repo $(KITSOKI_SRC))
 	$(BIN)/python tests/bench/load.py
 	$(BIN)/python tests/bench/gate.py
 	$(BIN)/python tests/bench/adversarial.py

@@ -54,6 +54,7 @@ from core.proposals.settings import SettingsError, configured_drafter, gate_sett
 from core.proposals.shown import show_refined
 from core.proposals.staging import load_proposal
 from core.questions import AskedStore, QuestionBook
+from core.quiet import long_work
 from core.trace import TraceCorrupt, Trace, TraceBusyError
 
 log = logging.getLogger("kitsoki_miner.sidecar")
@@ -347,7 +348,8 @@ class WorkspaceSidecar:
         with self._propose_lock:
             try:
                 drafter = configured_drafter(self.workspace, self.config) if self.config else None
-                report = run_proposer(self.workspace, recipes, drafter=drafter)
+                with long_work():  # a no-op outside the server (core.quiet)
+                    report = run_proposer(self.workspace, recipes, drafter=drafter)
                 self.proposer_error = None
                 self._set_problems(report.problems)  # stories refused alone: their reasons, on their lines
             except Exception as exc:  # noqa: BLE001 - a workspace that does not load is a status, not a crash
@@ -472,8 +474,9 @@ class WorkspaceSidecar:
             self.events.pass_progress(self.workspace, done, total)
 
     def _after_pass(self, report: PassReport, recipes: list[Recipe]) -> None:
-        self.follow_outcomes()
-        proposer = self.propose(recipes)
+        with long_work():
+            self.follow_outcomes()
+            proposer = self.propose(recipes)
         if self.events.pass_ran is not None:
             self.events.pass_ran(self.workspace, report, proposer)
 

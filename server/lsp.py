@@ -473,7 +473,7 @@ def build_server() -> KitsokiServer:
     async def initialized(ls: KitsokiServer, params: types.InitializedParams) -> None:
         ls.loop = asyncio.get_running_loop()
         try:
-            await ls.off_loop(start_sidecars, ls)
+            await ls.off_loop(_start_quietly, ls)
         finally:
             ls.ready.set()
         for sidecar in ls.sidecars.values():
@@ -637,6 +637,13 @@ def build_server() -> KitsokiServer:
     return server
 
 
+def _start_quietly(ls: KitsokiServer) -> None:
+    from core.quiet import long_work
+
+    with long_work():  # what the start loads (inbox, config) is long-lived: never walked by the collector again
+        start_sidecars(ls)
+
+
 def start_sidecars(ls: KitsokiServer) -> None:
     folders = ls.workspace.folders.values() if ls.workspace.folders else []
     options, problems = P.initialization_options(ls.init_options)
@@ -737,6 +744,9 @@ def stop_sidecars(ls: KitsokiServer) -> None:
 
 def serve(tcp: str | None = None) -> int:
     """Serve until the client exits; the exit code LSP asks for (server/transport.py reads the wire)."""
+    from core import quiet
+
+    quiet.enable()  # passes and proposes on its worker threads must not stall the answers (collector pauses)
     server = build_server()
     if tcp:
         host, _, port = tcp.rpartition(":")

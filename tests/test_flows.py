@@ -596,6 +596,88 @@ def test_unreadable_fixture_files_fail_without_raising(shop):
     assert "is not UTF-8 text (byte 0xe9)" in results["latin1.yaml"][0]
 
 
+ANCHORED = """\
+# a guard like `world.mode != 'human'` in a comment
+test_kind: flow
+app: ../app.yaml
+initial_world: &world
+  count: 0x1F
+  ratio: 1e3
+  when: 2026-11-01
+  flags: [yes, no, on, true, ~, '', 017]
+  1: one
+turns:
+  - intent: { name: add, slots: &slots { sku: A1 } }
+    expect_world: { <<: *world, count: 31 }
+  - intent: { name: add, slots: *slots }
+    expect_state: cart
+---
+test_kind: flow
+app: ../app.yaml
+initial_world: &again { count: 1 }
+expect_world_final: *again
+"""
+
+
+def _located(value):
+    """A located value with every line and column it carries."""
+    if value.kind == "map":
+        data = {key: _located(child) for key, child in value.data.items()}
+    elif value.kind == "seq":
+        data = [_located(child) for child in value.data]
+    else:
+        data = repr(value.data)
+    return (value.kind, value.tag, value.text, (value.at.line, value.at.column),
+            (value.key_at.line, value.key_at.column) if value.key_at else None, data)
+
+
+def test_anchored_fixtures_read_through_libyaml_exactly_as_the_bounded_reader(tmp_path, monkeypatch):
+    """A fixture with anchors, aliases, merge keys (or a `!` anywhere) is read by libyaml with the bounded
+    reader's meaning (ruamel's YAML 1.2 scalars, keys as written, the same alias budget): the same values
+    at the same lines and columns; and a file with a problem still gets the bounded reader's own words."""
+    import core.flows.fixtures as fixtures
+
+    good = tmp_path / "anchored.yaml"
+    good.write_text(ANCHORED)
+    problems = {
+        "duplicate.yaml": "test_kind: flow\nbase: &b {a: 1}\nturns: []\nturns: []\n",
+        "tagged.yaml": "test_kind: flow\nbase: &b !custom {a: 1}\nturns: []\n",
+        "bomb.yaml": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+            f"{n}: &{n} [" + ", ".join([f"*{p}"] * 10) + "]\n" for p, n in zip("abcdef", "bcdefg")),
+        "merge.yaml": "test_kind: flow\nbase: &b [1, 2]\nturns: { <<: *b }\n",
+        "syntax.yaml": "test_kind: flow\nbase: &b [1, 2\n",
+        "across.yaml": "test_kind: flow\nbase: &b [1, 2]\n---\ntest_kind: flow\nturns: *b\n",
+    }
+    for name, text in problems.items():
+        (tmp_path / name).write_text(text)
+    text = ANCHORED
+    fast = fixtures._libyaml_located(good, text, fixtures.FLOW_LIMITS)
+    assert fast is not None, "an ordinary anchored fixture takes the libyaml path"
+    fast_files = {name: load_fixture_file(tmp_path / name).model_dump() for name in ["anchored.yaml", *problems]}
+    monkeypatch.setattr(fixtures, "_libyaml_located", lambda *args: None)  # the bounded ruamel reader alone
+    monkeypatch.setattr(fixtures, "_READ", {})  # nothing remembered from the reads above
+    slow = fixtures._compose_all(good, fixtures.FLOW_LIMITS)
+    assert [_located(v) for v in fast] == [_located(v) for v in slow]
+    assert fast[0].data["initial_world"].data["flags"].data[0].data == "yes"  # YAML 1.2: a string
+    for name in ["anchored.yaml", *problems]:
+        assert load_fixture_file(tmp_path / name).model_dump() == fast_files[name], name
+    assert "aliases (*name) that repeat large anchors are refused" in fast_files["bomb.yaml"]["problem"]
+    assert "duplicate key" in fast_files["duplicate.yaml"]["problem"]
+
+
+def test_a_fixture_read_again_is_a_fresh_copy_of_the_same_documents(tmp_path):
+    """Fixtures are parsed once per text in a process (a gate reruns them on every accept); each read
+    hands out its own copy, and a changed file is read anew."""
+    path = tmp_path / "again.yaml"
+    path.write_text(HEADER + "initial_world: { items: [a] }\nturns: []\n")
+    first = load_fixture_file(path).fixtures[0]
+    first.initial_world["items"].append("changed by a run")
+    second = load_fixture_file(path).fixtures[0]
+    assert second.initial_world == {"items": ["a"]}
+    path.write_text(HEADER + "initial_world: { items: [b] }\nturns: []\n")
+    assert load_fixture_file(path).fixtures[0].initial_world == {"items": ["b"]}
+
+
 def test_initial_state_must_exist(shop):
     flow(shop, "nowhere.yaml", HEADER + "initial_state: attic\nturns: []\n")
     assert failures(only(run_flows(shop))) == ['initial_state: "attic" is not a state of this story']

@@ -181,3 +181,24 @@ def test_a_script_reaching_the_network_or_the_tree_without_a_cassette_is_decline
     (result,) = [r for r in run_app_flows(app).Results if r.File.endswith("oslo_metric.yaml")]
     assert result.Turns[0].Failures == [f"{UNSUPPORTED}: host.starlark.run: ctx.fs.read without a "
                                         "starlark_inspect_cassette (kitsoki would read the working tree)"]
+
+
+def test_a_repo_relative_script_is_found_from_the_projects_root_wherever_the_process_stands(tmp_path, monkeypatch):
+    # kitsoki falls back to a script path as written, relative to its cwd (the project's root, where its
+    # gate and CI run `test flows`). An editor's server started elsewhere, or `flows --repo X` run from
+    # another folder, must find it all the same: the run's folder is the workspace, not the process's.
+    from core.flows.starlark.host import HostAnswerError, run
+    from core.flows.workdir import running_in
+
+    workspace = _story("almanac", tmp_path).parents[2]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("KITSOKI_APP_DIR", raising=False)
+    args = {"script": "stories/almanac/scripts/broken.star", "inputs": {"label": "x"}}
+    app_dir = workspace / "stories" / "almanac"
+    with pytest.raises(HostAnswerError, match="no such file"):
+        run(args, {}, app_dir, None, None)  # outside a run: the process's cwd, as kitsoki's own
+    with running_in(workspace):
+        data, error = run(args, {}, app_dir, None, None)
+    assert data is None and "headline" in error, error  # the script ran: its output breaks the sidecar

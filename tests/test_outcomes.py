@@ -111,6 +111,9 @@ def test_a_change_that_did_not_stick_lowers_similar_recipes(followed):
     weighed = {r.id: r for r in outcomes.weigh_recipes(workspace, [like, other], threshold=2.5)}
     assert weighed[like.id].priority == 2.0 and weighed[like.id].below_threshold
     assert weighed[other.id].priority == 4.0
+    from core.mining import passes  # a pass weighs its recipes only where this file is: the same path
+
+    assert passes.OUTCOMES_FILE == outcomes.OUTCOMES_FILE and (workspace / passes.OUTCOMES_FILE).is_file()
 
 
 def test_outcomes_cli_lists_each_decision_and_the_records_survive_a_restart(followed, capsys):

@@ -190,6 +190,58 @@ def test_a_checkout_without_state_is_never_written_to(tmp_path, checks):
     assert not (ws / ".artifacts").exists()
 
 
+FALLBACK_APP = """\
+app: { id: helpdesk, version: 0.1.0 }
+root: landing
+world:
+  schema:
+    request: { type: string, default: "" }
+intents:
+  work:
+    slots: { request: { type: string, required: true } }
+  search: {}
+states:
+  landing:
+    on:
+      work: [{ target: landing, effects: [{ set: { request: "{{ slots.request }}" } }] }]
+      search: [{ target: searching }]
+  searching:
+    on: {}
+"""
+
+FALLBACK_FLOW = """\
+test_kind: flow
+initial_state: searching
+turns:
+  - intent: { name: work, slots: { request: migrate the tickets } }
+    expect_state: landing
+    expect_world: { request: migrate the tickets }
+"""
+
+
+def test_a_memo_hit_keeps_the_free_form_fallback_the_checks_inject(tmp_path, checks):
+    """kitsoki injects the landing room's `work` arm into every other room at load
+    (applyFreeFormFallback, done by our load-time checks); a verdict from the memo must not lose it:
+    the flow that sends `work` from another room passes in every process, not only the first."""
+    from core.flows import run_flows
+
+    ws = tmp_path / "ws"
+    story = ws / "stories" / "helpdesk"
+    (story / "flows").mkdir(parents=True)
+    (ws / ".kitsoki.yaml").write_text("story_dirs: [stories]\n")
+    (story / "app.yaml").write_text(FALLBACK_APP)
+    (story / "flows" / "work_from_search.yaml").write_text(FALLBACK_FLOW)
+    (ws / ".artifacts").mkdir()
+    _age(ws)
+    reports, checked = [], []
+    for _ in range(2):
+        clear_caches()  # a new process
+        reports.append(run_flows(ws).model_dump(mode="json"))
+        checked.append(len(checks))
+    assert checked[0] and checked[1] == checked[0]  # the second run's verdicts came from the memo
+    assert reports[0] == reports[1] and reports[0]["Passed"] == 1, reports
+
+
 # -- the agent checks kept in the same memo, with what they looked at -------------------------------------
 
 STARLARK = APP.replace("""  desk:

@@ -265,3 +265,33 @@ def test_a_warm_load_reuses_every_story_and_a_changed_file_reloads_only_its_stor
     assert "c" in third.story("t").states and third.story("u") is first.story("u")
     staged = load_workspace(ws, env=NO_ENV, overlay={str(room): ROOM.encode()})
     assert "c" not in staged.story("t").states and load_workspace(ws, env=NO_ENV).story("t") is third.story("t")
+
+
+def test_a_storys_intents_read_before_its_states_are_the_ones_its_states_declare():
+    """A story's intents alone (what the inventory of a story a draft reloaded reads) are exactly what
+    all_intents yields once every state is built: same intents, same order, same fields."""
+    from core.kitsoki.workspace import clear_caches
+
+    if not KITSOKI.is_dir():
+        pytest.skip("../shared/kitsoki-workspace is not here")
+    clear_caches()
+    model = load_workspace(KITSOKI, env=NO_ENV)
+    stories = [*model.stories, model.root_instance]
+    assert all("states" not in story.__dict__ for story in stories)  # nothing built them yet
+    early = [[intent.model_dump() for intent in story.all_intents()] for story in stories]
+    assert all("states" not in story.__dict__ for story in stories)
+    late = [[intent.model_dump() for intent in story.all_intents()] for story in stories if story.states is not None]
+    assert early == late and sum(map(len, early)) > 500
+    assert any(intent["state"] for intents in early for intent in intents)  # state-local intents are there
+    clear_caches()
+
+
+def test_one_storys_intent_rows_are_the_inventorys(kitsoki):
+    """What a draft's route check reads (core.kitsoki.inventory.intent_rows) is the full inventory's
+    rows of that story, in order, for every story and the root instance."""
+    from core.kitsoki.inventory import intent_rows
+
+    full = build_inventory(kitsoki).intents
+    for slug in [ROOT_INSTANCE, *{story.slug for story in kitsoki.stories}]:
+        assert [r.model_dump() for r in intent_rows(kitsoki, slug)] == \
+            [r.model_dump() for r in full if r.story == slug], slug

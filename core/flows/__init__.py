@@ -35,8 +35,10 @@ from core.flows.report import (
     format_text,
 )
 from core.flows.values import go_quote
+from core.flows.workdir import running_in
 from core.kitsoki.config import CONFIG_FILE, ConfigIssue
 from core.kitsoki.story import Story, WorkspaceError, load_story, load_workspace
+from core.quiet import fewer_collections
 
 __all__ = [
     "NO_FIXTURES",
@@ -55,6 +57,7 @@ __all__ = [
 FLOWS_DIR = "flows"
 
 
+@fewer_collections()
 def run_flows(workspace: Path, glob: str | None = None) -> FlowReport:
     """Run the workspace's flow fixtures (or those `glob`, relative to the workspace, matches)."""
     workspace = Path(workspace)
@@ -65,11 +68,13 @@ def run_flows(workspace: Path, glob: str | None = None) -> FlowReport:
     stories = _Stories(workspace, loaded.stories)
     results: list[FlowResult] = []
     # A story refused at load still has its flows: each fails with why it does not load.
-    for path in discover_fixtures(workspace, loaded.stories, glob, [r.app.parent for r in loaded.refused]):
-        results.extend(_run_file(path, workspace, stories))
+    with running_in(workspace):
+        for path in discover_fixtures(workspace, loaded.stories, glob, [r.app.parent for r in loaded.refused]):
+            results.extend(_run_file(path, workspace, stories))
     return FlowReport.of(results)
 
 
+@fewer_collections()
 def run_app_flows(app_yaml: Path, workspace: Path | None = None, glob: str | None = None) -> FlowReport:
     """kitsoki's `test flows <app.yaml>`: the story's flows/*.yaml (or `glob`, relative to the
     story folder), every document run against that story whatever its `app:` says."""
@@ -80,12 +85,15 @@ def run_app_flows(app_yaml: Path, workspace: Path | None = None, glob: str | Non
     pattern = glob or f"{FLOWS_DIR}/*.yaml"
     pattern = pattern if os.path.isabs(pattern) else str(app_yaml.parent / pattern)
     results: list[FlowResult] = []
-    for path in (Path(match) for match in sorted(globlib.glob(pattern, recursive=True))):
-        if path.is_file():
-            results.extend(_run_file(path, root, stories, story=story, story_problems=problems))
+    # Without a workspace this is `kitsoki test flows <app.yaml>` where the person stands: their cwd.
+    with running_in(workspace):
+        for path in (Path(match) for match in sorted(globlib.glob(pattern, recursive=True))):
+            if path.is_file():
+                results.extend(_run_file(path, root, stories, story=story, story_problems=problems))
     return FlowReport.of(results)
 
 
+@fewer_collections()
 def run_story_flows(story: Story, glob: str, workspace: Path) -> FlowReport:
     """The fixtures `glob` (relative to the workspace) matches, every document run against `story`:
     the project's root flows against the synthesized root instance, as the kitsoki gate runs them
@@ -93,9 +101,10 @@ def run_story_flows(story: Story, glob: str, workspace: Path) -> FlowReport:
     stories = _Stories(Path(workspace), [])
     pattern = glob if os.path.isabs(glob) else str(Path(workspace) / glob)
     results: list[FlowResult] = []
-    for path in (Path(match) for match in sorted(globlib.glob(pattern, recursive=True))):
-        if path.is_file():
-            results.extend(_run_file(path, Path(workspace), stories, story=story))
+    with running_in(workspace):
+        for path in (Path(match) for match in sorted(globlib.glob(pattern, recursive=True))):
+            if path.is_file():
+                results.extend(_run_file(path, Path(workspace), stories, story=story))
     return FlowReport.of(results)
 
 
@@ -106,7 +115,8 @@ def run_fixture_file(path: Path, workspace: Path | None = None) -> list[FlowResu
     """
     path = Path(path)
     root = Path(workspace) if workspace is not None else None
-    return _run_file(path, root, _Stories(root, []))
+    with running_in(root):
+        return _run_file(path, root, _Stories(root, []))
 
 
 def discover_fixtures(workspace: Path, stories: list[Story], glob: str | None = None,

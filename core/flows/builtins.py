@@ -26,6 +26,7 @@ import posixpath
 from typing import Any
 
 from core.flows.machine import Unsupported
+from core.flows.workdir import in_workdir, workdir
 
 BUILTINS = frozenset({
     "host.workspace_manager.get", "host.run", "host.agent.ask", "host.transport.post",
@@ -55,11 +56,12 @@ class Files:
         """The file's text as kitsoki would find it now, or None when it does not exist."""
         if path in self.written:
             return self.written[path]
-        if not os.path.lexists(path):
+        on_disk = in_workdir(path)
+        if not os.path.lexists(on_disk):
             return None
-        if not os.path.isfile(path):
+        if not os.path.isfile(on_disk):
             raise Unsupported(f"host.artifacts_dir: {path} is not a regular file")
-        with open(path, "rb") as handle:
+        with open(on_disk, "rb") as handle:
             return handle.read().decode("utf-8", "surrogateescape")
 
 
@@ -116,8 +118,8 @@ def _artifacts_dir(args: dict[str, Any], files: Files) -> tuple[dict[str, Any] |
         return None, "host.artifacts_dir: body argument is required"
     root = _text(args, "artifacts_root")
     if not root.strip():
-        root = os.environ.get("KITSOKI_ARTIFACTS_ROOT") or os.path.join(os.getcwd(), ".artifacts")
-    if os.path.exists(root) and not os.path.isdir(root):
+        root = os.environ.get("KITSOKI_ARTIFACTS_ROOT") or os.path.join(workdir(), ".artifacts")
+    if os.path.exists(in_workdir(root)) and not os.path.isdir(in_workdir(root)):
         raise Unsupported(f"host.artifacts_dir: artifacts root {root} is not a folder")
     name = thread
     if not _go_ext(name) and "/" not in name and "\\" not in name:
@@ -139,10 +141,10 @@ def _artifacts_dir(args: dict[str, Any], files: Files) -> tuple[dict[str, Any] |
 
 def _ticket_path(ticket: str) -> str:
     """findTicketPath: issues/{bugs,features,epics}/<id>.md under the tickets root, "" for none."""
-    root = os.environ.get("KITSOKI_TICKETS_ROOT") or os.getcwd()
+    root = os.environ.get("KITSOKI_TICKETS_ROOT") or workdir()
     for folder in _TICKET_DIRS:
         candidate = os.path.join(root, "issues", folder, f"{ticket}.md")
-        if os.path.exists(candidate):
+        if os.path.exists(in_workdir(candidate)):
             return candidate
     return ""
 
@@ -165,7 +167,7 @@ def _ticket_comment(args: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
             return None, f"ticket.comment: {ticket} not found"
     else:
         return None, "ticket.comment: id or thread is required"
-    if not os.path.exists(path):
+    if not os.path.exists(in_workdir(path)):
         return None, f"ticket.comment: {path} not found"
     raise _existing_ticket("comment", path)
 

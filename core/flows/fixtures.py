@@ -23,7 +23,12 @@ import yaml
 from pydantic import BaseModel, Field
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode as RuamelMapping
+from ruamel.yaml.nodes import ScalarNode as RuamelScalar
+from ruamel.yaml.nodes import SequenceNode as RuamelSequence
+from ruamel.yaml.resolver import VersionedResolver
 
+from core.flows.values import copy_value
 from core.flows.yaml12 import Yaml12Loader as _Yaml12Loader
 from core.kitsoki.config import (
     YamlLimits,
@@ -171,9 +176,17 @@ def load_fixture_file(path: Path) -> FixtureFile:
     """Read every document of a fixture file; never raises for what the file contains."""
     path = Path(path)
     try:
-        documents = _fast_documents(path)
+        text = read_limited(path, FLOW_LIMITS)
+    except _FileProblem:
+        text = None  # the bounded reader below reports it
+    try:
+        documents = _remembered(text)
         if documents is None:
-            documents = [(document.at.line, _plain(document)) for document in _compose_all(path, FLOW_LIMITS)]
+            documents = _fast_documents(path, text)
+            if documents is None:
+                documents = [(document.at.line, _plain(document))
+                             for document in _compose_all(path, FLOW_LIMITS, text)]
+            _remember(text, documents)
     except _FileProblem as problem:
         return FixtureFile(path=path, problem=f"{path.name}:{problem.line}:{problem.column}: {problem.message}")
     except _ValueProblems as problems:
@@ -187,17 +200,38 @@ def load_fixture_file(path: Path) -> FixtureFile:
 # --- reading ----------------------------------------------------------------------------------
 
 
+_READ: dict[str, list[tuple[int, Any]]] = {}
+"""Documents already read, by the file's whole text (content-addressed): a process that runs the same
+fixtures again (a gate on every accept, the server's previews, a benchmark's rounds) parses each text
+once. Handed out as copies, so a run never sees another's changes."""
+_READ_LIMIT = 4096
+
+
+def _remembered(text: str | None) -> list[tuple[int, Any]] | None:
+    found = _READ.get(text) if text is not None else None
+    return None if found is None else copy_value(found)
+
+
+def _remember(text: str | None, documents: list[tuple[int, Any]]) -> None:
+    if text is None:
+        return
+    if len(_READ) >= _READ_LIMIT:
+        _READ.clear()
+    _READ[text] = copy_value(documents)
+
+
 _ANCHOR_OR_ALIAS = re.compile(r"(?:^|[\s\[{,:-])[&*][^\s,\]}]")
 
 
-def _fast_documents(path: Path) -> list[tuple[int, Any]] | None:
+def _fast_documents(path: Path, text: str | None = None) -> list[tuple[int, Any]] | None:
     """The documents as (line, plain value) through libyaml, for the common file with no anchors,
     aliases or tags (nothing for an alias budget to guard); None sends the file to the bounded
     reader, which also gives the precise error of a file that does not parse."""
-    try:
-        text = read_limited(path, FLOW_LIMITS)
-    except _FileProblem:
-        return None
+    if text is None:
+        try:
+            text = read_limited(path, FLOW_LIMITS)
+        except _FileProblem:
+            return None
     if _ANCHOR_OR_ALIAS.search(text) or "!" in text:
         return None
     try:
@@ -218,9 +252,13 @@ def _fast_documents(path: Path) -> list[tuple[int, Any]] | None:
     return documents
 
 
-def _compose_all(path: Path, limits: YamlLimits) -> list[_Value]:
+def _compose_all(path: Path, limits: YamlLimits, text: str | None = None) -> list[_Value]:
     """The file's non-empty documents as located values, under the limits (whole file)."""
-    text = read_limited(path, limits)
+    if text is None:
+        text = read_limited(path, limits)
+    documents = _libyaml_located(path, text, limits)
+    if documents is not None:
+        return documents
 
     yaml = YAML(typ="safe", pure=True)
     yaml.Scanner = type("_FlowScanner", (_BoundedScanner,), {"limits": limits})
@@ -244,6 +282,113 @@ def _compose_all(path: Path, limits: YamlLimits) -> list[_Value]:
     if builder.issues:
         raise _ValueProblems(builder.issues)
     return documents
+
+
+class _Ruamel12Loader(yaml.CSafeLoader):
+    """libyaml's parser and composer resolving plain scalars with ruamel's YAML 1.2 table, so its nodes
+    get the tags the bounded ruamel reader gives them."""
+
+
+_Ruamel12Loader.yaml_implicit_resolvers = {
+    first: list(resolvers) for first, resolvers in VersionedResolver(version=(1, 2)).versioned_resolver.items()}
+_FAST_DEPTH = 32
+"""A document nested deeper than this (after aliases) is left to the bounded reader, whose limits decide it."""
+
+
+def _libyaml_located(path: Path, text: str, limits: YamlLimits) -> list[_Value] | None:
+    """What the bounded ruamel reader makes of a file (the same located values, keys as their source
+    text, ruamel's YAML 1.2 scalars, the same alias budget), with libyaml doing the scanning and
+    composing that cost the pure-Python reader seconds. None (the bounded reader then decides, with its
+    precise error) for anything out of the ordinary: a problem of any kind, a tag, a file long enough
+    for the token cap to matter, nesting near the depth cap."""
+    if 2 * len(text) + 2 >= limits.max_tokens:
+        return None  # the token cap can only bite past this (each token the scanner fetches reads a character)
+    loader = _Ruamel12Loader(text)
+    try:
+        nodes = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None or (node.tag.endswith(":null") and not getattr(node, "value", "")):
+                continue  # an empty document, as kitsoki skips it
+            nodes.append(node)
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):
+        return None
+    finally:
+        loader.dispose()
+    converted: dict[int, Any] = {}
+    reader = YAML(typ="safe", pure=True)
+    builder = _TreeBuilder(str(path), reader, limits)  # one alias budget for the whole file, as the reader's
+    documents = []
+    try:
+        for node in nodes:
+            if _depth(node, {}) > _FAST_DEPTH:
+                return None
+            documents.append(builder.build(_as_ruamel(node, converted), "", 0))
+    except (_FileProblem, RecursionError, YAMLError, ValueError, TypeError, IndexError):
+        return None
+    return None if builder.issues else documents
+
+
+def _depth(node: Any, seen: dict[int, int]) -> int:
+    """How deep `node` nests once its aliases are expanded (shared nodes measured once)."""
+    known = seen.get(id(node))
+    if known is not None:
+        return known
+    seen[id(node)] = _FAST_DEPTH + 1  # an alias cycle is as deep as it gets
+    if isinstance(node, yaml.SequenceNode):
+        depth = 1 + max((_depth(item, seen) for item in node.value), default=0)
+    elif isinstance(node, yaml.MappingNode):
+        depth = 1 + max((_depth(value, seen) for _key, value in node.value), default=0)
+    else:
+        depth = 0
+    seen[id(node)] = depth
+    return depth
+
+
+class _Scalar(RuamelScalar):
+    """ruamel's node with its tag as a plain string: converting a Tag object on every read cost more
+    than libyaml's whole parse."""
+
+    tag = None
+
+    def __init__(self, tag: str, value: Any, start_mark: Any, end_mark: Any, style: Any = None) -> None:
+        self.tag, self.value, self.start_mark, self.end_mark, self.style = tag, value, start_mark, end_mark, style
+        self.comment = self.anchor = None
+
+
+class _Sequence(RuamelSequence):
+    tag = None
+
+    def __init__(self, tag: str, value: list, start_mark: Any, end_mark: Any, flow_style: Any = None) -> None:
+        self.tag, self.value, self.start_mark, self.end_mark = tag, value, start_mark, end_mark
+        self.flow_style, self.comment, self.anchor = flow_style, None, None
+
+
+class _Mapping(RuamelMapping):
+    tag = None
+
+    def __init__(self, tag: str, value: list, start_mark: Any, end_mark: Any, flow_style: Any = None) -> None:
+        self.tag, self.value, self.start_mark, self.end_mark = tag, value, start_mark, end_mark
+        self.flow_style, self.comment, self.anchor, self.merge = flow_style, None, None, None
+
+
+def _as_ruamel(node: Any, converted: dict[int, Any]) -> Any:
+    """A PyYAML node graph as ruamel nodes; a node an alias repeats stays one shared node."""
+    done = converted.get(id(node))
+    if done is not None:
+        return done
+    if isinstance(node, yaml.ScalarNode):
+        out = _Scalar(node.tag, node.value, node.start_mark, node.end_mark, style=node.style)
+    elif isinstance(node, yaml.SequenceNode):
+        out = _Sequence(node.tag, [], node.start_mark, node.end_mark, flow_style=node.flow_style)
+        converted[id(node)] = out
+        out.value.extend(_as_ruamel(item, converted) for item in node.value)
+    else:
+        out = _Mapping(node.tag, [], node.start_mark, node.end_mark, flow_style=node.flow_style)
+        converted[id(node)] = out
+        out.value.extend((_as_ruamel(key, converted), _as_ruamel(value, converted)) for key, value in node.value)
+    converted[id(node)] = out
+    return out
 
 
 def _kind(value: Any) -> str:

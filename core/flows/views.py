@@ -31,6 +31,7 @@ from core.flows.machine import Unsupported
 from core.flows.pongo import PongoError, PongoUnsupported, TemplateSet
 from core.flows.values import go_quote
 from core.flows.wrap import cell_width, wordwrap
+from core.flows.workdir import in_workdir
 
 WIDTH = 80
 _MARKDOWN_PATH = re.compile(r"\S+\.md$")
@@ -156,7 +157,7 @@ class _Renderer:
             if (value.strip() == value and "\n" not in value and cell_width(value) <= value_width
                     and _MARKDOWN_PATH.search(value)):
                 # kitsoki makes a markdown path a terminal hyperlink (OSC 8) to its absolute path
-                link = f"\x1b]8;;file://{os.path.abspath(value)}\x1b\\{value}\x1b]8;;\x1b\\"
+                link = f"\x1b]8;;file://{os.path.normpath(in_workdir(value))}\x1b\\{value}\x1b]8;;\x1b\\"
             first = True
             for raw_line in value.split("\n"):
                 for piece in wordwrap(raw_line, value_width).split("\n"):

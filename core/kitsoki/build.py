@@ -229,6 +229,7 @@ def build_story(loaded: Loaded, *, slug: str, materialized: bool, own_files: lis
     # world, intents and states are built when first read (a workspace load that only checks
     # what loads, or a flow gate on one story, never pays for the others).
     story._lazy = lambda: _tables(definition, lifted, from_library)
+    story._intents_only = lambda: _intent_list(definition, lifted)
     for name in _LAZY_FIELDS:
         story.__dict__.pop(name, None)
     return story
@@ -258,6 +259,34 @@ def _tables(definition: LMap, lifted: frozenset[str], from_library: set[str]) ->
         if isinstance(spec, LMap):
             _state(name, spec, None, lifted, name in from_library, states)
     return {"world": world, "intents": intents, "states": states}
+
+
+def _intent_list(definition: LMap, lifted: frozenset[str]) -> list[Intent]:
+    """What `Story.all_intents` yields once `_tables` built the story, without building its states: the
+    story's intents, then each state's own (states in `_tables`' order; a path declared twice keeps
+    its place and the later state, as the states dict does)."""
+    out = []
+    block = definition.get("intents") if isinstance(definition.get("intents"), LMap) else LMap()
+    for name, intent in block.items():
+        where = block.key_at(name) if name in block.marks else (intent.at if isinstance(intent, LMap) else block.at)
+        out.append(build_intent(name, intent, where, None, lifted))
+    by_state: dict[str, list[Intent]] = {}
+
+    def state(path: str, spec: LMap) -> None:
+        local = spec.get("intents") if isinstance(spec.get("intents"), LMap) else LMap()
+        by_state[path] = [build_intent(name, intent, local.key_at(name), path, lifted) for name, intent in local.items()]
+        children = spec.get("states") if isinstance(spec.get("states"), LMap) else LMap()
+        for name, child in children.items():
+            if isinstance(child, LMap):
+                state(f"{path}.{name}", child)
+
+    block = definition.get("states") if isinstance(definition.get("states"), LMap) else LMap()
+    for name, spec in block.items():
+        if isinstance(spec, LMap):
+            state(name, spec)
+    for intents in by_state.values():
+        out.extend(intents)
+    return out
 
 
 def _declared_in(files: list[str], file: str) -> bool:

@@ -126,8 +126,28 @@ def _story_rows(story: Story, name: str, strip: str = "") -> tuple[list[IntentRo
     return rows
 
 
-def _story_rows_of(story: Story, name: str, strip: str = "") -> tuple[list[IntentRow], list[AgentCall], list[GateRow]]:
-    intents, calls, gates = [], [], []
+def intent_rows(model: Workspace, story: str) -> list[IntentRow]:
+    """`build_inventory(model).intents` of one story, building only that story's intent rows (a draft's
+    routes are checked in one story; the other stories it reloaded need no rows for that)."""
+    if story == ROOT_INSTANCE:
+        return [row for row in build_inventory(model).intents if row.story == story]
+    rows = []
+    for loaded in model.stories:
+        if loaded.slug != story:
+            continue
+        key = (id(loaded), story, "\0intents")
+        cached = _ROWS.get(key)
+        if cached is None or cached[0] is not loaded:
+            cached = (loaded, tuple(_intent_rows_of(loaded, story)))
+            if len(_ROWS) >= _ROWS_LIMIT:
+                _ROWS.clear()
+            _ROWS[key] = cached
+        rows.extend(cached[1])
+    return rows
+
+
+def _intent_rows_of(story: Story, name: str, strip: str = "") -> list[IntentRow]:
+    intents = []
     for intent in story.all_intents():
         examples_at, synonyms_at = intent.examples_at, intent.synonyms_at
         phrases = [Phrase.model_construct(text=text, kind="example", at=examples_at) for text in intent.examples]
@@ -136,6 +156,11 @@ def _story_rows_of(story: Story, name: str, strip: str = "") -> tuple[list[Inten
         intents.append(IntentRow.model_construct(
             story=name, name=label, description=intent.description, phrases=phrases,
             source="dev-story" if strip else "story", at=None if strip else intent.at, slots=dict(intent.slots)))
+    return intents
+
+
+def _story_rows_of(story: Story, name: str, strip: str = "") -> tuple[list[IntentRow], list[AgentCall], list[GateRow]]:
+    intents, calls, gates = _intent_rows_of(story, name, strip), [], []
     if strip:
         return intents, calls, gates
     for state in story.states.values():

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.kitsoki.agent_checks import Probes, agent_decl_issues, definition_agent_issues
-from core.kitsoki.checks import validate_definition
+from core.kitsoki.checks import apply_fallback, validate_definition
 from core.kitsoki.imports import (
     ALIAS_RE,
     Sources,
@@ -150,6 +150,7 @@ class LoadSession:
         if key is not None:
             known = memo.get(key[0])
             if known is not None:
+                apply_fallback(top)  # validate_definition's one change to the definition, kept on a hit too
                 return known
         issues = validate_definition(top, loaded.wrappers)
         if key is not None and key[1]:

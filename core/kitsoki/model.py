@@ -172,6 +172,8 @@ class Story(BaseModel, defer_build=True):
     """Some import was folded from the summarised library: states under it are not known here."""
     _definition: Any = PrivateAttr(default=None)
     _lazy: Any = PrivateAttr(default=None)
+    _intents_only: Any = PrivateAttr(default=None)
+    _intent_list: Any = PrivateAttr(default=None)
 
     def __getattr__(self, name: str) -> Any:
         # world, intents and states of a loaded story are built on first read (core.kitsoki.build).
@@ -195,6 +197,14 @@ class Story(BaseModel, defer_build=True):
 
     def all_intents(self) -> Iterator[Intent]:
         """Every intent declaration: the story's, then each state's local ones."""
+        private = object.__getattribute__(self, "__pydantic_private__") or {}
+        if private.get("_lazy") is not None and private.get("_intents_only") is not None:
+            # states not built yet: the intents alone (an inventory of a story a draft reloaded reads
+            # nothing else; building every state's arms and effects cost more than the load)
+            if private.get("_intent_list") is None:
+                private["_intent_list"] = private["_intents_only"]()
+            yield from private["_intent_list"]
+            return
         yield from self.intents.values()
         for state in self.states.values():
             yield from state.intents.values()

@@ -78,25 +78,44 @@ class Cluster:
         return self._core
 
 
+class _Ask:
+    """One prompt's side of `similarity`, worked out once for all the clusters it is compared with."""
+
+    __slots__ = ("mine", "named", "kind", "verbs", "total", "_families")
+
+    def __init__(self, terms) -> None:
+        self.mine = {t: weight(t) for t in terms if t[:2] in ("o:", "g:")}
+        self.named = [t for t in self.mine if t.startswith("o:")]
+        self.kind = next((t for t in terms if t.startswith("k:")), None)
+        self.verbs = {t for t in terms if t.startswith("a:")}
+        self.total = sum(self.mine.values())
+        self._families: set[str] | None = None
+
+    def families(self) -> set[str]:
+        if self._families is None:
+            self._families = {_FAMILY.get(t, t) for t in self.verbs}
+        return self._families
+
+    def against(self, cluster: Cluster) -> float:
+        objects, verbs, kind = cluster.core()
+        if not objects:
+            return 0.0
+        if not any(t in objects for t in self.named):
+            return 0.0
+        if self.kind is not None and kind is not None and self.kind != kind:
+            return 0.0
+        common = sum(w for t, w in self.mine.items() if t in objects)
+        score = 2 * common / (self.total + sum(objects.values()))
+        if self.verbs & verbs:
+            score += SAME_VERB_BONUS
+        elif self.verbs and verbs and not self.families() & {_FAMILY.get(t, t) for t in verbs}:
+            # Another verb on a partly shared object: "reseed the db" is not "add a db migration".
+            score -= SAME_VERB_BONUS
+        return min(score, 1.0)
+
+
 def similarity(terms, cluster: Cluster) -> float:
-    objects, verbs, kind = cluster.core()
-    if not objects:
-        return 0.0
-    mine = {t: weight(t) for t in terms if t[:2] in ("o:", "g:")}
-    if not any(t in objects for t in mine if t.startswith("o:")):
-        return 0.0
-    own_kind = next((t for t in terms if t.startswith("k:")), None)
-    if own_kind is not None and kind is not None and own_kind != kind:
-        return 0.0
-    common = sum(w for t, w in mine.items() if t in objects)
-    score = 2 * common / (sum(mine.values()) + sum(objects.values()))
-    own_verbs = {t for t in terms if t.startswith("a:")}
-    if own_verbs & verbs:
-        score += SAME_VERB_BONUS
-    elif own_verbs and verbs and not {_FAMILY.get(t, t) for t in own_verbs} & {_FAMILY.get(t, t) for t in verbs}:
-        # Another verb on a partly shared object: "reseed the db" is not "add a db migration".
-        score -= SAME_VERB_BONUS
-    return min(score, 1.0)
+    return _Ask(terms).against(cluster)
 
 
 def same_project(a: str | None, b: str | None) -> bool:
@@ -124,10 +143,11 @@ class AskClusters:
             if term.startswith("o:"):
                 candidates |= self.holding.get(term, set())
         best, best_score = None, ASK_SIMILARITY
+        ask = _Ask(terms) if candidates else None
         for cid in sorted(candidates):
             if not same_project(project, self.projects[cid]):
                 continue
-            score = similarity(terms, self.clusters[cid])
+            score = ask.against(self.clusters[cid])
             if score > best_score + 1e-12 or (best is None and score >= best_score - 1e-12):
                 best, best_score = cid, score
         return best

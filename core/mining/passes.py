@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 # module and must not load the mining half first.
 
 Trigger = Literal["seed", "live"]
+OUTCOMES_FILE = Path(".artifacts") / "mining" / "outcomes.json"
+"""core.proposals.outcomes.OUTCOMES_FILE: without it no accepted change is followed, so none weighs a recipe."""
 
 
 class PassCancelled(Exception):
@@ -318,7 +320,6 @@ def _run_pass(
         save_state,
         write_unsynced,
     )
-    from core.proposals.outcomes import weigh_recipes
     from core.transcripts.discover import discover
     from core.transcripts.ingest import parallel_map
     from core.transcripts.scope import workspace_scope
@@ -427,7 +428,10 @@ def _run_pass(
     else:
         index = RecipeIndex(episodes_now, project_of=this_project)
     recipes = index.recipes(priority_threshold)
-    recipes = weigh_recipes(workspace, recipes, priority_threshold)  # like a change that did not stick: lower
+    if (Path(workspace) / OUTCOMES_FILE).exists() or (Path(workspace) / OUTCOMES_FILE).is_symlink():
+        from core.proposals.outcomes import weigh_recipes  # the proposals' modules load only when there is one
+
+        recipes = weigh_recipes(workspace, recipes, priority_threshold)  # like a change that did not stick: lower
     if other_projects and len(own) < len(state.files):
         mine = {r.id for r in recipes}
         ours = {id(ep) for ep in episodes_now}

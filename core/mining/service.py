@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from core.mining.passes import PassCancelled, PassMemory, PassReport, run_pass
 from core.mining.recipes import Recipe
+from core.quiet import long_work
 from core.trace import Trace, TraceBusyError
 
 # The watermark store and the transcript folders are imported by the service's methods: every command
@@ -256,13 +257,14 @@ class MinerService:
             try:
                 if self.on_start is not None:
                     self.on_start()
-                report, recipes = run_pass(
+                with long_work():
+                    report, recipes = run_pass(
                     self.workspace, repo=self.repo, dirs=self.dirs, first_pass_sample=self.first_pass_sample,
                     priority_threshold=self.priority_threshold, mined_through=self.mined_through,
-                    cancel=self._cancel, home=self.home, env=self.env, workers=self.workers,
-                    memory=self._memory, changed_paths=changed, progress=self.on_progress,
-                    other_projects=self.other_projects, project_paths=self.project_paths,
-                )
+                        cancel=self._cancel, home=self.home, env=self.env, workers=self.workers,
+                        memory=self._memory, changed_paths=changed, progress=self.on_progress,
+                        other_projects=self.other_projects, project_paths=self.project_paths,
+                    )
                 self._record(report)
             except PassCancelled:
                 error = "cancelled"

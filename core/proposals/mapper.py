@@ -161,14 +161,30 @@ _TERMS: dict[str, tuple[str, ...]] = {}
 
 
 def _objects(terms) -> frozenset[str]:
-    return frozenset(t for t in terms if t.startswith("o:"))
+    return _parts(terms)[0]
+
+
+def _parts(terms) -> tuple[frozenset[str], bool]:
+    """(the things `terms` acts on, whether it names a general thing), once per terms (a mapping compares a
+    recipe with every phrase of the workspace)."""
+    found = _PARTS.get(terms)
+    if found is None:
+        if len(_PARTS) > 100_000:
+            _PARTS.clear()
+        found = _PARTS[terms] = (frozenset(t for t in terms if t.startswith("o:")),
+                                 any(t.startswith("g:") for t in terms))
+    return found
+
+
+_PARTS: dict = {}
 
 
 def _covered(mine, theirs) -> bool:
     """Every thing `mine` acts on is one `theirs` acts on; a general thing ("the release", "the build") may
     stand for another, but not for none: "push" does not stand for "push the release"."""
-    general = {t for t in mine if t.startswith("g:")}
-    return _objects(mine) <= _objects(theirs) and (not general or any(t.startswith("g:") for t in theirs))
+    mine_objects, mine_general = _parts(mine)
+    theirs_objects, theirs_general = _parts(theirs)
+    return mine_objects <= theirs_objects and (not mine_general or theirs_general)
 
 
 def _kind(terms) -> str | None:

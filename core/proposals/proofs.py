@@ -230,6 +230,7 @@ def run_proof(proof: Proof, model: Workspace) -> tuple[str, list[str]]:
     ("passed" | "failed" | "not run", the failures or why)."""
     from core.flows.fixtures import load_fixture_file
     from core.flows.runner import run_fixture
+    from core.flows.workdir import running_in
 
     if proof.path is None:
         return "not run", ["no fixture"]
@@ -251,7 +252,8 @@ def run_proof(proof: Proof, model: Workspace) -> tuple[str, list[str]]:
         for fixture in loaded.fixtures:
             if fixture.problems:
                 return "failed", list(fixture.problems)
-            result = run_fixture(fixture, story, proof.path)
+            with running_in(model.path):
+                result = run_fixture(fixture, story, proof.path)
             failures.extend(result.failures())
     if failures and all(f.startswith(UNSUPPORTED_PREFIX) for f in failures):
         return "not run", failures

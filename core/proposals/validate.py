@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from core.kitsoki.config import CONFIG_FILE, LOCAL_CONFIG_FILE, ConfigError
-from core.kitsoki.inventory import build_inventory
+from core.kitsoki.inventory import intent_rows
 from core.kitsoki.routing import Router
 from core.kitsoki.story import MATERIALIZED_DIR, Workspace, load_workspace, relative
 
@@ -145,9 +145,11 @@ def check_draft(workspace: Workspace, files: Mapping[str, bytes], artifact: Mapp
     check_artifact(artifact)
     staged = staged_load(workspace, files)
     if expect_routes or keep_routes:
-        inventory = build_inventory(staged)
+        rows_of: dict[str, list] = {}
         for story, phrase, intent in [*expect_routes, *keep_routes]:
-            rows = [row for row in inventory.intents if row.story == story]
+            if story not in rows_of:  # only the routed story's rows (as build_inventory lists them)
+                rows_of[story] = intent_rows(staged, story)
+            rows = rows_of[story]
             verdict = Router(rows, strict=False).route(phrase)
             if verdict.intent != intent:
                 got = verdict.intent or (f"a tie ({', '.join(verdict.candidates)})" if verdict.candidates else "nothing")

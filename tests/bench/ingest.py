@@ -398,6 +398,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cmd", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
 
+    # A user's install has its bytecode (pip compiles it): compile it once, first, and let every run read it,
+    # or each run compiles core/ and server/ from source (PYTHONDONTWRITEBYTECODE in some environments).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    for tree in [REPO, *([a.before.resolve()] if a.before is not None else [])]:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "core", "server"], cwd=tree, capture_output=True)
     root = corpus_root(a.corpus) if a.corpus else ensure_corpus(a.size_mb, a.big_file_mb, a.seed)
     corpus = corpus_stats(root)
     log(f"corpus {root}: {corpus['size_mb']} MB, {corpus['files']} files")

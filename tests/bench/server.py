@@ -95,6 +95,11 @@ class RawClient:
                 self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
             elif "id" in message and message["id"] in self.waiting:
                 self.waiting.pop(message["id"]).set_result(message)
+            elif "method" in message:
+                self.on_notification(message)
+
+    def on_notification(self, message: dict) -> None:
+        """A notification from the server (ignored here; tests/bench/server_busy.py counts them)."""
 
     def _send(self, message: dict) -> None:
         body = json.dumps(message).encode()

@@ -33,6 +33,7 @@ from core.flows.starlark.values import (
     type_name,
 )
 from core.flows.values import GoInt, go_type
+from core.flows.workdir import in_workdir
 
 RESERVED_HTTP = "__http_exchanges"
 RESERVED_INSPECT = "__inspections"
@@ -444,10 +445,9 @@ def run(args: dict[str, Any], world: dict[str, Any], app_dir: Path | None, http:
     script = raw
     if not os.path.isabs(script):
         base = os.environ.get("KITSOKI_APP_DIR") or (str(app_dir) if app_dir is not None else "")
-        if base:
-            script = os.path.join(base, script)
-    if not os.path.isfile(script) and not os.path.isabs(raw) and os.path.isfile(raw):
-        script = raw
+        script = os.path.join(base, script) if base else in_workdir(script)
+    if not os.path.isfile(script) and not os.path.isabs(raw) and os.path.isfile(in_workdir(raw)):
+        script = in_workdir(raw)  # kitsoki's repo-relative fallback: its cwd is the project's root
     if not os.path.isfile(script):
         if os.path.exists(script):
             raise StarlarkDeclined(f"script {script} is not a regular file")
