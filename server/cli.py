@@ -191,6 +191,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sessions.add_argument("--no-redact", action="store_true",
                           help="keep secrets in text (redaction is on by default)")
 
+    where = sub.add_parser(
+        "open", help="the transcript file a cite or session path names (a redacted path is found again)",
+        description="Print the file on disk that a cite (`path:12` or `path:12-19`) or a session's `path` names. "
+                    "A folder or file name that held a secret is shown redacted, with a `~<tag>`: this finds it "
+                    "again by the tag. The answer is the real path, secrets included: for your own terminal.",
+    )
+    where.add_argument("cite", help="a display path, optionally with :LINE or :FIRST-LAST")
+
     mine = sub.add_parser(
         "mine",
         help="mine the workspace's transcripts into ranked recipes",
@@ -336,6 +344,25 @@ def _short_path(path: str | None) -> str:
     return path if len(parts) <= 4 else str(Path("…", *parts[-3:]))
 
 
+def run_open(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
+    """`open`: a cite's display path -> the file on disk (core/transcripts/display.py), lines kept."""
+    import re
+
+    from core.transcripts.display import real_path
+
+    m = re.fullmatch(r"(.*?)(:\d+(?:-\d+)?)?", args.cite)
+    try:
+        found = real_path(m.group(1))
+    except FileNotFoundError as exc:
+        err.write(f"kitsoki-miner open: {exc}\n")
+        return 1
+    if not found.is_file():
+        err.write(f"kitsoki-miner open: {args.cite}: no such file\n")
+        return 1
+    out.write(f"{found}{m.group(2) or ''}\n")
+    return 0
+
+
 def run_mine(args: argparse.Namespace, out=sys.stdout, err=sys.stderr) -> int:
     import orjson
 
@@ -441,7 +468,7 @@ def _parser_for(argv: list[str]) -> argparse.ArgumentParser:
     return build_parser(named if named and named not in HEAVY_COMMANDS and named in _LIGHT else None)
 
 
-_LIGHT = frozenset({"sessions", "mine", "propose", "proposals", "outcomes", "accept", "refine", "reject", "decided", "undo",
+_LIGHT = frozenset({"sessions", "mine", "open", "propose", "proposals", "outcomes", "accept", "refine", "reject", "decided", "undo",
                     "restore", "resolve", "flows", "demo", "mcp"})
 
 
@@ -478,6 +505,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_sessions(args)
     if args.command == "mine":
         return run_mine(args)
+    if args.command == "open":
+        return run_open(args)
     if args.command == "serve":
         return run_serve(args)
     if args.command == "evolve":

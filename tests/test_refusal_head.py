@@ -7,7 +7,7 @@ import random
 from msgspec import Raw
 
 from core.transcripts import normalize as nz
-from core.transcripts.claude import refused_in
+from core.transcripts.claude_walk import refused_in
 
 
 def _raw(text) -> Raw:

@@ -609,3 +609,21 @@ def test_real_corpus_prepares_with_worker_processes(corpus, tmp_path, monkeypatc
     assert len({f["session"] for f in labels}) == 2
     assert result.tasks >= 1 and all(t["bytes"] <= 65536 for t in rec["plan"]["tasks"])
     assert os.stat(result.run_dir).st_mode & 0o777 == 0o700
+
+
+@pytest.mark.parametrize("fmt", ["claude", "codex"])
+def test_a_secret_in_a_tool_input_is_redacted_in_the_packets_before_json_escapes_hide_its_context(tmp_path, fmt):
+    """A rule whose context holds a tab or a quote (gitleaks' rapidapi rule: keyword, `\\t`, `'`, the token)
+    sees it whole in the record's value; in the rendered JSON the tab is `\\t` and the rule would miss."""
+    token = "n4karhpyl6o19s4npf2bdeyvzquvfhw9tj_xgzmcja7isoxpit"
+    value = f"make check rapidapiYaeP\twPe3U9ar,'{token}\n"
+    if fmt == "claude":
+        rec = {"type": "assistant", "uuid": "u1", "sessionId": "s", "cwd": "/w", "message": {
+            "role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": value}}]}}
+    else:
+        rec = {"type": "response_item", "payload": {"type": "function_call", "name": "shell", "call_id": "c1",
+                                                     "arguments": orjson.dumps({"command": ["bash", "-lc", value]}).decode()}}
+    path = jsonl(tmp_path / "s.jsonl", [rec])
+    text = "".join(t for _, t in evidence.file_pieces("s", fmt, path))
+    assert "make check" in text and "[REDACTED:" in text
+    assert token[:12] not in text and token[-12:] not in text

@@ -25,6 +25,8 @@ from pydantic import BaseModel, Field, ValidationError
 from core import statefs
 
 from core.mining.recipes import Recipe, RecipesFile
+from core.transcripts.display import display_path as file_key  # state keys: no secret of a path in them
+from core.transcripts.display import display_stem
 
 if TYPE_CHECKING:
     from core.mining.recipes import RecipeIndex
@@ -142,7 +144,7 @@ def _identity(file, path: Path, mark: FileMark | None) -> dict:
     kitsoki = file.kitsoki or bool(mark and mark.kitsoki)
     launch = claude_launch(entrypoint, origin=origin, kitsoki=kitsoki, signs=signs)
     return dict(
-        session=file.session_id or (mark.session if mark else path.stem),
+        session=file.session_id or (mark.session if mark else display_stem(path)),
         project=file.cwd or (mark.project if mark else None),
         agent_session=launch.agent, entrypoint=entrypoint, origin=origin, kitsoki=kitsoki,
         person_signs=[s for s in _SIGNS if getattr(signs, s)],
@@ -171,7 +173,7 @@ def mine_file(
         new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=size,
                        line=session.accounting.lines_read, session=session.id, project=session.project,
                        agent_session=session.agent_session, episodes=eps)
-        return str(path), new, size, 0
+        return file_key(path), new, size, 0
     # A Claude file is read as steps (core/transcripts/steps.py): what its episodes take, no turns.
     resume = mark is not None and mark.format == fmt and size >= mark.size and 0 < mark.offset <= size
     if resume:
@@ -180,7 +182,7 @@ def mine_file(
         if carry is not None and read.orphan_results:
             attach_results(carry, read.orphan_results)
         who = _identity(read.file, path, mark)
-        fresh = list(step_episodes(read.steps, **_episode_identity(who), file=str(path), carry=carry))
+        fresh = list(step_episodes(read.steps, **_episode_identity(who), file=file_key(path), carry=carry))
         kept = mark.episodes[:-1] if carry is not None else mark.episodes
         eps = kept + fresh
         start, changed_from = mark.offset, len(kept)
@@ -189,12 +191,12 @@ def mine_file(
         who = _identity(read.file, path, None)
         if screen and who["agent_session"]:
             return None
-        eps = list(step_episodes(read.steps, **_episode_identity(who), file=str(path)))
+        eps = list(step_episodes(read.steps, **_episode_identity(who), file=file_key(path)))
         start = changed_from = 0
     file = read.file
     new = FileMark(format=fmt, size=size, mtime_ns=mtime_ns, offset=file.end_offset, line=file.last_line,
                    **who, episodes=eps)
-    return str(path), new, file.end_offset - start, changed_from
+    return file_key(path), new, file.end_offset - start, changed_from
 
 
 def _episode_identity(who: dict) -> dict:
@@ -236,7 +238,7 @@ def _changed_trunks(paths: Iterable[Path], state: MiningState) -> list[SessionFi
     for path in sorted({Path(p) for p in paths}):
         if path.suffix != ".jsonl" or path.name.startswith("agent-") or path.parent.name == "subagents":
             continue
-        mark = state.files.get(str(path))
+        mark = state.files.get(file_key(path))
         fmt = mark.format if mark is not None else (sniff_format(path) or "claude")
         if fmt == NOT_A_TRANSCRIPT:
             continue
@@ -257,18 +259,18 @@ def _sort_by_scope(units: list[SessionFiles], scope: Scope, state: MiningState) 
     split = split_by_scope(units, scope, known)
     dropped, returned = set(), set()
     for unit in split.other:
-        key = str(unit.trunk or unit.subagents[0])
+        key = file_key(unit.trunk or unit.subagents[0])
         if key in state.files:
             del state.files[key]
             dropped.add(key)
         state.others[key] = split.projects[key]
     for unit in split.kept:
-        key = str(unit.trunk or unit.subagents[0])
+        key = file_key(unit.trunk or unit.subagents[0])
         if key in state.others:
             del state.others[key]
             returned.add(key)
     others = len(split.other) + sum(1 for unit in split.kept if not scope.owns(split.projects.get(
-        str(unit.trunk or unit.subagents[0])), unit.trunk))
+        file_key(unit.trunk or unit.subagents[0])), unit.trunk))
     return split.kept, others, dropped, returned
 
 
@@ -357,9 +359,9 @@ def _run_pass(
     else:
         todo = []
         for c in seen:
-            mark = state.files.get(str(c.path))
+            mark = state.files.get(file_key(c.path))
             if mark is None:
-                if c.mtime_ns > state.mined_through * 1_000_000_000 or str(c.path) in returned:
+                if c.mtime_ns > state.mined_through * 1_000_000_000 or file_key(c.path) in returned:
                     todo.append(c)
             elif (mark.size, mark.mtime_ns) != (c.size, c.mtime_ns):
                 todo.append(c)
@@ -391,8 +393,8 @@ def _run_pass(
         batch = pending[:sample] if fresh_seed else pending
         pending = pending[len(batch):]
         examined += batch
-        jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(str(c.path)), fresh_seed) for c in batch]
-        sizes = [max(1, c.size - (state.files[str(c.path)].offset if str(c.path) in state.files else 0))
+        jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(file_key(c.path)), fresh_seed) for c in batch]
+        sizes = [max(1, c.size - (state.files[file_key(c.path)].offset if file_key(c.path) in state.files else 0))
                  for c in batch]
         for mined in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
             if cancel is not None and cancel.is_set():
@@ -405,12 +407,12 @@ def _run_pass(
             changed[path] = changed_from
             bytes_read += read
         if fresh_seed:
-            sample -= sum(1 for c in batch if str(c.path) in state.files)
+            sample -= sum(1 for c in batch if file_key(c.path) in state.files)
             if sample <= 0:
                 break
     if cancel is not None and cancel.is_set():
         raise PassCancelled()
-    todo = [c for c in examined if str(c.path) in state.files] if fresh_seed else examined
+    todo = [c for c in examined if file_key(c.path) in state.files] if fresh_seed else examined
 
     if todo:
         # kitsoki's watermark: the newest session the pass mined (a seed's sample, people's sessions);

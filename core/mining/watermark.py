@@ -24,14 +24,20 @@ from pydantic import BaseModel, Field, PrivateAttr
 
 from core import statefs
 from core.mining.episodes import Episode
+from core.transcripts.display import display_path
 
 PARSER_VERSION = "5"
 """Bump when readers or episode extraction change what they produce: every file is re-read."""
 
 
 def kitsoki_slug(path: Path | str) -> str:
-    """kitsoki's mining.Slug (recap.sh's rule): `/` and `.` become `-`. Keys `mined_through`."""
-    return re.sub(r"[/.]", "-", str(path))
+    """kitsoki's mining.Slug (recap.sh's rule): `/` and `.` become `-`. Keys `mined_through` and names
+    the state files: of the display path (core/transcripts/display.py), so that a workspace in a folder
+    named by a secret does not put it in a file name."""
+    shown = display_path(path)
+    if shown != str(path):  # a redacted name: its `[REDACTED:kind]` kept to characters any file system takes
+        shown = re.sub(r"[^A-Za-z0-9_~/.-]", "-", shown)
+    return re.sub(r"[/.]", "-", shown)
 
 
 class FileMark(BaseModel):
@@ -142,6 +148,10 @@ def load_state(workspace: Path, slug: str, *, with_episodes: bool = True) -> Min
     try:
         marks = _Marks.model_validate_json(raw)
         if marks.parser != PARSER_VERSION or marks.slug != slug or not _episodes_name(slug, marks.episodes_file):
+            return None
+        if any(display_path(key) != key for key in (*marks.files, *marks.others)):
+            # Kept before transcripts were named by their display paths (core/transcripts/display.py): a
+            # key that is a path holding a secret. A seed pass writes the store anew, without it.
             return None
         state = MiningState(slug=marks.slug, parser=marks.parser, mined_through=marks.mined_through,
                             files=marks.files, others=marks.others)

@@ -14,8 +14,9 @@ from pathlib import Path
 import orjson
 
 from core.runs.model import FileAccount, Omission
+from core.transcripts.display import display_path, real_path
 from core.transcripts.lines import LineReader
-from core.transcripts.redact import redact_text
+from core.transcripts.redact import redact_text, redact_value
 
 
 @dataclass
@@ -117,7 +118,8 @@ def _render_codex(rec: dict, head: str) -> tuple[str | None, str]:
         if inner == "message":
             return f"{head}{p.get('role')}:\n" + "\n".join(_codex_blocks(p.get("content"))), kind
         if inner == "function_call":
-            return f"{head}[tool call {p.get('name')} id={p.get('call_id')}] {p.get('arguments')}", kind
+            args = p.get("arguments")
+            return f"{head}[tool call {p.get('name')} id={p.get('call_id')}] {args if type(args) is str else _json(args)}", kind
         if inner == "custom_tool_call":
             return f"{head}[tool call {p.get('name')} id={p.get('call_id')}]\n{p.get('input')}", kind
         if inner == "local_shell_call":
@@ -163,15 +165,34 @@ def _omit(omitted: list[Omission], line: int, reason: str) -> None:
         omitted.append(Omission(first_line=line, last_line=line, reason=reason))
 
 
+def _redacted_record(fmt: str, rec):
+    """The record with every value redacted where it stands (core/transcripts/redact.redact_value),
+    before rendering: a rule's context (a keyword, a tab, a quote before the value) is whole there, and
+    JSON-escaped in the rendered text (`\\t`, `\\n`). A Codex call's `arguments`, a JSON string, is
+    decoded first for the same reason. The rendered text is redacted again after."""
+    if type(rec) is not dict:
+        return rec
+    if fmt == "codex" and type(rec.get("payload")) is dict and type(rec["payload"].get("arguments")) is str:
+        try:
+            decoded = orjson.loads(rec["payload"]["arguments"])
+        except orjson.JSONDecodeError:
+            decoded = None
+        if type(decoded) in (dict, list):
+            rec = {**rec, "payload": {**rec["payload"], "arguments": decoded}}
+    return redact_value(rec)
+
+
 def file_pieces(session: str, fmt: str, path: Path, *, redact: bool = True, account: FileAccount | None = None):
     """Yield (line, text) evidence of one file in physical order; fill `account` with the rest."""
-    account = account or FileAccount(session=session, file=str(path))
+    account = account or FileAccount(session=session, file=display_path(path))
     reader = _AllProblems(Path(path))
     expected = 1
     for lineno, rec in reader:
         for missing in range(expected, lineno):
             _omit(account.omitted, missing, reader.kinds.get(missing, "blank"))
         expected = lineno + 1
+        if redact:
+            rec = _redacted_record(fmt, rec)
         text, kind = render(fmt, rec)
         if text is None:
             _omit(account.omitted, lineno, redact_text(kind) if redact else kind)  # kind names the record's type
@@ -191,7 +212,8 @@ def session_pieces(session: str, fmt: str, files: list[str], *, redact: bool = T
         account = FileAccount(session=session, file=f)
         if accounts is not None:
             accounts.append(account)
-        for line, text in file_pieces(session, fmt, Path(f), redact=redact, account=account):
+        # `f` is a display path (core/transcripts/display.py): the packets name it, the file is found again
+        for line, text in file_pieces(session, fmt, real_path(f), redact=redact, account=account):
             yield f, line, text
 
 

@@ -17,6 +17,7 @@ import orjson
 
 from core.runs.model import ProjectEntry, ProjectsPage, SessionIdentity
 from core.transcripts.discover import SessionFiles, codex_meta, discover, first_field
+from core.transcripts.display import display_path, display_stem
 from core.transcripts.normalize import clean_id
 from core.transcripts.pi import CURRENT_VERSION as PI_VERSION
 
@@ -89,20 +90,20 @@ def identify(unit: SessionFiles) -> SessionIdentity | None:
         project = head.get("cwd")
         version = head.get("version", 1 if head else None)
         supported = bool(head) and type(version) is int and version <= PI_VERSION
-        sid = head.get("id") if isinstance(head.get("id"), str) else unit.trunk.stem
+        sid = head.get("id") if isinstance(head.get("id"), str) else display_stem(unit.trunk)
         started = parse_instant(head.get("timestamp"))
         version_text = str(version) if version is not None else None
     elif unit.format == "codex":
         meta = codex_meta(unit.trunk)
         project = meta.get("cwd")
-        sid = next((v for v in (meta.get("id"), meta.get("session_id")) if isinstance(v, str) and v), unit.trunk.stem)
+        sid = next((v for v in (meta.get("id"), meta.get("session_id")) if isinstance(v, str) and v), display_stem(unit.trunk))
         started = parse_instant(meta.get("timestamp"))
         version_text = meta.get("cli_version") if isinstance(meta.get("cli_version"), str) else None
         supported = bool(meta)
     else:
         first = unit.trunk or paths[0]
         project = first_field(first, "cwd")
-        sid = (unit.trunk.stem if unit.trunk else first_field(first, "sessionId")) or first.stem
+        sid = (display_stem(unit.trunk) if unit.trunk else first_field(first, "sessionId")) or display_stem(first)
         started = parse_instant(first_field(first, "timestamp"))
         version_text = first_field(first, "version")
         supported = project is not None
@@ -111,7 +112,7 @@ def identify(unit: SessionFiles) -> SessionIdentity | None:
     # read straight from the records: redacted like everything else that leaves a reader
     return SessionIdentity(
         id=clean_id(sid, True), format=unit.format, project=os.path.normpath(clean_id(project, True)),
-        started_at=started, ended_at=max(ends) if ends else started, files=[str(p) for p in paths],
+        started_at=started, ended_at=max(ends) if ends else started, files=[display_path(p) for p in paths],
         bytes=unit.size, version=clean_id(version_text, True), supported=supported,
     )
 

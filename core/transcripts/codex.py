@@ -35,6 +35,7 @@ import orjson
 
 from core.transcripts import normalize as nz
 from core.transcripts.accounting import CONVERSATION, METADATA, codex_label
+from core.transcripts.display import display_path, display_stem
 from core.transcripts.launch import PersonSigns, codex_launch
 from core.transcripts.lines import LineReader
 from core.transcripts.model import (
@@ -133,7 +134,7 @@ def read_codex_session(path: Path, *, redact: bool = True) -> Session:
 class _CodexParser:
     def __init__(self, path: Path, redact: bool) -> None:
         self.path = path
-        self.file = str(path)
+        self.file = display_path(path)  # what outputs name the file by (core/transcripts/display.py)
         self.redact = redact
         self.reader = LineReader(path)
         self.names = nz.Cleaner(redact)
@@ -385,8 +386,9 @@ class _CodexParser:
             self.reader.problem(ProblemKind.unsupported, 1, "no session_meta line: the id is taken from the file name")
         sid = next((v for v in (meta.get("id"), meta.get("session_id")) if type(v) is str and v), None)
         if sid is None:
-            m = _ROLLOUT_UUID.search(self.path.stem)
-            sid = m.group(1) if m else self.path.stem
+            stem = display_stem(self.path)  # a name may hold a secret (core/transcripts/display.py)
+            m = _ROLLOUT_UUID.search(stem)
+            sid = m.group(1) if m else stem
         cwd = meta.get("cwd") if type(meta.get("cwd")) is str else self.cwd
         originator = meta.get("originator") if type(meta.get("originator")) is str else None
         launch = codex_launch(source, originator, signs=self.signs)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.transcripts import normalize as nz
-from core.transcripts.claude import (
+from core.transcripts.claude_walk import (
     REJECTED_TOOL_USE,
     ClaudeFile,
     ClaudeWalk,
@@ -32,6 +32,7 @@ from core.transcripts.claude import (
     session_launch,
     subagent_kind,
 )
+from core.transcripts.display import display_path, display_stem
 from core.transcripts.launch import KITSOKI_TOOLS
 from core.transcripts.lines import LineReader
 from core.transcripts.model import LineAccounting, SubagentKind, TurnKind
@@ -165,10 +166,10 @@ def count_claude_session(trunk: Path | None, subagent_files: list[Path] = (), *,
     lasts = [f.last_ts for f in files if f.last_ts]
     launch = session_launch(main.out if main else None, files)
     summary = SessionSummary(
-        id=head.session_id or nz.clean_id((trunk or head.path).stem, redact),
+        id=head.session_id or nz.clean_id(display_stem(trunk or head.path), redact),
         format="claude",
         project=next((f.cwd for f in files if f.cwd), None),
-        path=str(head.path),
+        path=display_path(head.path),
         files=len(files),
         lines=accounting.lines_read,
         malformed=accounting.malformed,

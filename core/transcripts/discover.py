@@ -20,6 +20,7 @@ from pathlib import Path
 
 import orjson
 
+from core.transcripts.display import display_path
 from core.transcripts.lines import NOT_A_TRANSCRIPT, sniff_format
 
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
@@ -246,7 +247,7 @@ def group_sessions(
         elif path.name.startswith("agent-") or path.parent.name == "subagents":
             kind = "claude"  # only Claude Code writes subagent files; no need to open them
         else:
-            kind = (known and known.get(str(path))) or sniff_format(path) or "claude"
+            kind = (known and known.get(display_path(path))) or sniff_format(path) or "claude"
         if kind == NOT_A_TRANSCRIPT:
             continue  # an index or a prompt history kept beside the transcripts
         if kind in ("pi", "codex"):
@@ -255,13 +256,13 @@ def group_sessions(
             continue  # a tool result Claude Code spilled beside the transcript, not a transcript
         elif path.parent.name == "subagents":
             if path.name.startswith("agent-"):
-                nested.append((path, path.parent.parent.with_suffix(".jsonl")))
+                nested.append((path, _trunk_of(path.parent.parent)))
             # other files under subagents/ are not transcripts
         elif len(path.parts) > 4 and path.parts[-3] == "workflows" and path.parts[-4] == "subagents":
             # <sid>/subagents/workflows/<run>/agent-*.jsonl: a workflow's agents belong to <sid>;
             # the run's journal.jsonl is the workflow's own log, not a transcript
             if path.name.startswith("agent-"):
-                nested.append((path, path.parents[3].with_suffix(".jsonl")))
+                nested.append((path, _trunk_of(path.parents[3])))
         elif path.parent.parent.name == "subagents" or "workflows" in path.parts[-4:-1]:
             continue
         elif path.name.startswith("agent-"):
@@ -284,6 +285,11 @@ def group_sessions(
             unit = orphans.setdefault(sid, SessionFiles("claude", None))
         unit.subagents.append(path)
     return list(trunks.values()) + list(orphans.values()) + pi
+
+
+def _trunk_of(folder: Path) -> Path:
+    """The trunk file beside a session's folder (`<sid>/` -> `<sid>.jsonl`), whatever dots the name holds."""
+    return folder.with_name(folder.name + ".jsonl")
 
 
 def named_folders(root: Path, names: frozenset[str], prefixes: tuple[str, ...]) -> list[Path]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 import orjson
 
+from core.transcripts.display import display_path
 from core.transcripts.model import LineAccounting, Problem, ProblemKind
 from core.transcripts.redact import redact_text
 
@@ -93,7 +94,7 @@ class LineReader:
         self.problem_count += 1
         if len(self.problems) < MAX_PROBLEMS:
             # a detail quotes the line or an id from it: redacted like anything else that leaves a reader
-            self.problems.append(Problem(kind=kind, file=str(self.path), line=line, detail=redact_text(detail)))
+            self.problems.append(Problem(kind=kind, file=display_path(self.path), line=line, detail=redact_text(detail)))
 
     def wrong_type(self, line: int, field_name: str, value: object, want: str = "a string") -> None:
         """A line that parsed but holds a field of the wrong type (a `call_id` that is a list): it is

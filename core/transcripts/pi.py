@@ -11,6 +11,7 @@ from pathlib import Path
 
 from core.transcripts import normalize as nz
 from core.transcripts.accounting import METADATA, PI_METADATA, pi_label
+from core.transcripts.display import display_path, display_stem
 from core.transcripts.lines import LineReader
 from core.transcripts.model import (
     ProblemKind,
@@ -34,7 +35,7 @@ def read_pi_session(path: Path, *, redact: bool = True) -> Session:
 class _PiParser:
     def __init__(self, path: Path, redact: bool) -> None:
         self.path = path
-        self.file = str(path)
+        self.file = display_path(path)  # what outputs name the file by (core/transcripts/display.py)
         self.redact = redact
         self.reader = LineReader(path)
         self.header: dict | None = None
@@ -250,7 +251,7 @@ class _PiParser:
         sid = header.get("id") if type(header.get("id")) is str else None
         if sid is None:
             # pi names files <timestamp>_<sessionId>.jsonl
-            stem = self.path.stem
+            stem = display_stem(self.path)  # a name may hold a secret (core/transcripts/display.py)
             sid = stem.split("_", 1)[1] if "_" in stem else stem
         sid = self._id(sid)
         cwd = header.get("cwd")

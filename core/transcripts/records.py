@@ -223,7 +223,7 @@ class Decoding:
 
 
 class BranchLine(Struct, gc=False):
-    """What the final branch of a file is made of (a session's title, claude.final_branch_summary)."""
+    """What the final branch of a file is made of (a session's title, claude_walk.final_branch_summary)."""
 
     type: Any = None
     uuid: Any = None

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.transcripts.discover import SessionFiles, claude_slugs, codex_meta, first_field, pi_dirname
+from core.transcripts.display import display_path
 
 _WINDOWS = re.compile(r"^[A-Za-z]:[\\/]")
 _MAX_WORKTREES = 4096
@@ -168,7 +169,12 @@ def workspace_scope(workspace: Path | str, *, other_projects: bool = False,
                 if variant not in places:
                     places.append(variant)
     claude = {slug for p in places for slug in claude_slugs(p)}
-    return Scope(roots=tuple(places), other_projects=other_projects, claude_folders=frozenset(claude),
+    from core.transcripts.redact import redact_text
+
+    # A session's project as the readers hand it on (and the mining state keeps it) is redacted: a
+    # workspace in a folder named by a secret owns its sessions by that form too.
+    recorded = [shown for p in places if (shown := redact_text(p)) != p and shown not in places]
+    return Scope(roots=tuple(places + recorded), other_projects=other_projects, claude_folders=frozenset(claude),
                  pi_folders=frozenset(pi_dirname(p) for p in places))
 
 
@@ -202,7 +208,7 @@ def split_by_scope(units: Iterable[SessionFiles], scope: Scope,
         head = unit.trunk or (unit.subagents[0] if unit.subagents else None)
         if head is None:
             continue
-        key = str(head)
+        key = display_path(head)  # the state's key for the file (core/transcripts/display.py)
         project = known.get(key, UNKNOWN)
         if project is UNKNOWN:
             project = session_project(unit.format, head)

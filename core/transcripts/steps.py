@@ -25,7 +25,7 @@ from msgspec.structs import astuple
 
 from core.transcripts import normalize as nz
 from core.transcripts.accounting import CLAUDE_CONVERSATION, CLAUDE_METADATA
-from core.transcripts.claude import (
+from core.transcripts.claude_walk import (
     REJECTED_TOOL_USE,
     ClaudeFile,
     ClaudeTree,
