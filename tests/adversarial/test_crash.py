@@ -133,6 +133,12 @@ def _case(tmp_path: Path, name: str, n: int) -> tuple[Path, Path, dict, dict, di
     outside_before = snapshot(outside)
     spec = FAMILIES[name][0](ws)
     answer = CRASHER.run({**spec, "kill_at": n}, tmp_path / "run")
+    if answer["signal"] is None and answer["code"] == 0 and n > MEASURED[name][0] - 3:
+        # The last few kill points: whether the load-checks memo is written depends on how long ago
+        # the tree was written (core.kitsoki.checked keeps no verdict of a file younger than
+        # RACY_SECONDS), so under load a run may make a call or two fewer than the measuring run.
+        # It finished: checked like any other.
+        return ws, outside, spec, outside_before, answer
     assert answer["signal"] == signal.SIGKILL, f"not killed at call {n}: {answer}"
     return ws, outside, spec, outside_before, answer
 
