@@ -286,6 +286,23 @@ def test_a_storys_intents_read_before_its_states_are_the_ones_its_states_declare
     clear_caches()
 
 
+def test_a_storys_own_intent_names_are_read_without_building_it():
+    """The root instance's rows (what the impact replay of a dev-story draft rebuilds) leave out its own
+    intents by name: read from the definition, the same names as the built story's, nothing built."""
+    from core.kitsoki.inventory import _top_intent_names
+    from core.kitsoki.workspace import clear_caches
+
+    if not KITSOKI.is_dir():
+        pytest.skip("../shared/kitsoki-workspace is not here")
+    clear_caches()
+    model = load_workspace(KITSOKI, env=NO_ENV)
+    stories = [*model.stories, model.root_instance]
+    names = [_top_intent_names(story) for story in stories]
+    assert all("intents" not in story.__dict__ for story in stories)
+    assert names == [set(story.intents) for story in stories] and any(names)
+    clear_caches()
+
+
 def test_one_storys_intent_rows_are_the_inventorys(kitsoki):
     """What a draft's route check reads (core.kitsoki.inventory.intent_rows) is the full inventory's
     rows of that story, in order, for every story and the root instance."""
