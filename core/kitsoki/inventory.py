@@ -178,11 +178,13 @@ def _story_rows_of(story: Story, name: str, strip: str = "") -> tuple[list[Inten
 def _top_intent_names(story: Story) -> set[str]:
     """The names of a story's own top-level intents, read from its definition when it has one (reading
     `story.intents` builds every state of the story: a staged root instance costs ~0.1 s that way)."""
+    from core.kitsoki.parse import LMap
+
     definition = story.definition
-    block = definition.get("intents") if definition is not None and hasattr(definition, "get") else None
-    if definition is not None and (block is None or hasattr(block, "keys")):
-        return set(block.keys()) if block is not None else set()
-    return set(story.intents)
+    if not isinstance(definition, LMap):
+        return set(story.intents)
+    block = definition.get("intents")  # what build._tables reads its intents from
+    return set(block) if isinstance(block, LMap) else set()
 
 
 def _root_rows(model: Workspace) -> list[IntentRow]:
