@@ -110,9 +110,9 @@ class CheckedMemo:
             self._used.add(key)
             self._dirty = True
 
-    def get_agents(self, key: str) -> tuple[list[ConfigIssue], bool] | None:
-        """The agent checks' (issues, fatal) kept under `key`, when every environment variable and
-        file they looked at (core.kitsoki.agent_checks.Probes) still answers the same."""
+    def get_agents(self, key: str) -> tuple[list[ConfigIssue], bool, dict[str, Any]] | None:
+        """The agent checks' (issues, fatal, probes) kept under `key`, when every environment variable
+        and file they looked at (core.kitsoki.agent_checks.Probes) still answers the same."""
         from core.kitsoki.agent_checks import Probes
 
         with self._lock:
@@ -129,7 +129,7 @@ class CheckedMemo:
             return None
         with self._lock:
             self._used.add(AGENTS + key)
-        return issues, fatal
+        return issues, fatal, found["probes"]
 
     def put_agents(self, key: str, issues: list[ConfigIssue], fatal: bool, probes: dict[str, Any]) -> None:
         with self._lock:
