@@ -71,7 +71,8 @@ class CheckedMemo:
     def key(self, app: str, signatures: dict[str, Any], overlay: dict[str, bytes]) -> tuple[str, bool] | None:
         """(the key, whether a verdict may be stored under it), or None when a file the load read
         changed since (its signature differs): the bytes hashed now may not be the ones checked."""
-        from core.kitsoki.parse import RACY_SECONDS, signature
+        from core.kitsoki.loadcache import file_digest
+        from core.kitsoki.parse import RACY_SECONDS
 
         h = hashlib.sha256(f"{code_digest()}\0{app}\n".encode())
         settled = True
@@ -82,14 +83,12 @@ class CheckedMemo:
                 settled = False  # a staged draft's: looked up, never kept (the next pass drafts anew)
             else:
                 sig = signatures[file]
-                try:
-                    with open(file, "rb") as handle:
-                        data = handle.read()
-                except OSError:
-                    return None  # gone or unreadable since: nothing to key on
-                if sig is None or signature(file) != sig:
-                    return None
+                current, digest = file_digest(file)  # read once per process while unchanged
+                if digest is None or sig is None or current != sig:
+                    return None  # gone, unreadable or changed since: nothing to key on
                 settled = settled and now - sig.mtime_ns / 1e9 > RACY_SECONDS
+                h.update(file.encode() + b"\0" + bytes.fromhex(digest))
+                continue
             h.update(file.encode() + b"\0" + hashlib.sha256(data).digest())
         return h.hexdigest(), settled
 

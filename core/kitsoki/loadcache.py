@@ -101,8 +101,9 @@ def _probes_json(probes: list[tuple]) -> list[list[Any]] | None:
     return out
 
 
-def _still(probes: list[Any], sources: Any) -> bool:
-    """Whether every probe answers now as it did when the entry was stored."""
+def _still(probes: list[Any], sources: Any, asked: dict[tuple, Any]) -> bool:
+    """Whether every probe answers now as it did when the entry was stored. `asked` holds the
+    answers found during this workspace load (stories share includes and imports)."""
     from core.kitsoki.agent_checks import Probes
     from core.kitsoki.imports import SourceError, resolve_source
 
@@ -110,17 +111,24 @@ def _still(probes: list[Any], sources: Any) -> bool:
         for probe in probes:
             kind = probe[0]
             if kind == "glob":
-                matches = sorted(globlib.glob(probe[1], include_hidden=True))
-                if matches != probe[2] or [os.path.realpath(m) for m in matches] != probe[3]:
+                key = ("glob", probe[1])
+                answer = asked.get(key)
+                if answer is None:
+                    matches = sorted(globlib.glob(probe[1], include_hidden=True))
+                    answer = asked[key] = (matches, [os.path.realpath(m) for m in matches])
+                if answer[0] != probe[2] or answer[1] != probe[3]:
                     return False
             elif kind == "source":
-                try:
-                    resolved = resolve_source(probe[1], Path(probe[2]), sources)
-                except SourceError as exc:
-                    if probe[3] is not None or str(exc) != probe[4]:
-                        return False
-                    continue
-                if probe[3] != str(resolved.path) or probe[4] != resolved.origin:
+                key = ("source", probe[1], probe[2])
+                answer = asked.get(key)
+                if answer is None:
+                    try:
+                        resolved = resolve_source(probe[1], Path(probe[2]), sources)
+                        answer = (str(resolved.path), resolved.origin)
+                    except SourceError as exc:
+                        answer = (None, str(exc))
+                    asked[key] = answer
+                if probe[3] != answer[0] or probe[4] != answer[1]:
                     return False
             elif kind == "agents":
                 if not Probes.still(probe[1]):
@@ -185,6 +193,14 @@ class LoadMemo:
         self._dirty = False
         self.hits = self.misses = 0
         """Counted for tests and benchmarks."""
+        self._asked: dict[tuple, Any] = {}
+        self._asked_sources: Any = None
+
+    def begin(self, sources: Any) -> None:
+        """A new workspace load: what the filesystem answered during the last one is asked again."""
+        with self._lock:
+            self._asked = {}
+            self._asked_sources = sources
 
     def _load(self) -> dict[str, Any]:
         if self._entries is None:
@@ -231,7 +247,11 @@ class LoadMemo:
                 elif now is None or now != digest:
                     raise LookupError
                 signatures[file] = sig
-            if not _still(probes, sources):
+            with self._lock:
+                if self._asked_sources != sources:
+                    self._asked, self._asked_sources = {}, sources
+                asked = self._asked
+            if not _still(probes, sources, asked):
                 raise LookupError
             found = (entry["story"], entry["issues"], signatures)
         except (LookupError, TypeError, ValueError, AttributeError):

@@ -366,6 +366,8 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
     session = LoadSession(sources=sources, overlay=overlay, story_root=workspace)
     session.checked = checked_memo(workspace) if env is None and home is None else None
     session.loads = load_memo(workspace) if env is None and home is None else None
+    if session.loads is not None:
+        session.loads.begin(sources)
     seen: dict[str, bool] = {}
     issues: list[ConfigIssue] = []
     warnings: list[ConfigIssue] = list(config.warnings)
