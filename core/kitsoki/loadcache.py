@@ -22,8 +22,10 @@ path, whether it is materialized, and where `@kitsoki/` imports resolve; and it 
   and origin (a kitsoki checkout appearing around the workspace is seen), and the agent checks'
   environment variables and file probes (core.kitsoki.agent_checks.Probes).
 
-An entry is stored only for a load whose files were settled (unchanged since it read them and older
-than the parse cache's racy window), so the digest recorded is of the bytes that were parsed. The
+The digest recorded for a YAML file is that of the very bytes the load parsed (the parse cache keeps
+it with the tree), so a file written a moment ago is remembered as what was read, never as what is
+there later; a file read otherwise (the library summary) is hashed when the entry is stored, and
+only when it is settled (unchanged since the load and older than the parse cache's racy window). The
 file is signed like every state file the tool acts on (core.authn, read and written through
 core.statefs); one that does not verify, or names other code, is not used, and loads run as before.
 It is written only into a workspace that already has kitsoki-miner's state (`.artifacts/`).
@@ -268,6 +270,8 @@ class LoadMemo:
         probe_data = _probes_json(probes)
         if probe_data is None:
             return
+        from core.kitsoki.parse import PARSE_CACHE
+
         now = time.time()
         files: dict[str, str | None] = {}
         for file, sig in signatures.items():
@@ -276,6 +280,11 @@ class LoadMemo:
                     return
                 files[file] = None
                 continue
+            parsed = PARSE_CACHE.parsed_sha256(file, sig)
+            if parsed is not None:  # the digest of the very bytes the load parsed
+                files[file] = parsed
+                continue
+            # Not parsed here (the library summary): hashed now, so only when it is settled.
             if now - sig.mtime_ns / 1e9 <= RACY_SECONDS:
                 return
             current, digest = file_digest(file)
