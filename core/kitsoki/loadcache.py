@@ -236,23 +236,26 @@ class LoadMemo:
         if not isinstance(entry, dict):
             self.misses += 1
             return None
+        with self._lock:
+            if self._asked_sources != sources:
+                self._asked, self._asked_sources = {}, sources
+            asked = self._asked
         try:
             files, probes = entry["files"], entry["probes"]
             signatures: dict[str, Signature | None] = {}
             for file, digest in files.items():
                 if file in overlay:
                     raise LookupError
-                sig, now = file_digest(file)
+                known = asked.get(("file", file))  # stories share imports: each file read once a load
+                if known is None:
+                    known = asked[("file", file)] = file_digest(file)
+                sig, now = known
                 if digest is None:
                     if sig is not None:
                         raise LookupError
                 elif now is None or now != digest:
                     raise LookupError
                 signatures[file] = sig
-            with self._lock:
-                if self._asked_sources != sources:
-                    self._asked, self._asked_sources = {}, sources
-                asked = self._asked
             if not _still(probes, sources, asked):
                 raise LookupError
             found = (entry["story"], entry["issues"], signatures)
