@@ -19,8 +19,10 @@ path, whether it is materialized, and where `@kitsoki/` imports resolve; and it 
   an unchanged file again within a process without reading it twice;
 - everything else the load asked answers the same again: each include glob matches the same files
   (a new room file matching `include:` is seen), each import's `source:` resolves to the same app
-  and origin (a kitsoki checkout appearing around the workspace is seen), and the agent checks'
-  environment variables and file probes (core.kitsoki.agent_checks.Probes).
+  and origin (a kitsoki checkout appearing around the workspace is seen), the agent checks'
+  environment variables and file probes (core.kitsoki.agent_checks.Probes), and every environment
+  variable and path the load looked at (core.kitsoki.probed's record, which a hit replays into the
+  current load's record, so a memo keyed on it, the proposer's, stays complete).
 
 The digest recorded for a YAML file is that of the very bytes the load parsed (the parse cache keeps
 it with the tree), so a file written a moment ago is remembered as what was read, never as what is
@@ -227,9 +229,12 @@ class LoadMemo:
     def name(app: str, materialized: bool, sources: Any) -> str:
         return hashlib.sha256(f"{os.path.abspath(app)}\0{materialized}\0{sources_key(sources)}".encode()).hexdigest()
 
-    def get(self, app: str, materialized: bool, sources: Any,
-            overlay: dict[str, bytes]) -> tuple[Any, list[dict], dict[str, Signature | None]] | None:
-        """(outline or None, issues, signatures now) of the app's load, when nothing it looked at changed."""
+    def get(self, app: str, materialized: bool, sources: Any, overlay: dict[str, bytes]
+            ) -> tuple[Any, list[dict], dict[str, Signature | None], dict[str, Any]] | None:
+        """(outline or None, issues, signatures now, probes) of the app's load, when nothing it looked
+        at changed; `probes` (core.kitsoki.probed) are the environment variables and paths it looked at."""
+        from core.kitsoki import probed
+
         name = self.name(app, materialized, sources)
         with self._lock:
             entry = self._load().get(name)
@@ -256,9 +261,9 @@ class LoadMemo:
                 elif now is None or now != digest:
                     raise LookupError
                 signatures[file] = sig
-            if not _still(probes, sources, asked):
+            if not _still(probes, sources, asked) or not probed.still(entry["probed"]):
                 raise LookupError
-            found = (entry["story"], entry["issues"], signatures)
+            found = (entry["story"], entry["issues"], signatures, entry["probed"])
         except (LookupError, TypeError, ValueError, AttributeError):
             self.misses += 1
             return None
@@ -268,8 +273,10 @@ class LoadMemo:
         return found
 
     def put(self, app: str, materialized: bool, sources: Any, story: Any, issues: list[Any],
-            signatures: dict[str, Signature | None], probes: list[tuple]) -> None:
-        """Remember a load, when every file it read is settled (so the digest is of the bytes it parsed)."""
+            signatures: dict[str, Signature | None], probes: list[tuple], looked: dict[str, Any]) -> None:
+        """Remember a load: its outcome, the digest of every file it read, what it asked (`probes`:
+        globs, import resolutions, agent checks) and the environment variables and paths it looked at
+        (`looked`, core.kitsoki.probed's record)."""
         probe_data = _probes_json(probes)
         if probe_data is None:
             return
@@ -300,7 +307,7 @@ class LoadMemo:
             data = outline(story) if story is not None else None
             if data is not None and orjson.loads(orjson.dumps(data)) != data:
                 return  # something in it JSON would not give back (a NaN default): not memoized
-            entry = {"files": files, "probes": probe_data, "story": data,
+            entry = {"files": files, "probes": probe_data, "probed": looked, "story": data,
                      "issues": [issue.model_dump(mode="json") for issue in issues]}
             orjson.dumps(entry)
         except (TypeError, ValueError, AttributeError):

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from core.kitsoki import probed
 from core.kitsoki.agent_checks import Probes, agent_decl_issues, definition_agent_issues
 from core.kitsoki.checks import apply_fallback, validate_definition
 from core.kitsoki.imports import (
@@ -99,7 +100,7 @@ class LoadSession:
             return loaded
         definition = loaded.definition
         out = Loaded(loaded.path, None, list(loaded.issues), list(loaded.files), dict(loaded.wrappers),
-                     list(loaded.imports), dict(loaded.signatures), list(loaded.own_files), list(loaded.probes))
+                     list(loaded.imports), dict(loaded.signatures), list(loaded.own_files), asked=list(loaded.asked))
         top = definition.like(definition)
         issues = resolve_interfaces(top)
         if not issues:
@@ -109,7 +110,7 @@ class LoadSession:
         if not fatal:  # agent_plugins and providers stop the load before validateDef, as in kitsoki
             agent_issues, fatal, probes = self._agents_checked(top, base_dir or Path(os.path.abspath(app)).parent,
                                                                key)
-            out.probes.append(("agents", probes))
+            out.asked.append(("agents", probes))
             issues = agent_issues if fatal else []
         if not fatal:
             issues = self._checked(top, loaded, key) + agent_issues
@@ -168,12 +169,16 @@ class LoadSession:
         canonical = _canonical(path)
         cached = self._children.get(canonical)
         if cached is not None:
+            probed.replay(cached.probes)
             return cached
         shared = _CHILDREN.get((canonical, self.sources))
-        if shared is not None and self._still_valid(shared):
+        if shared is not None and self._still_valid(shared) and probed.still(shared.probes):
             self._children[canonical] = shared
+            probed.replay(shared.probes)
             return shared
-        loaded = self._load_fresh(path, canonical, parents)
+        with probed.recording() as looked:
+            loaded = self._load_fresh(path, canonical, parents)
+        loaded.probes = looked.frozen()
         self._children[canonical] = loaded
         if not any(file in self.overlay for file in loaded.files):
             with _CHILDREN_LOCK:
@@ -244,7 +249,7 @@ class LoadSession:
             except (OSError, ValueError) as exc:
                 loaded.issues.append(_issue(at, f'include glob "{full}": {exc}', f"include[{index}]"))
                 continue
-            loaded.probes.append(("glob", full, tuple(matches),
+            loaded.asked.append(("glob", full, tuple(matches),
                                   tuple(os.path.realpath(match) for match in matches)))
             for match in matches:
                 real = Path(os.path.realpath(match))
@@ -284,10 +289,10 @@ class LoadSession:
             try:
                 resolved = resolve_source(str(source), base_dir, self.sources)
             except SourceError as exc:
-                loaded.probes.append(("source", str(source), str(base_dir), None, str(exc)))
+                loaded.asked.append(("source", str(source), str(base_dir), None, str(exc)))
                 loaded.issues.append(_issue(spec.value_at("source"), f"imports.{alias}: {exc}", key))
                 continue
-            loaded.probes.append(("source", str(source), str(base_dir), str(resolved.path), resolved.origin))
+            loaded.asked.append(("source", str(source), str(base_dir), str(resolved.path), resolved.origin))
             canonical = _canonical(str(resolved.path))
             if canonical in parents:
                 loaded.issues.append(_issue(at, f"imports.{alias}: cycle detected via {resolved.path}", key))
@@ -298,7 +303,7 @@ class LoadSession:
                 child = self.load_child(str(resolved.path), parents)
             loaded.files.extend(file for file in child.files if file not in loaded.files)
             loaded.signatures.update(child.signatures)
-            loaded.probes.extend(probe for probe in child.probes if probe not in loaded.probes)
+            loaded.asked.extend(probe for probe in child.asked if probe not in loaded.asked)
             if resolved.origin == "library":
                 loaded.signatures[str(resolved.path)] = signature(str(resolved.path))
             if child.issues or child.definition is None:

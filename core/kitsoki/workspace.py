@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from core.kitsoki import probed
 from core.kitsoki.build import build_story
 from core.kitsoki.checked import memo_for as checked_memo
 from core.kitsoki.config import DEV_STORY, KitsokiConfig, load_config
@@ -99,6 +100,8 @@ class _StoryEntry:
     story: Story | None
     issues: list[ConfigIssue]
     signatures: dict[str, Signature | None]
+    probes: dict[str, Any] | None = None
+    """What the story's load looked at besides its files (core.kitsoki.probed)."""
 
 
 _STORIES: dict[tuple[str, Sources], _StoryEntry] = {}
@@ -107,6 +110,8 @@ _LOCK = threading.Lock()
 
 
 def _valid(entry: _StoryEntry, overlay: dict[str, bytes], seen: dict[str, bool]) -> bool:
+    """Whether a kept entry still holds (every file the same, every probe answering the same); when
+    it does, its probes become the current load's own."""
     for file, sig in entry.signatures.items():
         if file in overlay or sig is None:
             return False
@@ -115,6 +120,9 @@ def _valid(entry: _StoryEntry, overlay: dict[str, bytes], seen: dict[str, bool])
             known = seen[file] = signature(file) == sig
         if not known:
             return False
+    if not probed.still(entry.probes):
+        return False
+    probed.replay(entry.probes)
     return True
 
 
@@ -138,21 +146,22 @@ def load_story_at(session: LoadSession, app: Path, materialized: bool, seen: dic
                 with _LOCK:
                     _STORIES[key] = entry
                 return entry
-    loaded = session.load(app)
+    with probed.recording() as looked:
+        loaded = session.load(app)
     signatures = dict(loaded.signatures)
     if loaded.issues or loaded.definition is None:
-        entry = _StoryEntry(None, loaded.issues, signatures)
+        entry = _StoryEntry(None, loaded.issues, signatures, looked.frozen())
     else:
         as_written = _as_written(session, str(app))
         story = build_story(loaded, slug=_slug(session.story_root or app.parent, app), materialized=materialized,
                             own_files=loaded.own_files, as_written=as_written)
-        entry = _StoryEntry(story, [], signatures)
+        entry = _StoryEntry(story, [], signatures, looked.frozen())
     if use_cache and not any(file in session.overlay for file in signatures):
         with _LOCK:
             _STORIES[key] = entry
-        if session.loads is not None:
+        if session.loads is not None and entry.probes is not None:
             session.loads.put(str(app), materialized, session.sources, entry.story, entry.issues, signatures,
-                              loaded.probes)
+                              loaded.asked, entry.probes)
     return entry
 
 
@@ -163,17 +172,20 @@ def _remembered(session: LoadSession, app: Path, materialized: bool) -> _StoryEn
     found = session.loads.get(str(app), materialized, session.sources, session.overlay)
     if found is None:
         return None
-    data, issues, signatures = found
+    data, issues, signatures, probes = found
     try:
         if data is None:
-            return _StoryEntry(None, [ConfigIssue.model_validate(issue) for issue in issues], signatures)
-        story = story_of(data)
+            entry = _StoryEntry(None, [ConfigIssue.model_validate(issue) for issue in issues], signatures, probes)
+        elif not issues:
+            story = story_of(data)
+            story._realize = _Realizer(app, materialized, session.sources, session.story_root, session.checked)
+            entry = _StoryEntry(story, [], signatures, probes)
+        else:
+            return None
     except (KeyError, TypeError, ValueError):
         return None
-    if not issues:
-        story._realize = _Realizer(app, materialized, session.sources, session.story_root, session.checked)
-        return _StoryEntry(story, [], signatures)
-    return None
+    probed.replay(probes)  # what the load looked at joins this load's record, as a kept story's does
+    return entry
 
 
 class _Realizer:
@@ -309,12 +321,13 @@ def load_root_instance(workspace: Path, config: KitsokiConfig, session: LoadSess
         cached = _ROOTS.get(key)
     if cached is not None and _valid(cached, session.overlay, seen):
         return cached
-    loaded = session.load(path, definition, base_dir=Path(os.path.abspath(workspace)))
+    with probed.recording() as looked:
+        loaded = session.load(path, definition, base_dir=Path(os.path.abspath(workspace)))
     if loaded.issues or loaded.definition is None:
-        entry = _StoryEntry(None, loaded.issues, dict(loaded.signatures))
+        entry = _StoryEntry(None, loaded.issues, dict(loaded.signatures), looked.frozen())
     else:
         story = build_story(loaded, slug="root-instance", materialized=False, own_files=[])
-        entry = _StoryEntry(story, [], dict(loaded.signatures))
+        entry = _StoryEntry(story, [], dict(loaded.signatures), looked.frozen())
     with _LOCK:
         _ROOTS[key] = entry
     return entry
@@ -352,8 +365,10 @@ def load_workspace(path: Path, *, overlay: dict[str, bytes] | None = None, env: 
     refused alone (`Workspace.refused`, and a warning), as kitsoki's discovery skips it; a config or
     root-instance problem raises WorkspaceError listing every problem. `overlay` (absolute path ->
     bytes) stands in for files on disk (a staged draft)."""
-    with gc_paused():
-        return _load_workspace(Path(path), overlay, env, home)
+    with gc_paused(), probed.recording() as looked:
+        model = _load_workspace(Path(path), overlay, env, home)
+    model._probes = looked
+    return model
 
 
 def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict[str, str] | None,
