@@ -97,9 +97,16 @@ def test_a_new_process_knows_unchanged_stories_from_the_memo_and_loads_the_same(
     first, memo = _fresh(ws)
     assert (ws / LOADED_FILE).is_file() and memo.hits == 0
     stories = memo.misses
+    kept = (ws / LOADED_FILE).read_bytes()
+    (ws / LOADED_FILE).unlink()
+    clear_caches()
+    looked = load_workspace(ws)._probes.frozen()  # what the load looked at, every story loaded in full
+    (ws / LOADED_FILE).write_bytes(kept)
     clear_caches()
     parses = PARSE_CACHE.parses
     model = load_workspace(ws)
+    # the same record from the memo: the proposer's memo, keyed on it, misses nothing
+    assert model._probes.frozen() == looked and looked["paths"]
     memo = loadcache.memo_for(ws)
     assert memo.hits == stories and memo.misses == 0
     assert PARSE_CACHE.parses - parses <= 2  # .kitsoki.yaml; no story was parsed
