@@ -45,6 +45,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from core.kitsoki.checked import SealedMemo, code_digest, memo_of
+from core.kitsoki.checked import forget as forget_memos
 from core.kitsoki.parse import RACY_SECONDS, Signature, signature
 
 log = logging.getLogger("kitsoki_miner.kitsoki")
@@ -185,45 +187,30 @@ def sources_key(sources: Any) -> str:
     return f"{sources.kitsoki_repo}\0{sources.library}\0{sources.repo_from}"
 
 
-class LoadMemo:
-    """One workspace's memo of story loads (shared by the loads of a process; thread-safe)."""
+class LoadMemo(SealedMemo):
+    """One workspace's memo of story loads."""
+
+    FILE = LOADED_FILE
+    PURPOSE = PURPOSE
+    MAX_ENTRIES = MAX_ENTRIES
+    MAX_BYTES = MAX_BYTES
+    WHAT = "load memo"
 
     def __init__(self, workspace: Path) -> None:
-        self.workspace = Path(workspace)
-        self.path = self.workspace / LOADED_FILE
-        self._lock = threading.Lock()
-        self._entries: dict[str, Any] | None = None
-        self._used: set[str] = set()
-        self._dirty = False
+        super().__init__(workspace)
         self.hits = self.misses = 0
         """Counted for tests and benchmarks."""
         self._asked: dict[tuple, Any] = {}
         self._asked_sources: Any = None
+
+    def _stamp(self) -> dict[str, Any]:
+        return {"code": code_digest()}
 
     def begin(self, sources: Any) -> None:
         """A new workspace load: what the filesystem answered during the last one is asked again."""
         with self._lock:
             self._asked = {}
             self._asked_sources = sources
-
-    def _load(self) -> dict[str, Any]:
-        if self._entries is None:
-            from core import authn, statefs
-            from core.kitsoki.checked import code_digest
-
-            entries: dict[str, Any] = {}
-            try:
-                raw = statefs.read_bytes(self.path, MAX_BYTES, what=LOADED_FILE.name)
-                data = authn.unseal(raw, purpose=PURPOSE, rel=LOADED_FILE.as_posix(), path=self.path,
-                                    what=LOADED_FILE.name, workspace=self.workspace)
-                if data.get("code") == code_digest() and isinstance(data.get("entries"), dict):
-                    entries = data["entries"]
-            except FileNotFoundError:
-                pass
-            except (OSError, ValueError) as exc:  # unsigned, planted, another key, no key: not used
-                log.info("%s not used: %s", self.path, exc)
-            self._entries = entries
-        return self._entries
 
     @staticmethod
     def name(app: str, materialized: bool, sources: Any) -> str:
@@ -318,47 +305,13 @@ class LoadMemo:
             self._used.add(name)
             self._dirty = True
 
-    def flush(self) -> None:
-        """Write what this process learned (entries used now first, then older ones up to the bound)."""
-        with self._lock:
-            if not self._dirty or self._entries is None:
-                return
-            if not (self.workspace / ".artifacts").is_dir():
-                return  # a load alone never starts a workspace's state
-            kept = {k: self._entries[k] for k in self._used if k in self._entries}
-            for k, v in self._entries.items():
-                if len(kept) >= MAX_ENTRIES:
-                    break
-                kept.setdefault(k, v)
-            self._dirty = False
-        from core import authn, statefs
-        from core.kitsoki.checked import code_digest
-
-        try:
-            data = authn.seal({"code": code_digest(), "entries": kept}, purpose=PURPOSE, rel=LOADED_FILE.as_posix(),
-                              workspace=self.workspace)
-            statefs.ensure_dir(self.path.parent)
-            statefs.write_atomic(self.path, data, what=LOADED_FILE.name)
-        except (OSError, ValueError) as exc:  # only costs time later
-            log.info("the load memo was not written: %s", exc)
-
-
-_MEMOS: dict[str, LoadMemo] = {}
-_MEMOS_LOCK = threading.Lock()
-
 
 def memo_for(workspace: Path) -> LoadMemo:
-    key = os.path.abspath(workspace)
-    with _MEMOS_LOCK:
-        memo = _MEMOS.get(key)
-        if memo is None:
-            memo = _MEMOS[key] = LoadMemo(Path(key))
-        return memo
+    return memo_of(LoadMemo, workspace)
 
 
 def forget() -> None:
     """Drop every memo and digest held in this process (a cold start, for benchmarks and tests)."""
-    with _MEMOS_LOCK:
-        _MEMOS.clear()
+    forget_memos(LoadMemo)
     with _DIGESTS_LOCK:
         _DIGESTS.clear()
