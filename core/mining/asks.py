@@ -218,6 +218,11 @@ def _lexicon() -> _Lexicon:
     return _Lexicon()
 
 
+def lexicon_ready() -> None:
+    """Compile the lexicon now (a mining pass does it before it forks its workers, so each inherits it)."""
+    _lexicon()
+
+
 # -- understanding an ask ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

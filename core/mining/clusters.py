@@ -127,21 +127,29 @@ def same_project(a: str | None, b: str | None) -> bool:
 
 
 class AskClusters:
-    """Clusters in the order they started, with an index of which clusters hold which object. An ask is
-    this project's when it recurs in this project: prompts of different projects never share a cluster."""
+    """Clusters in the order they started, with an index of which clusters' cores hold which object. An ask
+    is this project's when it recurs in this project: prompts of different projects never share a cluster."""
 
     def __init__(self) -> None:
         self.clusters: list[Cluster] = []
         self.seed_terms: list[list[str]] = []
         self.projects: list[str | None] = []
         self.holding: dict[str, set[int]] = {}
+        """Named object (o:) -> the clusters whose core holds it. A cluster whose core holds none of an ask's
+        named objects scores 0 against it (_Ask.against), so only these are compared: on a long history
+        most clusters that ever held one of the ask's objects no longer have it in their core."""
+        self._indexed: list[frozenset[str]] = []
+        """Per cluster, the named objects of its core as `holding` has them."""
 
     def best(self, terms, project: str | None = None) -> int | None:
         """The cluster these terms (asked in `project`) join, or None for a new one."""
         candidates: set[int] = set()
+        holding = self.holding
         for term in terms:
             if term.startswith("o:"):
-                candidates |= self.holding.get(term, set())
+                held = holding.get(term)
+                if held:
+                    candidates |= held
         best, best_score = None, ASK_SIMILARITY
         ask = _Ask(terms) if candidates else None
         for cid in sorted(candidates):
@@ -157,10 +165,18 @@ class AskClusters:
         self.clusters.append(Cluster())
         self.seed_terms.append(sorted(set(terms)))
         self.projects.append(project)
+        self._indexed.append(frozenset())
         return cid
 
     def join(self, cid: int, terms) -> None:
-        self.clusters[cid].add(terms)
-        for term in terms:
-            if term.startswith("o:"):
+        cluster = self.clusters[cid]
+        cluster.add(terms)
+        # The core of this cluster alone can have changed (its count grew): index its named objects again.
+        named = frozenset(t for t in cluster.core()[0] if t.startswith("o:"))
+        before = self._indexed[cid]
+        if named != before:
+            for term in before - named:
+                self.holding[term].discard(cid)
+            for term in named - before:
                 self.holding.setdefault(term, set()).add(cid)
+            self._indexed[cid] = named

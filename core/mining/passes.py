@@ -199,6 +199,20 @@ def mine_file(
     return file_key(path), new, file.end_offset - start, changed_from
 
 
+def _load_readers() -> None:
+    """Import what mine_file runs (the readers, episodes, the ask reader and its stemmers) and compile the
+    ask reader's lexicon before the worker processes are forked: they inherit them instead of each doing
+    it again (about 0.15 s of CPU per process, on the pass's critical path)."""
+    import core.mining.episodes  # noqa: F401
+    import core.mining.watermark  # noqa: F401
+    import core.transcripts.codex  # noqa: F401
+    import core.transcripts.pi  # noqa: F401
+    import core.transcripts.steps  # noqa: F401
+    from core.mining.asks import lexicon_ready
+
+    lexicon_ready()
+
+
 def _episode_identity(who: dict) -> dict:
     return {k: who[k] for k in ("session", "project", "agent_session")}
 
@@ -384,6 +398,7 @@ def _run_pass(
         return report, recipes
     if not fresh_seed:
         load_episodes(workspace, state)
+    _load_readers()
 
     bytes_read = 0
     changed: dict[str, int] = {}
