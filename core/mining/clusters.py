@@ -47,7 +47,7 @@ def has_object(terms) -> bool:
 class Cluster:
     """What a cluster's prompts ask, counted."""
 
-    __slots__ = ("n", "objects", "verbs", "kinds", "_core")
+    __slots__ = ("n", "objects", "verbs", "kinds", "_core", "_scoring")
 
     def __init__(self) -> None:
         self.n = 0
@@ -55,6 +55,7 @@ class Cluster:
         self.verbs: Counter[str] = Counter()
         self.kinds: Counter[str] = Counter()
         self._core: tuple | None = None
+        self._scoring: tuple | None = None
 
     def add(self, terms) -> None:
         self.n += 1
@@ -66,7 +67,7 @@ class Cluster:
                 self.verbs[term] += 1
             elif head == "k:":
                 self.kinds[term] += 1
-        self._core = None
+        self._core = self._scoring = None
 
     def core(self) -> tuple[dict[str, float], frozenset[str], str | None]:
         if self._core is None:
@@ -76,6 +77,15 @@ class Cluster:
             kind = next((t for t, c in self.kinds.most_common(1) if c >= need), None)
             self._core = (objects, verbs, kind)
         return self._core
+
+    def scoring(self) -> tuple[dict[str, float], float, frozenset[str], str | None, frozenset[str]]:
+        """core() with what every comparison works out of it: the objects' total weight and the verbs'
+        families (kept until the cluster changes: an ask is compared with dozens of clusters)."""
+        if self._scoring is None:
+            objects, verbs, kind = self.core()
+            self._scoring = (objects, sum(objects.values()), verbs, kind,
+                             frozenset(_FAMILY.get(t, t) for t in verbs))
+        return self._scoring
 
 
 class _Ask:
@@ -97,18 +107,24 @@ class _Ask:
         return self._families
 
     def against(self, cluster: Cluster) -> float:
-        objects, verbs, kind = cluster.core()
+        objects, objects_total, verbs, kind, families = cluster.scoring()
         if not objects:
-            return 0.0
-        if not any(t in objects for t in self.named):
             return 0.0
         if self.kind is not None and kind is not None and self.kind != kind:
             return 0.0
-        common = sum(w for t, w in self.mine.items() if t in objects)
-        score = 2 * common / (self.total + sum(objects.values()))
+        common = 0
+        named = False
+        for t, w in self.mine.items():  # summed in the same order as always: the same float
+            if t in objects:
+                common += w
+                if not named and t.startswith("o:"):
+                    named = True
+        if not named:
+            return 0.0
+        score = 2 * common / (self.total + objects_total)
         if self.verbs & verbs:
             score += SAME_VERB_BONUS
-        elif self.verbs and verbs and not self.families() & {_FAMILY.get(t, t) for t in verbs}:
+        elif self.verbs and verbs and not self.families() & families:
             # Another verb on a partly shared object: "reseed the db" is not "add a db migration".
             score -= SAME_VERB_BONUS
         return min(score, 1.0)
