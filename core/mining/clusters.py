@@ -107,19 +107,26 @@ class _Ask:
         return self._families
 
     def against(self, cluster: Cluster) -> float:
-        objects, objects_total, verbs, kind, families = cluster.scoring()
+        scoring = cluster.scoring()
+        objects = scoring[0]
         if not objects:
-            return 0.0
-        if self.kind is not None and kind is not None and self.kind != kind:
             return 0.0
         common = 0
         named = False
-        for t, w in self.mine.items():  # summed in the same order as always: the same float
+        for t, w in self.mine.items():  # summed in this order wherever it is summed: the same float
             if t in objects:
                 common += w
                 if not named and t.startswith("o:"):
                     named = True
         if not named:
+            return 0.0
+        return self.score(common, scoring)
+
+    def score(self, common: float, scoring: tuple) -> float:
+        """The similarity to a cluster whose core shares a named object with the ask, `common` being the
+        weight the two share (summed in `mine`'s order)."""
+        _objects, objects_total, verbs, kind, families = scoring
+        if self.kind is not None and kind is not None and self.kind != kind:
             return 0.0
         score = 2 * common / (self.total + objects_total)
         if self.verbs & verbs:
@@ -151,27 +158,36 @@ class AskClusters:
         self.seed_terms: list[list[str]] = []
         self.projects: list[str | None] = []
         self.holding: dict[str, set[int]] = {}
-        """Named object (o:) -> the clusters whose core holds it. A cluster whose core holds none of an ask's
-        named objects scores 0 against it (_Ask.against), so only these are compared: on a long history
-        most clusters that ever held one of the ask's objects no longer have it in their core."""
+        """Object (o: or g:) -> the clusters whose core holds it. A cluster whose core holds none of an ask's
+        named (o:) objects scores 0 against it (_Ask.against), so only those that do are scored, and the
+        weight each shares with the ask is summed from here: on a long history most clusters that ever held
+        one of the ask's objects no longer have it in their core."""
         self._indexed: list[frozenset[str]] = []
-        """Per cluster, the named objects of its core as `holding` has them."""
+        """Per cluster, the objects of its core as `holding` has them."""
 
     def best(self, terms, project: str | None = None) -> int | None:
         """The cluster these terms (asked in `project`) join, or None for a new one."""
-        candidates: set[int] = set()
+        ask = _Ask(terms)
         holding = self.holding
-        for term in terms:
-            if term.startswith("o:"):
-                held = holding.get(term)
-                if held:
-                    candidates |= held
+        common: dict[int, float] = {}
+        named: set[int] = set()
+        for t, w in ask.mine.items():  # _Ask.against's sum, in its order, for every cluster at once
+            held = holding.get(t)
+            if held:
+                for cid in held:
+                    common[cid] = common.get(cid, 0) + w
+                if t.startswith("o:"):
+                    named |= held
         best, best_score = None, ASK_SIMILARITY
-        ask = _Ask(terms) if candidates else None
-        for cid in sorted(candidates):
-            if not same_project(project, self.projects[cid]):
+        clusters, projects, total = self.clusters, self.projects, ask.total
+        for cid in sorted(named):
+            if not same_project(project, projects[cid]):
                 continue
-            score = ask.against(self.clusters[cid])
+            scoring = clusters[cid].scoring()
+            shared = common[cid]
+            if 2 * shared / (total + scoring[1]) + SAME_VERB_BONUS < best_score - 1e-9:
+                continue  # even with the verb bonus it cannot reach the best so far
+            score = ask.score(shared, scoring)
             if score > best_score + 1e-12 or (best is None and score >= best_score - 1e-12):
                 best, best_score = cid, score
         return best
@@ -187,12 +203,12 @@ class AskClusters:
     def join(self, cid: int, terms) -> None:
         cluster = self.clusters[cid]
         cluster.add(terms)
-        # The core of this cluster alone can have changed (its count grew): index its named objects again.
-        named = frozenset(t for t in cluster.core()[0] if t.startswith("o:"))
+        # The core of this cluster alone can have changed (its count grew): index its objects again.
+        now = frozenset(cluster.core()[0])
         before = self._indexed[cid]
-        if named != before:
-            for term in before - named:
+        if now != before:
+            for term in before - now:
                 self.holding[term].discard(cid)
-            for term in named - before:
+            for term in now - before:
                 self.holding.setdefault(term, set()).add(cid)
-            self._indexed[cid] = named
+            self._indexed[cid] = now
