@@ -382,7 +382,7 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
                 latin.append(run)
             continue
         if kind == "sep":
-            if any(c in _BREAK_PUNCT for c in run):
+            if run != " " and any(c in _BREAK_PUNCT for c in run):  # most separators are one space
                 flush_latin()
                 out.append(("brk", run.strip(), None))
             continue  # spaces and hyphens only separate words
