@@ -76,6 +76,10 @@ class MineResult(BaseModel):
 
 
 MAX_RECIPES_BYTES = 512 << 20
+MINE_BATCH_BYTES = 2 << 20
+"""Small transcripts travel to a worker in batches of about this much (ingest.parallel_map): mining a byte
+costs about twice what counting it does, and at the end of a pass the caller waits for the batches the pool
+has already handed a helper (up to two), which with `sessions`' 8 MB batches was a fifth of a seed's read."""
 
 
 class RecipesFileError(ValueError):
@@ -411,7 +415,8 @@ def _run_pass(
         jobs = [(c.format, c.path, c.size, c.mtime_ns, state.files.get(file_key(c.path)), fresh_seed) for c in batch]
         sizes = [max(1, c.size - (state.files[file_key(c.path)].offset if file_key(c.path) in state.files else 0))
                  for c in batch]
-        for mined in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress):
+        for mined in parallel_map(mine_file, jobs, sizes, workers=workers, progress=progress,
+                                  batch_bytes=MINE_BATCH_BYTES):
             if cancel is not None and cancel.is_set():
                 raise PassCancelled()
             if mined is None:
