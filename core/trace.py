@@ -72,6 +72,11 @@ _RFC3339_PARTS = re.compile(
 )
 
 
+def trace_path(workspace: Path) -> Path:
+    """The workspace's trace: `.artifacts/mining/trace.jsonl`."""
+    return Path(workspace) / ".artifacts" / "mining" / "trace.jsonl"
+
+
 class TraceBusyError(OSError):
     """Another writer (a live kitsoki session) holds the trace open; appending now would give two
     writers the same turn number, and kitsoki refuses a trace with a duplicate (turn, seq)."""

@@ -77,7 +77,7 @@ def _recover(workspace: Path, err) -> list[str]:
     what a person must know (an unusable key, an accept left for them to settle)."""
     from core.apply import recover
     from core.locks import WorkspaceBusy
-    from core.mining.service import trace_path
+    from core.trace import trace_path
     from core.trace import Trace, TraceBusyError
 
     try:

@@ -282,7 +282,7 @@ def _restore_file(workspace: Path, root: int, entry: JournalFile, folder: str, o
 def resolve_accept(workspace: Path, recipe_id: str, choice: Choice, *, trace=None,
                    lock_timeout: float = 30.0) -> Resolution:
     """Settle one unsettled accept by the person's choice (module docstring)."""
-    from core.mining.service import trace_path
+    from core.trace import trace_path
     from core.trace import Trace
 
     if choice not in ("restore", "keep"):

@@ -20,10 +20,10 @@ from pydantic import BaseModel
 from core.mining.passes import PassCancelled, PassMemory, PassReport, run_pass
 from core.mining.recipes import Recipe
 from core.quiet import long_work
-from core.trace import Trace, TraceBusyError
+from core.trace import Trace, TraceBusyError, trace_path  # noqa: F401 - trace_path kept importable from here
 
-# The watermark store and the transcript folders are imported by the service's methods: every command
-# that only needs trace_path() imports this module.
+# The watermark store and the transcript folders are imported by the service's methods (a command that
+# only needs the trace's path imports core.trace, not this module).
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +37,6 @@ class MinerStatus(BaseModel):
     last_error: str | None = None
     transcript_dirs: list[str]
     mined_through: int = 0
-
-
-def trace_path(workspace: Path) -> Path:
-    return workspace / ".artifacts" / "mining" / "trace.jsonl"
 
 
 def record_pass(trace: Trace, report: PassReport) -> None:

@@ -34,7 +34,7 @@ from core.apply import ApplyRefused, Gate, GateResult, apply_delta, choose_gate
 from core.apply.journal import pending_journals
 from core.kitsoki.story import load_workspace
 from core.locks import workspace_lock
-from core.mining.service import trace_path
+from core.trace import trace_path
 from core.safeio import read_regular
 from core.proposals.inbox import MAX_TARGET_BYTES, find, history
 from core.proposals.model import Proposal

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from core.ids import is_recipe_id
-from core.mining.service import trace_path
+from core.trace import trace_path
 from core.proposals.model import Proposal
 from core.proposals.staging import StagedStateError, read_proposal, sha256
 from core.safeio import read_regular

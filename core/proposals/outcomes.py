@@ -177,7 +177,7 @@ def follow(workspace: Path, *, now: datetime | None = None, offer_reverts: bool 
         previous = {}
     episodes = _later_episodes(workspace)
     routers = None
-    from core.mining.service import trace_path
+    from core.trace import trace_path
     from core.proposals.inbox import history
     from core.trace import Trace
 
@@ -279,7 +279,7 @@ def offer_revert(workspace: Path, proposal, record: Outcome) -> str | None:
     """Stage a proposal that puts back what the accept of `proposal` replaced; raised like any other,
     accepted only through the gate. None (with the reason in `record.note`) when it cannot be."""
     from core.locks import workspace_lock
-    from core.mining.service import trace_path
+    from core.trace import trace_path
     from core.proposals.inbox import history
     from core.proposals.model import AuthorArtifact, Mapping, Proposal
     from core.proposals.reversal import ReversalRefused, _before_bytes, _live, read_kept

@@ -26,7 +26,7 @@ from core.kitsoki.story import Workspace, load_workspace
 from core.locks import workspace_lock
 from core.mining.passes import read_recipes
 from core.mining.recipes import Recipe
-from core.mining.service import trace_path
+from core.trace import trace_path
 from core.proposals import memo
 from core.proposals.inbox import OPEN, WITHDRAWN, history, live_sha, stale_files
 from core.proposals.loaded import stories_being_edited

@@ -47,7 +47,7 @@ from core.apply.journal import (
 from core.authn import KeyUnavailable, NotAuthentic, seal, unseal
 from core.ids import is_recipe_id, require_recipe_id
 from core.locks import workspace_lock
-from core.mining.service import trace_path
+from core.trace import trace_path
 from core.proposals.inbox import MAX_TARGET_BYTES, history
 from core.proposals.model import Proposal
 from core.proposals.staging import MINING_DIR, StagedStateError, read_proposal, sha256
