@@ -420,25 +420,38 @@ def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
             hosts.append(eff["invoke"])
         return eff
 
-    def state(path: str, st: LMap) -> LMap:
-        changed = st.like(st)
+    def state(path: str, st: LMap) -> LMap:  # copy on write: an untouched state stays the same object
+        changed = None
         if isinstance(st.get("on_enter"), LSeq):
-            changed["on_enter"] = map_effects(st["on_enter"], effect)
+            on_enter = map_effects(st["on_enter"], effect)
+            if on_enter is not st["on_enter"]:
+                changed = st.like(st)
+                changed["on_enter"] = on_enter
         on = st.get("on")
         if isinstance(on, LMap):
-            block = on.like()
+            block = None
             for intent, arms in on.items():
+                new_arms = arms
                 if isinstance(arms, LSeq):
-                    new_arms = arms.like()
-                    for arm in arms:
+                    for index, arm in enumerate(arms):
+                        new_arm = arm
                         if isinstance(arm, LMap) and isinstance(arm.get("effects"), LSeq):
-                            arm = arm.like(arm)
-                            arm["effects"] = map_effects(arm["effects"], effect)
-                        new_arms.append(arm)
-                    arms = new_arms
-                block[intent] = arms
-            changed["on"] = block
-        return changed
+                            effects = map_effects(arm["effects"], effect)
+                            if effects is not arm["effects"]:
+                                new_arm = arm.like(arm)
+                                new_arm["effects"] = effects
+                        if new_arm is not arm and new_arms is arms:
+                            new_arms = arms.like(arms[:index])
+                        if new_arms is not arms:
+                            new_arms.append(new_arm)
+                if new_arms is not arms and block is None:
+                    block = on.like(on)
+                if block is not None:
+                    block[intent] = new_arms
+            if block is not None:
+                changed = changed or st.like(st)
+                changed["on"] = block
+        return changed if changed is not None else st
 
     if table:
         definition["states"] = map_states(states, state)
@@ -512,7 +525,8 @@ def materialise_exits(definition: LMap) -> list[ConfigIssue]:
             changed["timeout"]["target"] = rewrite(timeout["target"])
         return changed if changed is not None else st
 
-    states = map_states(states, state)
+    mapped = map_states(states, state)
+    states = mapped if mapped is not states else states.like(states)  # added to below: never the input
     for name in sorted(used):
         synthetic = SYNTH_EXIT_PREFIX + name
         if synthetic not in states:
