@@ -7,7 +7,8 @@ cache (a full re-fold and re-check). The two must agree exactly: the same issues
 order, and the same folded definitions down to every file:line:col. The drafts are the proposer's kind (a new
 intent with its room) and drafts that must fail: an intent declared twice, a transition to a state that does
 not exist, a name that clashes in an importer once folded, an `@exit:` the importers do not map, a world key
-taken away that other states' expressions name.
+taken away that other states' expressions name, a room whose agent is not declared, an
+agent that an unchanged room names, renamed.
 """
 
 from __future__ import annotations
@@ -81,11 +82,12 @@ def drafts(root: Path) -> list[tuple[str, dict[str, str], bool]]:
     room = {"description": "Mined: prune the sbom", "on_enter": [{"invoke": "host.agent.task", "with": {
         "agent": "prune_sbom_agent", "acceptance": {"schema": "schemas/prune_sbom.json"}}}]}
 
-    def new_intent(name: str, room_name: str, arm: dict) -> dict[str, str]:
+    def new_intent(name: str, room_name: str, arm: dict, agent: bool = True) -> dict[str, str]:
         with_intent = yamledit.add_entry(app, ["intents"], name, {"description": f"Mined: {name}",
                                                                   "examples": [name.replace("_", " ")]})
         with_agent = yamledit.add_entry(with_intent, ["agents"], "prune_sbom_agent",
-                                        {"system_prompt": "You prune the sbom.", "tools": ["Read", "Edit"]})
+                                        {"system_prompt": "You prune the sbom.", "tools": ["Read", "Edit"]}) \
+            if agent else with_intent
         rooms = yamledit.add_entry(idle, ["states"], room_name, room)
         rooms = yamledit.add_entry(rooms, ["states", "idle", "on"], name, [arm])
         return {APP: with_agent, IDLE: rooms}
@@ -104,6 +106,10 @@ def drafts(root: Path) -> list[tuple[str, dict[str, str], bool]]:
         ("a clash in an importer", {**good, BENCH: yamledit.add_entry(_text(root, BENCH), ["intents"], "bf__prune_sbom",
                                                                        {"examples": ["prune it"]})}, True),
         ("an exit the importers do not map", new_intent("prune_sbom", "prune_sbom_room", {"target": "@exit:nowhere"}),
+         True),
+        ("a room whose agent is not declared", new_intent("prune_sbom", "prune_sbom_room",
+                                                           {"target": "prune_sbom_room"}, agent=False), True),
+        ("an agent an unchanged room names, renamed", {APP: app.replace("\n  implementer:\n", "\n  implementer_2:\n")},
          True),
         ("a world key other states name, taken away", {APP: app.replace(cycle_line, "")}, True),
         ("the first draft again", good, False),

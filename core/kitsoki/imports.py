@@ -355,7 +355,7 @@ class Rewriter:
 
 
 _FOLDS: dict[tuple, list] = statememo.register({})
-"""(id of a child state, depth, alias, import location) -> [(the state, what its fold asked -> the
+"""(id of a child state, depth, alias) -> [(the state, what its fold asked -> the
 answer, the folded state, issues of the rewrite pass, issues of the retarget pass)]."""
 _FOLDS_MAX = 200_000
 
@@ -463,6 +463,13 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
     stack: list[dict] = []
     """The recorders of the folds of states under way (innermost last): what each one asked."""
 
+    def import_at() -> tuple[str, int, int]:
+        """Where the import is declared, for an issue (asked, so a fold that raised none does not
+        depend on it: an edit above the import moves it)."""
+        for record in stack:
+            record[("@", None)] = at
+        return at
+
     def exit_of(name: Any) -> Any:
         mapped = exits_spec.get(name)
         for record in stack:
@@ -477,7 +484,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
             mapped = exit_of(name)
             if isinstance(mapped, LMap) and mapped.get("to"):
                 return str(mapped["to"])
-            sink.append(_issue(at, key, f"imports.{alias}: child uses @exit:{name} but parent does not map it"))
+            sink.append(_issue(import_at(), key, f"imports.{alias}: child uses @exit:{name} but parent does not map it"))
             return target
         if not target.startswith("..") and ("/" in target or "." in target):
             return target
@@ -488,7 +495,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
                     break
                 dotdots += 1
             if dotdots > depth + 1:
-                sink.append(_issue(at, key, f'imports.{alias}: target "{target}" walks above the child\'s namespace '
+                sink.append(_issue(import_at(), key, f'imports.{alias}: target "{target}" walks above the child\'s namespace '
                                               f"(depth {depth}, {dotdots} `..` segments); cross-boundary parent "
                                               "targets are forbidden"))
             return target
@@ -543,6 +550,9 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
             if kind == "e":
                 if exits_spec.get(name) is not answer:
                     return False
+            elif kind == "@":
+                if at != answer:
+                    return False
             elif kind.isupper():
                 if bool(sets[kind.lower()]) is not answer:
                     return False
@@ -558,7 +568,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
         of check verdicts then finds it)."""
         if not isinstance(state, LMap):
             return state, [], []
-        memo_key = (id(state), depth, alias, at)
+        memo_key = (id(state), depth, alias)
         for entry in _FOLDS.get(memo_key, ()) if _memo_on() else ():
             if entry[0] is state and still(entry[1]):
                 for record in stack:
@@ -587,6 +597,25 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
                 _FOLDS.clear()
             _FOLDS.setdefault(memo_key, []).append((state, record, out, tuple(first), tuple(second)))
         return out, first, second
+
+    def fold_intent(intent: Any) -> Any:
+        """rewriter.intent, remembered as fold_state remembers states (so a check's lookup of an
+        unchanged intent finds the same object)."""
+        if not isinstance(intent, LMap):
+            return intent
+        memo_key = (id(intent), -1, alias)
+        for entry in _FOLDS.get(memo_key, ()) if _memo_on() else ():
+            if entry[0] is intent and still(entry[1]):
+                return entry[2]
+        record: dict = {}
+        stack.append(record)
+        try:
+            out = watched.intent(intent)
+        finally:
+            stack.pop()
+        if _memo_on():
+            _FOLDS.setdefault(memo_key, []).append((intent, record, out, (), ()))
+        return out
 
     states = parent.setdefault("states", LMap())
     if alias in states:
@@ -638,7 +667,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
         if new in intents:
             issues.append(_issue(at, key, f'imports.{alias}: intent "{new}" collides'))
             continue
-        intents[new] = rewriter.intent(child_intents[name])
+        intents[new] = fold_intent(child_intents[name])
 
     hosts = parent.setdefault("hosts", LSeq())
     mode = spec.get("hosts") or "inherit"
@@ -704,7 +733,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
             issues.append(_issue(where, f"{key}.intents.import",
                                  f"imports.{alias}: intents.import.{name}: collides with parent intent of same name"))
             continue
-        intents[name] = rewriter.intent(child_intents[name])
+        intents[name] = fold_intent(child_intents[name])
 
     modes = child.get("meta_modes") if isinstance(child.get("meta_modes"), LMap) else LMap()
     if modes:

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from core.kitsoki import statememo
 from core.kitsoki.agent_checks import Probes, agent_decl_issues, definition_agent_issues
 from core.kitsoki.checks import apply_fallback, validate_definition
 from core.kitsoki.imports import (
@@ -312,6 +313,11 @@ class LoadSession:
                     loaded.imports.append(path)
 
 
+_INTERFACED: dict = statememo.register({})
+"""resolve_interfaces per state: (id, the interface table) -> (the state, issues, invokes resolved)."""
+_EXITED: dict = statememo.register({})
+"""materialise_exits per state: (id,) -> the state with its `@exit:` targets rewritten."""
+
 _CHILDREN: dict[tuple[str, Sources], Loaded] = {}
 _CHILDREN_LOCK = threading.Lock()
 
@@ -390,6 +396,7 @@ def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
     hosts = definition.get("hosts")
     hosts = hosts.like(hosts) if isinstance(hosts, LSeq) else LSeq()
     known = set(hosts)
+    resolved: list[str] = []
     states = definition.get("states")
     if not isinstance(states, LMap):
         return issues
@@ -415,6 +422,7 @@ def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
         eff = eff.like(eff)
         eff["invoke"] = f"{binding}.{op}"
         eff["__iface__"] = invoke
+        resolved.append(eff["invoke"])
         if eff["invoke"] not in known:
             known.add(eff["invoke"])
             hosts.append(eff["invoke"])
@@ -453,8 +461,27 @@ def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
                 changed["on"] = block
         return changed if changed is not None else st
 
-    if table:
-        definition["states"] = map_states(states, state)
+    if table:  # each state's rewrite remembered with what it raised and the invokes it resolved
+        signature = tuple(sorted((name, binding, tuple(sorted(ops))) for name, (binding, ops) in table.items()))
+
+        def remembered(path: str, st: LMap) -> LMap:
+            key = (id(st), signature)
+            known_state = statememo.recall(_INTERFACED, key, st, {}, [])
+            if known_state is None:
+                raised = len(issues)
+                resolved.clear()
+                out = state(path, st)
+                statememo.keep(_INTERFACED, key, st, {}, (out, tuple(issues[raised:]), tuple(resolved)))
+                return out
+            out, raised_before, invokes = known_state
+            issues.extend(raised_before)
+            for invoke in invokes:  # the allow-list grows in the same order as when it was resolved
+                if invoke not in known:
+                    known.add(invoke)
+                    hosts.append(invoke)
+            return out
+
+        definition["states"] = map_states(states, remembered)
     if hosts or "hosts" in definition:
         definition["hosts"] = hosts
     return issues
@@ -525,7 +552,14 @@ def materialise_exits(definition: LMap) -> list[ConfigIssue]:
             changed["timeout"]["target"] = rewrite(timeout["target"])
         return changed if changed is not None else st
 
-    mapped = map_states(states, state)
+    def remembered(path: str, st: LMap) -> LMap:  # a function of the state alone
+        out = statememo.recall(_EXITED, (id(st),), st, {}, [])
+        if out is None:
+            out = state(path, st)
+            statememo.keep(_EXITED, (id(st),), st, {}, out)
+        return out
+
+    mapped = map_states(states, remembered)
     states = mapped if mapped is not states else states.like(states)  # added to below: never the input
     for name in sorted(used):
         synthetic = SYNTH_EXIT_PREFIX + name

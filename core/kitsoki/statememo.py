@@ -47,3 +47,100 @@ def forget() -> None:
     """Drop every remembered state (a cold start, for benchmarks and tests)."""
     for memo in _REGISTRY:
         memo.clear()
+
+
+MISSING = object()
+"""A name a mapping does not hold (so `None` stays an answer of its own)."""
+
+
+class Watched:
+    """A set or mapping a memoized piece of work reads, telling every recorder on `stack` what it
+    was asked and what it answered: a set answers `in` (and `bool`); a mapping answers `in` (asked
+    as `<kind>?`) and `get` / `[]` with the value held (its identity is the answer)."""
+
+    __slots__ = ("items", "kind", "stack", "mapping", "shape")
+
+    def __init__(self, items, kind: str, stack: list[dict], shape=None) -> None:
+        self.items, self.kind, self.stack, self.shape = items, kind, stack, shape
+        self.mapping = isinstance(items, dict)
+        """`shape(value)`: what of a mapping's value the work reads, as a tuple (recorded instead of the
+        value's identity, and compared by equality)."""
+
+    def answer(self, name):
+        """What `name` is answered now (for a replay)."""
+        if name is MISSING:
+            return bool(self.items)
+        if not self.mapping:
+            return name in self.items
+        found = self.items.get(name, MISSING)
+        return self.shape(found) if self.shape is not None else found
+
+    def _ask(self, name):
+        if name is MISSING or not self.mapping or self.shape is None:
+            found = self.answer(name)
+            answer = found
+        else:
+            found = self.items.get(name, MISSING)
+            answer = self.shape(found)
+        for record in self.stack:
+            record[(self.kind, name)] = answer
+        return found
+
+    def holds(self, name) -> bool:
+        """Whether `name` is held now (a mapping's `in`: only that is asked, not the value)."""
+        return name in self.items
+
+    def __contains__(self, name) -> bool:
+        if not self.mapping:
+            return self._ask(name)
+        found = name in self.items
+        for record in self.stack:
+            record[(self.kind + "?", name)] = found
+        return found
+
+    def __bool__(self) -> bool:
+        return self._ask(MISSING)
+
+    def get(self, name, default=None):
+        found = self._ask(name)
+        return default if found is MISSING else found
+
+    def __getitem__(self, name):
+        found = self._ask(name)
+        if found is MISSING:
+            raise KeyError(name)
+        return found
+
+
+def still(record: dict, answers: dict) -> bool:
+    """Whether every question in `record` ((kind, name) -> answer) gets the same answer now;
+    `answers` maps a kind to the function answering it (a Watched's `answer`)."""
+    for (kind, name), answer in record.items():
+        now = answers[kind](name)
+        if now is not answer and not (type(answer) is tuple and answer == now):
+            return False
+    return True
+
+
+def recall(memo: dict, key: tuple, subject, answers: dict, stack: list[dict]):
+    """The result kept under `key` for `subject` (the very object) whose questions still get the
+    same answers, told to every recorder on `stack` as if asked again; else None."""
+    if not enabled():
+        return None
+    for entry in memo.get(key, ()):
+        if entry[0] is subject and still(entry[1], answers):
+            for record in stack:
+                record.update(entry[1])
+            return entry[2]
+    return None
+
+
+MAX_KEYS = 200_000
+
+
+def keep(memo: dict, key: tuple, subject, record: dict, result) -> None:
+    if not enabled():
+        return
+    if len(memo) > MAX_KEYS:
+        memo.clear()
+    memo.setdefault(key, []).append((subject, record, result))
