@@ -177,10 +177,10 @@ class Rewriter:
     def expr(self, text: Any) -> Any:
         if not isinstance(text, str) or not text:
             return text
-        if self.world and "world." in text:
+        if "world." in text and self.world:
             text = _WORLD_REF.sub(lambda m: f"world.{self.name(m.group(1))}" if m.group(1) in self.world
                                   else m.group(0), text)
-        if (self.intents or self.exported) and "(" in text:
+        if "(" in text and (self.intents or self.exported):
             def helper(m: re.Match) -> str:
                 renamed = self.intent_ref(m.group(3))
                 return m.group(0) if renamed == m.group(3) else f"{m.group(1)}({m.group(2)}{renamed}{m.group(2)})"
@@ -472,8 +472,10 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
 
     def exit_of(name: Any) -> Any:
         mapped = exits_spec.get(name)
-        for record in stack:
-            record[("e", name)] = mapped
+        if stack:  # asked as what it holds, where (an edit elsewhere in the importer parses it anew)
+            shape = statememo.located(mapped)
+            for record in stack:
+                record[("e", name)] = shape
         return mapped
 
     def retarget(target: Any, depth: int, sink: list[ConfigIssue]) -> Any:
@@ -548,7 +550,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
     def still(record: dict) -> bool:
         for (kind, name), answer in record.items():
             if kind == "e":
-                if exits_spec.get(name) is not answer:
+                if statememo.located(exits_spec.get(name)) != answer:
                     return False
             elif kind == "@":
                 if at != answer:

@@ -209,7 +209,7 @@ class LoadSession:
         document = self.read(path, loaded.issues, loaded.files, loaded.signatures, "story file")
         if document is None:
             return None
-        issues = check_app(document, path)
+        issues = _check_app(document, path)
         if issues:
             loaded.issues.extend(issues)
             return None
@@ -252,7 +252,7 @@ class LoadSession:
                 included = self.read(match, loaded.issues, loaded.files, loaded.signatures, "included room file")
                 if included is None:
                     continue
-                problems = check_app(included, match) or agent_decl_issues(included, match)
+                problems = _check_app(included, match) or agent_decl_issues(included, match)
                 if problems:
                     loaded.issues.extend(problems)
                     continue
@@ -316,10 +316,22 @@ class LoadSession:
 _INTERFACED: dict = statememo.register({})
 """resolve_interfaces per state: (id, the interface table) -> (the state, issues, invokes resolved)."""
 _EXITED: dict = statememo.register({})
+_EXIT_STATES: dict = statememo.register({})
+_SCHEMA: dict = statememo.register({})
+"""check_app per parsed document: (id, file) -> (the document, {}, its issues)."""
 """materialise_exits per state: (id,) -> the state with its `@exit:` targets rewritten."""
 
 _CHILDREN: dict[tuple[str, Sources], Loaded] = {}
 _CHILDREN_LOCK = threading.Lock()
+
+
+def _check_app(document: Any, path: str) -> list[ConfigIssue]:
+    """check_app, a function of the parsed document and its path: once per parse (core.kitsoki.statememo)."""
+    known = statememo.recall(_SCHEMA, (id(document), path), document, {}, [])
+    if known is None:
+        known = tuple(check_app(document, path))
+        statememo.keep(_SCHEMA, (id(document), path), document, {}, known)
+    return list(known)
 
 
 def _canonical(path: str) -> str:
@@ -565,9 +577,13 @@ def materialise_exits(definition: LMap) -> list[ConfigIssue]:
         synthetic = SYNTH_EXIT_PREFIX + name
         if synthetic not in states:
             at = exits.key_at(name)
-            exit_state = LMap({"terminal": True, "description": f"Exit: {name}"}, file=at[0], line=at[1],
-                              column=at[2])
-            exit_state.kline, exit_state.kcol = at[1], at[2]
+            exit_state = _EXIT_STATES.get((at, name))  # made from these two alone: the same object each load
+            if exit_state is None:
+                exit_state = LMap({"terminal": True, "description": f"Exit: {name}"}, file=at[0], line=at[1],
+                                  column=at[2])
+                exit_state.kline, exit_state.kcol = at[1], at[2]
+                if statememo.enabled():
+                    _EXIT_STATES[(at, name)] = exit_state
             states[synthetic] = exit_state
     definition["states"] = states
     return []

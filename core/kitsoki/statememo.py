@@ -144,3 +144,19 @@ def keep(memo: dict, key: tuple, subject, record: dict, result) -> None:
     if len(memo) > MAX_KEYS:
         memo.clear()
     memo.setdefault(key, []).append((subject, record, result))
+
+
+def located(value) -> tuple:
+    """A located tree (core.kitsoki.parse LMap / LSeq) as a tuple of everything it holds: kinds,
+    file:line:col of it and of each key and item, and the values, in order (compared by equality)."""
+    from core.kitsoki.parse import LMap, LSeq
+
+    if isinstance(value, LMap):
+        return ("M", value.file, value.line, value.column, value.kline, value.kcol, tuple(value.marks.items()),
+                tuple((key, located(item)) for key, item in value.items()))
+    if isinstance(value, LSeq):
+        return ("S", value.file, value.line, value.column, value.kline, value.kcol, tuple(value.marks),
+                tuple(located(item) for item in value))
+    if isinstance(value, (dict, list, set)):
+        return (type(value).__name__, repr(value))
+    return (type(value).__name__, value)
