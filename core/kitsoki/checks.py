@@ -270,10 +270,12 @@ class _Checks:
         self.reach_into_child()
         return self.issues
 
-    def states_pass(self, states: LMap, prefix: str, ancestors: dict[str, Any], scope_ids: tuple = ()) -> None:
+    def states_pass(self, states: LMap, prefix: str, ancestors: dict[str, Any], scope: tuple = ()) -> None:
         """Each state's checks (and its children's), remembered by the state's identity, its path and its
-        ancestors' own intents (`scope_ids`: the scope it sees beyond the app's intents), with what the
-        checks asked of the app and the answers: kept while each question gets the same answer."""
+        ancestors' own intents (`scope`, those mappings: what it sees beyond the app's intents; held by the
+        memo, so their ids stay theirs), with what the checks asked of the app and the answers: kept while
+        each question gets the same answer."""
+        scope_ids = tuple(id(intents) for intents in scope)
         for name in sorted(states):
             state = states[name]
             if not isinstance(state, LMap):
@@ -282,18 +284,18 @@ class _Checks:
             key = (id(state), path, scope_ids)
             known = statememo.recall(_VERDICTS, key, state, self.answers, self.stack)
             if known is not None:
-                self.issues.extend(known)
+                self.issues.extend(known[0])
                 continue
             start = len(self.issues)
             record: dict = {}
             self.stack.append(record)
             try:
-                self.state_checks(state, path, prefix, ancestors, scope_ids)
+                self.state_checks(state, path, prefix, ancestors, scope)
             finally:
                 self.stack.pop()
-            statememo.keep(_VERDICTS, key, state, record, tuple(self.issues[start:]))
+            statememo.keep(_VERDICTS, key, state, record, (tuple(self.issues[start:]), scope))
 
-    def state_checks(self, state: LMap, path: str, prefix: str, ancestors: dict[str, Any], scope_ids: tuple) -> None:
+    def state_checks(self, state: LMap, path: str, prefix: str, ancestors: dict[str, Any], held: tuple) -> None:
         at = state.at
         local = state.get("intents") if isinstance(state.get("intents"), LMap) else LMap()
         scope = {**ancestors, **local}
@@ -398,8 +400,8 @@ class _Checks:
                 self.add(at, f'state "{path}": parallel state must not declare initial: — each region picks its '
                              "own initial", f"states.{path}.initial")
         if isinstance(state.get("states"), LMap):
-            ids = (*scope_ids, id(local)) if "intents" in state and isinstance(state["intents"], LMap) else scope_ids
-            self.states_pass(state["states"], path, scope, ids)
+            inner = (*held, local) if "intents" in state and isinstance(state["intents"], LMap) else held
+            self.states_pass(state["states"], path, scope, inner)
 
     def target(self, path: str, target: Any, at: tuple[str, int, int]) -> None:
         if not isinstance(target, str) or target in ("", ".") or "{{" in target:

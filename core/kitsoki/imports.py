@@ -357,7 +357,14 @@ class Rewriter:
 _FOLDS: dict[tuple, list] = statememo.register({})
 """(id of a child state, depth, alias) -> [(the state, what its fold asked -> the
 answer, the folded state, issues of the rewrite pass, issues of the retarget pass)]."""
-_FOLDS_MAX = 200_000
+
+
+def _remember(key: tuple, entry: tuple) -> None:
+    statememo.trim(_FOLDS)
+    entries = _FOLDS.setdefault(key, [])
+    entries.append(entry)
+    if len(entries) > statememo.MAX_ENTRIES:
+        del entries[0]
 
 
 def _memo_on() -> bool:
@@ -595,9 +602,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
         first = own_a + [issue for a, _ in kids for issue in a]
         second = own_b + [issue for _, b in kids for issue in b]
         if _memo_on():
-            if len(_FOLDS) > _FOLDS_MAX:
-                _FOLDS.clear()
-            _FOLDS.setdefault(memo_key, []).append((state, record, out, tuple(first), tuple(second)))
+            _remember(memo_key, (state, record, out, tuple(first), tuple(second)))
         return out, first, second
 
     def fold_intent(intent: Any) -> Any:
@@ -616,7 +621,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
         finally:
             stack.pop()
         if _memo_on():
-            _FOLDS.setdefault(memo_key, []).append((intent, record, out, (), ()))
+            _remember(memo_key, (intent, record, out, (), ()))
         return out
 
     states = parent.setdefault("states", LMap())

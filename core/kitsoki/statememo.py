@@ -135,15 +135,26 @@ def recall(memo: dict, key: tuple, subject, answers: dict, stack: list[dict]):
     return None
 
 
-MAX_KEYS = 200_000
+MAX_KEYS = 50_000
+"""Per memo; past it the older half goes (a long-running server keeps what its recent loads made)."""
+MAX_ENTRIES = 4
+"""Per key: the answers a state's work got under its last few contexts."""
 
 
 def keep(memo: dict, key: tuple, subject, record: dict, result) -> None:
     if not enabled():
         return
+    trim(memo)
+    entries = memo.setdefault(key, [])
+    entries.append((subject, record, result))
+    if len(entries) > MAX_ENTRIES:
+        del entries[0]
+
+
+def trim(memo: dict) -> None:
     if len(memo) > MAX_KEYS:
-        memo.clear()
-    memo.setdefault(key, []).append((subject, record, result))
+        for key in list(memo)[:len(memo) // 2]:
+            memo.pop(key, None)
 
 
 def located(value) -> tuple:
