@@ -177,9 +177,9 @@ def apply_fallback(definition: LMap) -> None:
 
 def _frozen(value: Any) -> tuple:
     if isinstance(value, dict):
-        return ("d", tuple((key, _frozen(item)) for key, item in value.items()))
+        return (type(value).__name__, tuple((key, _frozen(item)) for key, item in value.items()))
     if isinstance(value, list):
-        return ("l", tuple(_frozen(item) for item in value))
+        return (type(value).__name__, tuple(_frozen(item) for item in value))
     return (type(value).__name__, value)
 
 

@@ -114,10 +114,11 @@ class Watched:
 
 def still(record: dict, answers: dict) -> bool:
     """Whether every question in `record` ((kind, name) -> answer) gets the same answer now;
-    `answers` maps a kind to the function answering it (a Watched's `answer`)."""
+    `answers` maps a kind to the function answering it (a Watched's `answer`). An answer is the same
+    object, or an equal tuple or string (a shape, a listing); any other object only by identity."""
     for (kind, name), answer in record.items():
         now = answers[kind](name)
-        if now is not answer and not (type(answer) is tuple and answer == now):
+        if now is not answer and not (type(answer) in (tuple, str) and answer == now):
             return False
     return True
 
