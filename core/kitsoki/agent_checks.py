@@ -398,53 +398,70 @@ def _dispatched_agents(state: LMap) -> list[str]:
 
 def _state_rules(states: LMap, agents: LMap, out: _Issues) -> None:
     """normalizeAndValidateOffRamps, validateWriteMode and validateInterceptDrive (loader.go:1719-1836, 2487)."""
+    def external(name: str) -> bool:
+        return name in agents and isinstance(agents[name], LMap) and external_side_effect(agents[name])
+
     for path, state in _walk_states(states):
-        at = state.at
-        ramp = state.get("agent_off_ramp")
-        if ramp is not None and not isinstance(ramp, bool) and \
-                (not isinstance(ramp, LMap) or set(ramp) - {"agent", "persona", "banner"}):
-            out.add(state.value_at("agent_off_ramp"), "agent_off_ramp: must be `true` or an {agent, persona, banner} "
-                                                      "mapping", f"states.{path}.agent_off_ramp")  # OffRampDef.UnmarshalYAML
-            continue
-        if effect_when_off_ramp_enabled(ramp):
-            if state.get("terminal") is True:
-                out.add(at, f"state {_q(path)} declares agent_off_ramp on a terminal: true state; a terminal state "
-                            "never routes free text")
-            if state.get("mode") == "conversational":
-                out.add(at, f"state {_q(path)} declares agent_off_ramp on a mode: conversational state; that harness "
-                            "is already free-form, so the flag is meaningless there")
+        ramp_rule(path, state, out)
     for path, state in _walk_states(states):
-        at = state.at
-        for effect in _effects(state.get("on_enter")):
-            _reserved_scope(effect, f"state {_q(path)} on_enter", out)
-        for intent in sorted(_map(state.get("on"))):
-            arcs = state["on"][intent]
-            for arc in arcs if isinstance(arcs, LSeq) else ():
-                if isinstance(arc, LMap):
-                    for effect in _effects(arc.get("effects")):
-                        _reserved_scope(effect, f"state {_q(path)} intent {_q(intent)}", out)
-        mode = state.get("write_mode") or ""
-        if mode not in WRITE_MODES:
-            out.add(state.value_at("write_mode"), f"state {_q(path)}: write_mode {_q(mode)} is invalid (want \"\", "
-                                                  '"open", or "read_only")', f"states.{path}.write_mode")
-        if mode == "read_only":
-            if not _dispatches_agent(state):
+        write_rule(path, state, external, out)
+    for path, state in _walk_states(states):
+        drive_rule(path, state, out)
+
+
+def ramp_rule(path: str, state: LMap, out: _Issues) -> None:
+    """An off-ramp's form, and never on a terminal or conversational state (one state)."""
+    at = state.at
+    ramp = state.get("agent_off_ramp")
+    if ramp is not None and not isinstance(ramp, bool) and \
+            (not isinstance(ramp, LMap) or set(ramp) - {"agent", "persona", "banner"}):
+        out.add(state.value_at("agent_off_ramp"), "agent_off_ramp: must be `true` or an {agent, persona, banner} "
+                                                  "mapping", f"states.{path}.agent_off_ramp")  # OffRampDef.UnmarshalYAML
+        return
+    if effect_when_off_ramp_enabled(ramp):
+        if state.get("terminal") is True:
+            out.add(at, f"state {_q(path)} declares agent_off_ramp on a terminal: true state; a terminal state "
+                        "never routes free text")
+        if state.get("mode") == "conversational":
+            out.add(at, f"state {_q(path)} declares agent_off_ramp on a mode: conversational state; that harness "
+                        "is already free-form, so the flag is meaningless there")
+
+
+def write_rule(path: str, state: LMap, external: Callable[[str], bool], out: _Issues) -> None:
+    """No `set:` of the write-mode scope; write_mode's value, and read_only only where an agent is dispatched
+    and none of them declares external side effects (`external(name)`), for one state."""
+    for effect in _effects(state.get("on_enter")):
+        _reserved_scope(effect, f"state {_q(path)} on_enter", out)
+    for intent in sorted(_map(state.get("on"))):
+        arcs = state["on"][intent]
+        for arc in arcs if isinstance(arcs, LSeq) else ():
+            if isinstance(arc, LMap):
+                for effect in _effects(arc.get("effects")):
+                    _reserved_scope(effect, f"state {_q(path)} intent {_q(intent)}", out)
+    mode = state.get("write_mode") or ""
+    if mode not in WRITE_MODES:
+        out.add(state.value_at("write_mode"), f"state {_q(path)}: write_mode {_q(mode)} is invalid (want \"\", "
+                                              '"open", or "read_only")', f"states.{path}.write_mode")
+    if mode == "read_only":
+        if not _dispatches_agent(state):
+            out.add(state.value_at("write_mode"),
+                    f"state {_q(path)}: write_mode: read_only is only meaningful on a room that dispatches an agent "
+                    "(mode: conversational, an agent_off_ramp, or a host.agent.task / host.agent.converse effect); "
+                    "it would silently do nothing here", f"states.{path}.write_mode")
+        for name in _dispatched_agents(state):
+            if external(name):
                 out.add(state.value_at("write_mode"),
-                        f"state {_q(path)}: write_mode: read_only is only meaningful on a room that dispatches an agent "
-                        "(mode: conversational, an agent_off_ramp, or a host.agent.task / host.agent.converse effect); "
-                        "it would silently do nothing here", f"states.{path}.write_mode")
-            for name in _dispatched_agents(state):
-                if name in agents and isinstance(agents[name], LMap) and external_side_effect(agents[name]):
-                    out.add(state.value_at("write_mode"),
-                            f"state {_q(path)}: write_mode: read_only contradicts agent {_q(name)} which declares "
-                            "external_side_effect: true (statically write-capable); the static and runtime postures "
-                            "must agree — drop write_mode: read_only or set the agent read-only",
-                            f"states.{path}.write_mode")
-    for path, state in _walk_states(states):
-        drive = state.get("intercept_drive")
-        if drive and drive != "rest":
-            out.add(state.value_at("intercept_drive"), f"state {_q(path)}: intercept_drive {_q(drive)} is invalid (the "
-                                                       'only valid value is "rest")', f"states.{path}.intercept_drive")
+                        f"state {_q(path)}: write_mode: read_only contradicts agent {_q(name)} which declares "
+                        "external_side_effect: true (statically write-capable); the static and runtime postures "
+                        "must agree — drop write_mode: read_only or set the agent read-only",
+                        f"states.{path}.write_mode")
+
+
+def drive_rule(path: str, state: LMap, out: _Issues) -> None:
+    drive = state.get("intercept_drive")
+    if drive and drive != "rest":
+        out.add(state.value_at("intercept_drive"), f"state {_q(path)}: intercept_drive {_q(drive)} is invalid (the "
+                                                   'only valid value is "rest")', f"states.{path}.intercept_drive")
 
 
 def _reserved_scope(effect: LMap, location: str, out: _Issues) -> None:
@@ -682,44 +699,52 @@ class _RecordedEnv(Mapping[str, str]):
 def _starlark_issues(definition: LMap, base_dir: Path | None, out: _Issues, probes: Probes | None = None) -> None:
     """validateStarlarkEffects (loader.go:2196-2298): the script (inside the app root) and its
     `.yaml` sidecar exist; an input is never a bare expression. The sidecar's types are not modelled."""
+    exists = probes.exists if probes is not None else probed.exists
+    isfile = probes.isfile if probes is not None else probed.isfile
     for location, effect in walk_all_effects(_map(definition.get("states"))):
-        if effect.get("invoke") != "host.starlark.run":
-            continue
-        arguments = _map(effect.get("with"))
-        script = arguments.get("script")
-        script = script.strip() if isinstance(script, str) else ""
-        if not script:
-            out.add(effect.at, f"{location}: host.starlark.run requires a non-empty with.script")
-            continue
-        if "{{" in script:
-            continue
-        resolved = script
-        if base_dir is not None and not os.path.isabs(script):
-            resolved = os.path.join(base_dir, script)
-        if base_dir is not None:
-            relative = os.path.relpath(os.path.normpath(resolved), base_dir)
-            if relative.startswith(".."):
-                out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} resolves "
-                                                      "outside the app root")
-                continue
-        if not (probes.exists(resolved) if probes is not None else probed.exists(resolved)):
-            out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} not found "
-                                                  f"(resolved to {_q(resolved)})")
-            continue
-        sidecar = resolved + ".yaml"
-        if not (probes.isfile(sidecar) if probes is not None else probed.isfile(sidecar)):
-            out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} has no sidecar "
-                                                  f"(expected {_q(sidecar)}): open {sidecar}: no such file or directory")
-            continue
-        inputs = _map(arguments.get("inputs"))
-        for name in inputs:
-            value = inputs[name]
-            if isinstance(value, str) and "{{" not in value and "{%" not in value and \
-                    _BARE_STARLARK_INPUT.match(value.strip()):
-                out.add(inputs.value_at(name),
-                        f"{location}: host.starlark.run input {_q(name)} is a bare expression {_q(value)} — it reaches "
-                        "the script as that literal string, not its value. Template it: "
-                        f"{_q('{{ ' + value.strip() + ' }}')} (a sole {{{{ }}}} preserves the typed value).")
+        starlark_rule(location, effect, base_dir, exists, isfile, out)
+
+
+def starlark_rule(location: str, effect: LMap, base_dir: Path | None, exists: Callable[[str], bool],
+                  isfile: Callable[[str], bool], out: _Issues) -> None:
+    """validateStarlarkEffects for one effect; `exists` / `isfile` answer for the script and its sidecar."""
+    if effect.get("invoke") != "host.starlark.run":
+        return
+    arguments = _map(effect.get("with"))
+    script = arguments.get("script")
+    script = script.strip() if isinstance(script, str) else ""
+    if not script:
+        out.add(effect.at, f"{location}: host.starlark.run requires a non-empty with.script")
+        return
+    if "{{" in script:
+        return
+    resolved = script
+    if base_dir is not None and not os.path.isabs(script):
+        resolved = os.path.join(base_dir, script)
+    if base_dir is not None:
+        relative = os.path.relpath(os.path.normpath(resolved), base_dir)
+        if relative.startswith(".."):
+            out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} resolves "
+                                                  "outside the app root")
+            return
+    if not exists(resolved):
+        out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} not found "
+                                              f"(resolved to {_q(resolved)})")
+        return
+    sidecar = resolved + ".yaml"
+    if not isfile(sidecar):
+        out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} has no sidecar "
+                                              f"(expected {_q(sidecar)}): open {sidecar}: no such file or directory")
+        return
+    inputs = _map(arguments.get("inputs"))
+    for name in inputs:
+        value = inputs[name]
+        if isinstance(value, str) and "{{" not in value and "{%" not in value and \
+                _BARE_STARLARK_INPUT.match(value.strip()):
+            out.add(inputs.value_at(name),
+                    f"{location}: host.starlark.run input {_q(name)} is a bare expression {_q(value)} — it reaches "
+                    "the script as that literal string, not its value. Template it: "
+                    f"{_q('{{ ' + value.strip() + ' }}')} (a sole {{{{ }}}} preserves the typed value).")
 
 
 def definition_agent_issues(definition: LMap, base_dir: Path | None = None,
@@ -748,281 +773,15 @@ def definition_agent_issues(definition: LMap, base_dir: Path | None = None,
         _verb_cross_checks(definition, agents, out)
         _starlark_issues(definition, base_dir, out, probes)
         return out.items, False
-    per_state = _PerState(definition, agents, base_dir, probes)
-    parts = {name: per_state.subtree(name, state) for name, state in states.items() if isinstance(state, LMap)}
+    from core.kitsoki import agent_state_checks as each  # builds on this module's rules
 
-    def passes(*which: int) -> None:
-        for index in which:
-            for name in (sorted(parts) if index in _SORTED_PASSES else parts):
-                out.items.extend(parts[name][index])
-
-    passes(_REFS, _RAMPS, _RULES, _DRIVES)
+    passes = each.StatePasses(definition, states, agents, base_dir, probes)
+    out.items.extend(passes.take(each.REFS, each.RAMPS, each.RULES, each.DRIVES))
     _meta_mode_issues(definition, modes, env, out)
     _agent_references(definition, modes, out, states=False)
-    passes(_RAMP_REFS)
+    out.items.extend(passes.take(each.RAMP_REFS))
     _provider_references(definition, out, effects=False)
-    passes(_PROVIDERS, _VERBS)
+    out.items.extend(passes.take(each.PROVIDERS, each.VERBS))
     _verb_cross_checks(definition, agents, out, effects=False)
-    passes(_STARLARK)
+    out.items.extend(passes.take(each.STARLARK))
     return out.items, False
-
-
-_REFS, _RAMPS, _RULES, _DRIVES, _RAMP_REFS, _PROVIDERS, _VERBS, _STARLARK = range(8)
-_SORTED_PASSES = frozenset({_REFS, _RAMPS, _RULES, _DRIVES, _RAMP_REFS})
-"""The passes over states in sorted order (_walk_states); the others walk them as written (walk_all_effects)."""
-_AGENT_VERDICTS: dict = statememo.register({})
-"""(id of a state, its path, the app's folder and file) -> [(the state, what its checks asked -> the answer,
-the issues of each pass over the state and its children)]."""
-
-
-def _decl_shape(decl: Any) -> Any:
-    """What verb_issue reads of an agent's declaration (compared by value)."""
-    if not isinstance(decl, LMap):
-        return ("none",)
-    return ("agent", tuple(_tools(decl)), decl.get("external_side_effect") is False)
-
-
-class _PerState:
-    """definition_agent_issues' passes over states, one state (and its children) at a time, each state's
-    issues remembered by its identity with what they asked of the app (agents, providers, files)."""
-
-    def __init__(self, definition: LMap, agents: LMap, base_dir: Path | None, probes: Probes | None) -> None:
-        self.definition, self.agents, self.base_dir, self.probes = definition, agents, base_dir, probes
-        self.file = definition.file
-        self.known_agents = set(agents) | set(BUILTIN_AGENTS)
-        self.providers = set(_map(definition.get("providers")))
-        self.stack: list[dict] = []
-        self.answers = {
-            "a?": lambda name: name in agents,
-            "ext": self._external,
-            "known?": lambda name: name in self.known_agents,
-            "listed": lambda _: ", ".join(sorted(self.known_agents)),
-            "prov?": lambda name: name in self.providers,
-            "plisted": lambda _: ", ".join(sorted(self.providers)) or "(none declared)",
-            "decl": lambda name: _decl_shape(agents.get(name) if name else None),
-            "e": lambda path: probes.exists(path) if probes is not None else probed.exists(path),
-            "f": lambda path: probes.isfile(path) if probes is not None else probed.isfile(path),
-        }
-
-    def ask(self, kind: str, name: Any) -> Any:
-        found = self.answers[kind](name)
-        for record in self.stack:
-            record[(kind, name)] = found
-        return found
-
-    def _external(self, name: str) -> bool:
-        agents = self.agents
-        return name in agents and isinstance(agents[name], LMap) and external_side_effect(agents[name])
-
-    def subtree(self, path: str, state: LMap) -> tuple:
-        key = (id(state), path, str(self.base_dir), self.file)
-        known = statememo.recall(_AGENT_VERDICTS, key, state, self.answers, self.stack)
-        if known is not None:
-            return known
-        record: dict = {}
-        self.stack.append(record)
-        try:
-            own = self.own(path, state)
-            children = state.get("states")
-            if isinstance(children, LMap):
-                subs = {name: self.subtree(f"{path}.{name}", child) for name, child in children.items()
-                        if isinstance(child, LMap)}
-                for index in range(len(own)):
-                    for name in (sorted(subs) if index in _SORTED_PASSES else subs):
-                        own[index].extend(subs[name][index])
-        finally:
-            self.stack.pop()
-        result = tuple(tuple(items) for items in own)
-        statememo.keep(_AGENT_VERDICTS, key, state, record, result)
-        return result
-
-    def own(self, path: str, state: LMap) -> list[list[ConfigIssue]]:
-        outs = [_Issues(self.file) for _ in range(8)]
-        # _agent_refs
-        out = outs[_REFS]
-
-        def chain(effect: LMap, location: str) -> None:
-            name = _map(effect.get("with")).get("agent")
-            if isinstance(name, str) and name and "{{" not in name:
-                invoke = effect.get("invoke")
-                if invoke and not str(invoke).startswith(AGENT_VERB):
-                    problem = (f"{location}: with.agent is only meaningful on host.agent.* invocations (got invoke "
-                               f"{_q(invoke)})")
-                elif not self.ask("a?", name):
-                    problem = f"{location}: with.agent {_q(name)} is not declared in agents"
-                else:
-                    problem = None
-                if problem:
-                    out.add(_at(effect, (effect.file, effect.line, effect.column)), problem)
-            for index, child in enumerate(_effects(effect.get("on_complete"))):
-                chain(child, f"{location} on_complete[{index}]")
-
-        for intent in sorted(_map(state.get("on"))):
-            arcs = state["on"][intent]
-            for arc in arcs if isinstance(arcs, LSeq) else ():
-                if isinstance(arc, LMap):
-                    for index, effect in enumerate(_effects(arc.get("effects"))):
-                        chain(effect, f"state {_q(path)} intent {_q(intent)} effects[{index}]")
-        for index, effect in enumerate(_effects(state.get("on_enter"))):
-            chain(effect, f"state {_q(path)} on_enter[{index}]")
-        # _state_rules, its three passes
-        _ramp_rule(path, state, outs[_RAMPS])
-        self._write_rules(path, state, outs[_RULES])
-        drive = state.get("intercept_drive")
-        if drive and drive != "rest":
-            outs[_DRIVES].add(state.value_at("intercept_drive"), f"state {_q(path)}: intercept_drive {_q(drive)} is "
-                                                                 'invalid (the only valid value is "rest")',
-                              f"states.{path}.intercept_drive")
-        # _agent_references: off-ramps
-        ramp = state.get("agent_off_ramp")
-        if isinstance(ramp, LMap):
-            name = ramp.get("agent")
-            if isinstance(name, str) and name and not self.ask("known?", name):
-                outs[_RAMP_REFS].add(ramp.at, f"agent reference {_q(name)} at states.{path}.agent_off_ramp.agent is "
-                                              f"undefined (known agents: {self.ask('listed', None)})")
-        # the walk_all_effects passes: providers, verbs, starlark
-        for location, effect in _own_effects(path, state):
-            self._provider(location, effect, outs[_PROVIDERS])
-            for problem in self._verbs(effect, location):
-                outs[_VERBS].add(effect.at, problem)
-            self._starlark(location, effect, outs[_STARLARK])
-        return [out.items for out in outs]
-
-    def _write_rules(self, path: str, state: LMap, out: _Issues) -> None:
-        for effect in _effects(state.get("on_enter")):
-            _reserved_scope(effect, f"state {_q(path)} on_enter", out)
-        for intent in sorted(_map(state.get("on"))):
-            arcs = state["on"][intent]
-            for arc in arcs if isinstance(arcs, LSeq) else ():
-                if isinstance(arc, LMap):
-                    for effect in _effects(arc.get("effects")):
-                        _reserved_scope(effect, f"state {_q(path)} intent {_q(intent)}", out)
-        mode = state.get("write_mode") or ""
-        if mode not in WRITE_MODES:
-            out.add(state.value_at("write_mode"), f"state {_q(path)}: write_mode {_q(mode)} is invalid (want \"\", "
-                                                  '"open", or "read_only")', f"states.{path}.write_mode")
-        if mode == "read_only":
-            if not _dispatches_agent(state):
-                out.add(state.value_at("write_mode"),
-                        f"state {_q(path)}: write_mode: read_only is only meaningful on a room that dispatches an agent "
-                        "(mode: conversational, an agent_off_ramp, or a host.agent.task / host.agent.converse effect); "
-                        "it would silently do nothing here", f"states.{path}.write_mode")
-            for name in _dispatched_agents(state):
-                if self.ask("ext", name):
-                    out.add(state.value_at("write_mode"),
-                            f"state {_q(path)}: write_mode: read_only contradicts agent {_q(name)} which declares "
-                            "external_side_effect: true (statically write-capable); the static and runtime postures "
-                            "must agree — drop write_mode: read_only or set the agent read-only",
-                            f"states.{path}.write_mode")
-
-    def _provider(self, location: str, effect: LMap, out: _Issues) -> None:
-        provider = _map(effect.get("with")).get("provider")
-        if not isinstance(provider, str) or not provider or "{{" in provider:
-            return
-        invoke = effect.get("invoke")
-        if invoke and not str(invoke).startswith(AGENT_VERB):
-            out.add(effect.at, f"{location}: with.provider is only meaningful on host.agent.* invocations (got invoke "
-                               f"{_q(invoke)})")
-        elif not self.ask("prov?", provider):
-            out.add(effect.at, f"provider reference {_q(provider)} at {location} with.provider is undefined (known "
-                               f"providers: {self.ask('plisted', None)})")
-
-    def _verbs(self, effect: LMap, location: str) -> list[str]:
-        arguments = effect.get("with")
-        invoke = str(effect.get("invoke") or "")
-        if not isinstance(arguments, LMap) or not invoke.startswith(AGENT_VERB):
-            return []
-        name = arguments.get("agent") if isinstance(arguments.get("agent"), str) else ""
-        if "{{" in name:
-            name = ""
-        shape = self.ask("decl", name) if name else ("none",)
-        return verb_issue(effect, location, _ShapedAgents(name, shape))
-
-    def _starlark(self, location: str, effect: LMap, out: _Issues) -> None:
-        if effect.get("invoke") != "host.starlark.run":
-            return
-        base_dir = self.base_dir
-        arguments = _map(effect.get("with"))
-        script = arguments.get("script")
-        script = script.strip() if isinstance(script, str) else ""
-        if not script:
-            out.add(effect.at, f"{location}: host.starlark.run requires a non-empty with.script")
-            return
-        if "{{" in script:
-            return
-        resolved = script
-        if base_dir is not None and not os.path.isabs(script):
-            resolved = os.path.join(base_dir, script)
-        if base_dir is not None:
-            relative = os.path.relpath(os.path.normpath(resolved), base_dir)
-            if relative.startswith(".."):
-                out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} resolves "
-                                                      "outside the app root")
-                return
-        if not self.ask("e", resolved):
-            out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} not found "
-                                                  f"(resolved to {_q(resolved)})")
-            return
-        sidecar = resolved + ".yaml"
-        if not self.ask("f", sidecar):
-            out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} has no sidecar "
-                                                  f"(expected {_q(sidecar)}): open {sidecar}: no such file or directory")
-            return
-        inputs = _map(arguments.get("inputs"))
-        for name in inputs:
-            value = inputs[name]
-            if isinstance(value, str) and "{{" not in value and "{%" not in value and \
-                    _BARE_STARLARK_INPUT.match(value.strip()):
-                out.add(inputs.value_at(name),
-                        f"{location}: host.starlark.run input {_q(name)} is a bare expression {_q(value)} — it reaches "
-                        "the script as that literal string, not its value. Template it: "
-                        f"{_q('{{ ' + value.strip() + ' }}')} (a sole {{{{ }}}} preserves the typed value).")
-
-
-class _ShapedAgents:
-    """The one agent verb_issue looks up, as its recorded shape: `get(name)` gives a declaration with
-    just what verb_issue reads (its tools and whether it declares external_side_effect: false)."""
-
-    def __init__(self, name: str, shape: Any) -> None:
-        self.name, self.shape = name, shape
-
-    def get(self, name: str, default: Any = None) -> Any:
-        if name != self.name or self.shape[0] != "agent":
-            return default
-        decl = LMap({"tools": LSeq(self.shape[1])})
-        if self.shape[2]:
-            decl["external_side_effect"] = False
-        return decl
-
-
-def _own_effects(where: str, state: LMap) -> Iterator[tuple[str, LMap]]:
-    """walk_all_effects for one state, without its children."""
-    for i, effect in enumerate(_effects(state.get("on_enter"))):
-        yield f"state {_q(where)} on_enter[{i}]", effect
-        for j, child in enumerate(_effects(effect.get("on_complete"))):
-            yield f"state {_q(where)} on_enter[{i}] on_complete[{j}]", child
-    for intent, arcs in _map(state.get("on")).items():
-        for a, arc in enumerate(arcs if isinstance(arcs, LSeq) else ()):
-            if not isinstance(arc, LMap):
-                continue
-            for e, effect in enumerate(_effects(arc.get("effects"))):
-                yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}]", effect
-                for j, child in enumerate(_effects(effect.get("on_complete"))):
-                    yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}] on_complete[{j}]", child
-
-
-def _ramp_rule(path: str, state: LMap, out: _Issues) -> None:
-    at = state.at
-    ramp = state.get("agent_off_ramp")
-    if ramp is not None and not isinstance(ramp, bool) and \
-            (not isinstance(ramp, LMap) or set(ramp) - {"agent", "persona", "banner"}):
-        out.add(state.value_at("agent_off_ramp"), "agent_off_ramp: must be `true` or an {agent, persona, banner} "
-                                                  "mapping", f"states.{path}.agent_off_ramp")  # OffRampDef.UnmarshalYAML
-        return
-    if effect_when_off_ramp_enabled(ramp):
-        if state.get("terminal") is True:
-            out.add(at, f"state {_q(path)} declares agent_off_ramp on a terminal: true state; a terminal state "
-                        "never routes free text")
-        if state.get("mode") == "conversational":
-            out.add(at, f"state {_q(path)} declares agent_off_ramp on a mode: conversational state; that harness "
-                        "is already free-form, so the flag is meaningless there")
