@@ -129,20 +129,25 @@ def walk_all_effects(states: LMap, prefix: str = "") -> Iterator[tuple[str, LMap
         if not isinstance(state, LMap):
             continue
         where = f"{prefix}.{name}" if prefix else name
-        for i, effect in enumerate(_effects(state.get("on_enter"))):
-            yield f"state {_q(where)} on_enter[{i}]", effect
-            for j, child in enumerate(_effects(effect.get("on_complete"))):
-                yield f"state {_q(where)} on_enter[{i}] on_complete[{j}]", child
-        for intent, arcs in _map(state.get("on")).items():
-            for a, arc in enumerate(arcs if isinstance(arcs, LSeq) else ()):
-                if not isinstance(arc, LMap):
-                    continue
-                for e, effect in enumerate(_effects(arc.get("effects"))):
-                    yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}]", effect
-                    for j, child in enumerate(_effects(effect.get("on_complete"))):
-                        yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}] on_complete[{j}]", child
+        yield from state_effects(where, state)
         if isinstance(state.get("states"), LMap):
             yield from walk_all_effects(state["states"], where)
+
+
+def state_effects(where: str, state: LMap) -> Iterator[tuple[str, LMap]]:
+    """walk_all_effects for one state, without its children."""
+    for i, effect in enumerate(_effects(state.get("on_enter"))):
+        yield f"state {_q(where)} on_enter[{i}]", effect
+        for j, child in enumerate(_effects(effect.get("on_complete"))):
+            yield f"state {_q(where)} on_enter[{i}] on_complete[{j}]", child
+    for intent, arcs in _map(state.get("on")).items():
+        for a, arc in enumerate(arcs if isinstance(arcs, LSeq) else ()):
+            if not isinstance(arc, LMap):
+                continue
+            for e, effect in enumerate(_effects(arc.get("effects"))):
+                yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}]", effect
+                for j, child in enumerate(_effects(effect.get("on_complete"))):
+                    yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}] on_complete[{j}]", child
 
 
 def _walk_states(states: LMap, prefix: str = "") -> Iterator[tuple[str, LMap]]:

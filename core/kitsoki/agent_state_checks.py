@@ -12,7 +12,6 @@ written for the effect walks), so they are the same list (tests/test_state_memo.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from core.kitsoki.agent_checks import (
     external_side_effect,
     ramp_rule,
     starlark_rule,
+    state_effects,
     verb_issue,
     write_rule,
 )
@@ -148,7 +148,7 @@ class _PerState:
                 outs[RAMP_REFS].add(ramp.at, f"agent reference {_q(name)} at states.{path}.agent_off_ramp.agent is "
                                               f"undefined (known agents: {self.ask('listed', None)})")
         # the walk_all_effects passes: providers, verbs, starlark
-        for location, effect in _own_effects(path, state):
+        for location, effect in state_effects(path, state):
             self._provider(location, effect, outs[PROVIDERS])
             for problem in self._verbs(effect, location):
                 outs[VERBS].add(effect.at, problem)
@@ -193,22 +193,6 @@ class _ShapedAgents:
         if self.shape[2]:
             decl["external_side_effect"] = False
         return decl
-
-
-def _own_effects(where: str, state: LMap) -> Iterator[tuple[str, LMap]]:
-    """walk_all_effects for one state, without its children."""
-    for i, effect in enumerate(_effects(state.get("on_enter"))):
-        yield f"state {_q(where)} on_enter[{i}]", effect
-        for j, child in enumerate(_effects(effect.get("on_complete"))):
-            yield f"state {_q(where)} on_enter[{i}] on_complete[{j}]", child
-    for intent, arcs in _map(state.get("on")).items():
-        for a, arc in enumerate(arcs if isinstance(arcs, LSeq) else ()):
-            if not isinstance(arc, LMap):
-                continue
-            for e, effect in enumerate(_effects(arc.get("effects"))):
-                yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}]", effect
-                for j, child in enumerate(_effects(effect.get("on_complete"))):
-                    yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}] on_complete[{j}]", child
 
 
 class StatePasses:
