@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from core.kitsoki import probed
+from core.kitsoki import probed, statememo
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
 
@@ -129,20 +129,25 @@ def walk_all_effects(states: LMap, prefix: str = "") -> Iterator[tuple[str, LMap
         if not isinstance(state, LMap):
             continue
         where = f"{prefix}.{name}" if prefix else name
-        for i, effect in enumerate(_effects(state.get("on_enter"))):
-            yield f"state {_q(where)} on_enter[{i}]", effect
-            for j, child in enumerate(_effects(effect.get("on_complete"))):
-                yield f"state {_q(where)} on_enter[{i}] on_complete[{j}]", child
-        for intent, arcs in _map(state.get("on")).items():
-            for a, arc in enumerate(arcs if isinstance(arcs, LSeq) else ()):
-                if not isinstance(arc, LMap):
-                    continue
-                for e, effect in enumerate(_effects(arc.get("effects"))):
-                    yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}]", effect
-                    for j, child in enumerate(_effects(effect.get("on_complete"))):
-                        yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}] on_complete[{j}]", child
+        yield from state_effects(where, state)
         if isinstance(state.get("states"), LMap):
             yield from walk_all_effects(state["states"], where)
+
+
+def state_effects(where: str, state: LMap) -> Iterator[tuple[str, LMap]]:
+    """walk_all_effects for one state, without its children."""
+    for i, effect in enumerate(_effects(state.get("on_enter"))):
+        yield f"state {_q(where)} on_enter[{i}]", effect
+        for j, child in enumerate(_effects(effect.get("on_complete"))):
+            yield f"state {_q(where)} on_enter[{i}] on_complete[{j}]", child
+    for intent, arcs in _map(state.get("on")).items():
+        for a, arc in enumerate(arcs if isinstance(arcs, LSeq) else ()):
+            if not isinstance(arc, LMap):
+                continue
+            for e, effect in enumerate(_effects(arc.get("effects"))):
+                yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}]", effect
+                for j, child in enumerate(_effects(effect.get("on_complete"))):
+                    yield f"state {_q(where)} intent {_q(intent)} arc[{a}] effect[{e}] on_complete[{j}]", child
 
 
 def _walk_states(states: LMap, prefix: str = "") -> Iterator[tuple[str, LMap]]:
@@ -398,53 +403,70 @@ def _dispatched_agents(state: LMap) -> list[str]:
 
 def _state_rules(states: LMap, agents: LMap, out: _Issues) -> None:
     """normalizeAndValidateOffRamps, validateWriteMode and validateInterceptDrive (loader.go:1719-1836, 2487)."""
+    def external(name: str) -> bool:
+        return name in agents and isinstance(agents[name], LMap) and external_side_effect(agents[name])
+
     for path, state in _walk_states(states):
-        at = state.at
-        ramp = state.get("agent_off_ramp")
-        if ramp is not None and not isinstance(ramp, bool) and \
-                (not isinstance(ramp, LMap) or set(ramp) - {"agent", "persona", "banner"}):
-            out.add(state.value_at("agent_off_ramp"), "agent_off_ramp: must be `true` or an {agent, persona, banner} "
-                                                      "mapping", f"states.{path}.agent_off_ramp")  # OffRampDef.UnmarshalYAML
-            continue
-        if effect_when_off_ramp_enabled(ramp):
-            if state.get("terminal") is True:
-                out.add(at, f"state {_q(path)} declares agent_off_ramp on a terminal: true state; a terminal state "
-                            "never routes free text")
-            if state.get("mode") == "conversational":
-                out.add(at, f"state {_q(path)} declares agent_off_ramp on a mode: conversational state; that harness "
-                            "is already free-form, so the flag is meaningless there")
+        ramp_rule(path, state, out)
     for path, state in _walk_states(states):
-        at = state.at
-        for effect in _effects(state.get("on_enter")):
-            _reserved_scope(effect, f"state {_q(path)} on_enter", out)
-        for intent in sorted(_map(state.get("on"))):
-            arcs = state["on"][intent]
-            for arc in arcs if isinstance(arcs, LSeq) else ():
-                if isinstance(arc, LMap):
-                    for effect in _effects(arc.get("effects")):
-                        _reserved_scope(effect, f"state {_q(path)} intent {_q(intent)}", out)
-        mode = state.get("write_mode") or ""
-        if mode not in WRITE_MODES:
-            out.add(state.value_at("write_mode"), f"state {_q(path)}: write_mode {_q(mode)} is invalid (want \"\", "
-                                                  '"open", or "read_only")', f"states.{path}.write_mode")
-        if mode == "read_only":
-            if not _dispatches_agent(state):
+        write_rule(path, state, external, out)
+    for path, state in _walk_states(states):
+        drive_rule(path, state, out)
+
+
+def ramp_rule(path: str, state: LMap, out: _Issues) -> None:
+    """An off-ramp's form, and never on a terminal or conversational state (one state)."""
+    at = state.at
+    ramp = state.get("agent_off_ramp")
+    if ramp is not None and not isinstance(ramp, bool) and \
+            (not isinstance(ramp, LMap) or set(ramp) - {"agent", "persona", "banner"}):
+        out.add(state.value_at("agent_off_ramp"), "agent_off_ramp: must be `true` or an {agent, persona, banner} "
+                                                  "mapping", f"states.{path}.agent_off_ramp")  # OffRampDef.UnmarshalYAML
+        return
+    if effect_when_off_ramp_enabled(ramp):
+        if state.get("terminal") is True:
+            out.add(at, f"state {_q(path)} declares agent_off_ramp on a terminal: true state; a terminal state "
+                        "never routes free text")
+        if state.get("mode") == "conversational":
+            out.add(at, f"state {_q(path)} declares agent_off_ramp on a mode: conversational state; that harness "
+                        "is already free-form, so the flag is meaningless there")
+
+
+def write_rule(path: str, state: LMap, external: Callable[[str], bool], out: _Issues) -> None:
+    """No `set:` of the write-mode scope; write_mode's value, and read_only only where an agent is dispatched
+    and none of them declares external side effects (`external(name)`), for one state."""
+    for effect in _effects(state.get("on_enter")):
+        _reserved_scope(effect, f"state {_q(path)} on_enter", out)
+    for intent in sorted(_map(state.get("on"))):
+        arcs = state["on"][intent]
+        for arc in arcs if isinstance(arcs, LSeq) else ():
+            if isinstance(arc, LMap):
+                for effect in _effects(arc.get("effects")):
+                    _reserved_scope(effect, f"state {_q(path)} intent {_q(intent)}", out)
+    mode = state.get("write_mode") or ""
+    if mode not in WRITE_MODES:
+        out.add(state.value_at("write_mode"), f"state {_q(path)}: write_mode {_q(mode)} is invalid (want \"\", "
+                                              '"open", or "read_only")', f"states.{path}.write_mode")
+    if mode == "read_only":
+        if not _dispatches_agent(state):
+            out.add(state.value_at("write_mode"),
+                    f"state {_q(path)}: write_mode: read_only is only meaningful on a room that dispatches an agent "
+                    "(mode: conversational, an agent_off_ramp, or a host.agent.task / host.agent.converse effect); "
+                    "it would silently do nothing here", f"states.{path}.write_mode")
+        for name in _dispatched_agents(state):
+            if external(name):
                 out.add(state.value_at("write_mode"),
-                        f"state {_q(path)}: write_mode: read_only is only meaningful on a room that dispatches an agent "
-                        "(mode: conversational, an agent_off_ramp, or a host.agent.task / host.agent.converse effect); "
-                        "it would silently do nothing here", f"states.{path}.write_mode")
-            for name in _dispatched_agents(state):
-                if name in agents and isinstance(agents[name], LMap) and external_side_effect(agents[name]):
-                    out.add(state.value_at("write_mode"),
-                            f"state {_q(path)}: write_mode: read_only contradicts agent {_q(name)} which declares "
-                            "external_side_effect: true (statically write-capable); the static and runtime postures "
-                            "must agree — drop write_mode: read_only or set the agent read-only",
-                            f"states.{path}.write_mode")
-    for path, state in _walk_states(states):
-        drive = state.get("intercept_drive")
-        if drive and drive != "rest":
-            out.add(state.value_at("intercept_drive"), f"state {_q(path)}: intercept_drive {_q(drive)} is invalid (the "
-                                                       'only valid value is "rest")', f"states.{path}.intercept_drive")
+                        f"state {_q(path)}: write_mode: read_only contradicts agent {_q(name)} which declares "
+                        "external_side_effect: true (statically write-capable); the static and runtime postures "
+                        "must agree — drop write_mode: read_only or set the agent read-only",
+                        f"states.{path}.write_mode")
+
+
+def drive_rule(path: str, state: LMap, out: _Issues) -> None:
+    drive = state.get("intercept_drive")
+    if drive and drive != "rest":
+        out.add(state.value_at("intercept_drive"), f"state {_q(path)}: intercept_drive {_q(drive)} is invalid (the "
+                                                   'only valid value is "rest")', f"states.{path}.intercept_drive")
 
 
 def _reserved_scope(effect: LMap, location: str, out: _Issues) -> None:
@@ -454,7 +476,7 @@ def _reserved_scope(effect: LMap, location: str, out: _Issues) -> None:
                 "writing the scope key; it is set only by the write-mode gate on an operator grant")
 
 
-def _agent_references(definition: LMap, modes: dict[str, Any], out: _Issues) -> None:
+def _agent_references(definition: LMap, modes: dict[str, Any], out: _Issues, states: bool = True) -> None:
     """validateAgentReferences (loader.go:2553): meta modes, off_path and off-ramps name known agents."""
     known = set(_map(definition.get("agents"))) | set(BUILTIN_AGENTS)
     listed = ", ".join(sorted(known))
@@ -470,13 +492,13 @@ def _agent_references(definition: LMap, modes: dict[str, Any], out: _Issues) -> 
     off_path = definition.get("off_path")
     if isinstance(off_path, LMap):
         check(off_path.get("agent"), "off_path.agent", off_path.at)
-    for path, state in _walk_states(_map(definition.get("states"))):
+    for path, state in _walk_states(_map(definition.get("states"))) if states else ():
         ramp = state.get("agent_off_ramp")
         if isinstance(ramp, LMap):
             check(ramp.get("agent"), f"states.{path}.agent_off_ramp.agent", ramp.at)
 
 
-def _provider_references(definition: LMap, out: _Issues) -> None:
+def _provider_references(definition: LMap, out: _Issues, effects: bool = True) -> None:
     """validateProviderReferences (loader_providers.go:84-140)."""
     known = set(_map(definition.get("providers")))
     listed = ", ".join(sorted(known)) or "(none declared)"
@@ -486,7 +508,7 @@ def _provider_references(definition: LMap, out: _Issues) -> None:
         if isinstance(provider, str) and provider and "{{" not in provider and provider not in known:
             out.add(agents.key_at(name), f"provider reference {_q(provider)} at agents.{name}.provider is undefined "
                                          f"(known providers: {listed})")
-    for location, effect in walk_all_effects(_map(definition.get("states"))):
+    for location, effect in walk_all_effects(_map(definition.get("states"))) if effects else ():
         provider = _map(effect.get("with")).get("provider")
         if not isinstance(provider, str) or not provider or "{{" in provider:
             continue
@@ -532,8 +554,8 @@ def verb_issue(effect: LMap, location: str, agents: LMap) -> list[str]:
     return problems
 
 
-def _verb_cross_checks(definition: LMap, agents: LMap, out: _Issues) -> None:
-    for location, effect in walk_all_effects(_map(definition.get("states"))):
+def _verb_cross_checks(definition: LMap, agents: LMap, out: _Issues, effects: bool = True) -> None:
+    for location, effect in walk_all_effects(_map(definition.get("states"))) if effects else ():
         for problem in verb_issue(effect, location, agents):
             out.add(effect.at, problem)
     proposals = _map(definition.get("proposals"))
@@ -682,44 +704,52 @@ class _RecordedEnv(Mapping[str, str]):
 def _starlark_issues(definition: LMap, base_dir: Path | None, out: _Issues, probes: Probes | None = None) -> None:
     """validateStarlarkEffects (loader.go:2196-2298): the script (inside the app root) and its
     `.yaml` sidecar exist; an input is never a bare expression. The sidecar's types are not modelled."""
+    exists = probes.exists if probes is not None else probed.exists
+    isfile = probes.isfile if probes is not None else probed.isfile
     for location, effect in walk_all_effects(_map(definition.get("states"))):
-        if effect.get("invoke") != "host.starlark.run":
-            continue
-        arguments = _map(effect.get("with"))
-        script = arguments.get("script")
-        script = script.strip() if isinstance(script, str) else ""
-        if not script:
-            out.add(effect.at, f"{location}: host.starlark.run requires a non-empty with.script")
-            continue
-        if "{{" in script:
-            continue
-        resolved = script
-        if base_dir is not None and not os.path.isabs(script):
-            resolved = os.path.join(base_dir, script)
-        if base_dir is not None:
-            relative = os.path.relpath(os.path.normpath(resolved), base_dir)
-            if relative.startswith(".."):
-                out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} resolves "
-                                                      "outside the app root")
-                continue
-        if not (probes.exists(resolved) if probes is not None else probed.exists(resolved)):
-            out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} not found "
-                                                  f"(resolved to {_q(resolved)})")
-            continue
-        sidecar = resolved + ".yaml"
-        if not (probes.isfile(sidecar) if probes is not None else probed.isfile(sidecar)):
-            out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} has no sidecar "
-                                                  f"(expected {_q(sidecar)}): open {sidecar}: no such file or directory")
-            continue
-        inputs = _map(arguments.get("inputs"))
-        for name in inputs:
-            value = inputs[name]
-            if isinstance(value, str) and "{{" not in value and "{%" not in value and \
-                    _BARE_STARLARK_INPUT.match(value.strip()):
-                out.add(inputs.value_at(name),
-                        f"{location}: host.starlark.run input {_q(name)} is a bare expression {_q(value)} — it reaches "
-                        "the script as that literal string, not its value. Template it: "
-                        f"{_q('{{ ' + value.strip() + ' }}')} (a sole {{{{ }}}} preserves the typed value).")
+        starlark_rule(location, effect, base_dir, exists, isfile, out)
+
+
+def starlark_rule(location: str, effect: LMap, base_dir: Path | None, exists: Callable[[str], bool],
+                  isfile: Callable[[str], bool], out: _Issues) -> None:
+    """validateStarlarkEffects for one effect; `exists` / `isfile` answer for the script and its sidecar."""
+    if effect.get("invoke") != "host.starlark.run":
+        return
+    arguments = _map(effect.get("with"))
+    script = arguments.get("script")
+    script = script.strip() if isinstance(script, str) else ""
+    if not script:
+        out.add(effect.at, f"{location}: host.starlark.run requires a non-empty with.script")
+        return
+    if "{{" in script:
+        return
+    resolved = script
+    if base_dir is not None and not os.path.isabs(script):
+        resolved = os.path.join(base_dir, script)
+    if base_dir is not None:
+        relative = os.path.relpath(os.path.normpath(resolved), base_dir)
+        if relative.startswith(".."):
+            out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} resolves "
+                                                  "outside the app root")
+            return
+    if not exists(resolved):
+        out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} not found "
+                                              f"(resolved to {_q(resolved)})")
+        return
+    sidecar = resolved + ".yaml"
+    if not isfile(sidecar):
+        out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} has no sidecar "
+                                              f"(expected {_q(sidecar)}): open {sidecar}: no such file or directory")
+        return
+    inputs = _map(arguments.get("inputs"))
+    for name in inputs:
+        value = inputs[name]
+        if isinstance(value, str) and "{{" not in value and "{%" not in value and \
+                _BARE_STARLARK_INPUT.match(value.strip()):
+            out.add(inputs.value_at(name),
+                    f"{location}: host.starlark.run input {_q(name)} is a bare expression {_q(value)} — it reaches "
+                    "the script as that literal string, not its value. Template it: "
+                    f"{_q('{{ ' + value.strip() + ' }}')} (a sole {{{{ }}}} preserves the typed value).")
 
 
 def definition_agent_issues(definition: LMap, base_dir: Path | None = None,
@@ -738,12 +768,25 @@ def definition_agent_issues(definition: LMap, base_dir: Path | None = None,
     out = _Issues(definition.file)
     states = _map(definition.get("states"))
     agents = _map(definition.get("agents"))
-    _agent_refs(states, agents, out)
-    _state_rules(states, agents, out)
     modes = meta_modes(definition)
+    if not statememo.enabled():  # the whole-tree passes, in kitsoki's order (what the memoized path equals)
+        _agent_refs(states, agents, out)
+        _state_rules(states, agents, out)
+        _meta_mode_issues(definition, modes, env, out)
+        _agent_references(definition, modes, out)
+        _provider_references(definition, out)
+        _verb_cross_checks(definition, agents, out)
+        _starlark_issues(definition, base_dir, out, probes)
+        return out.items, False
+    from core.kitsoki import agent_state_checks as each  # builds on this module's rules
+
+    passes = each.StatePasses(definition, states, agents, base_dir, probes)
+    out.items.extend(passes.take(each.REFS, each.RAMPS, each.RULES, each.DRIVES))
     _meta_mode_issues(definition, modes, env, out)
-    _agent_references(definition, modes, out)
-    _provider_references(definition, out)
-    _verb_cross_checks(definition, agents, out)
-    _starlark_issues(definition, base_dir, out, probes)
+    _agent_references(definition, modes, out, states=False)
+    out.items.extend(passes.take(each.RAMP_REFS))
+    _provider_references(definition, out, effects=False)
+    out.items.extend(passes.take(each.PROVIDERS, each.VERBS))
+    _verb_cross_checks(definition, agents, out, effects=False)
+    out.items.extend(passes.take(each.STARLARK))
     return out.items, False

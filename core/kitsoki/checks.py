@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.kitsoki import statememo
 from core.kitsoki.duration import DurationError, parse_go_duration
 from core.kitsoki.expr_checks import expression_issues
 from core.kitsoki.imports import RESERVED_WORLD_KEYS
@@ -141,13 +142,17 @@ def apply_fallback(definition: LMap) -> None:
     arms = source.get("on", {}).get(intent) if isinstance(source, LMap) and isinstance(source.get("on"), LMap) else None
     if not isinstance(arms, LSeq) or not arms:
         return
-    fallback = arms.like()
-    for arm in arms:
-        if isinstance(arm, LMap):
-            arm = arm.like(arm)
-            arm["target"] = path
-            arm[FALLBACK_KEY] = True
-        fallback.append(arm)
+    fallback = statememo.recall(_FALLBACKS, (id(arms), path), arms, {}, [])
+    if fallback is None:
+        fallback = arms.like()
+        for arm in arms:
+            if isinstance(arm, LMap):
+                arm = arm.like(arm)
+                arm["target"] = path
+                arm[FALLBACK_KEY] = True
+            fallback.append(arm)
+        statememo.keep(_FALLBACKS, (id(arms), path), arms, {}, fallback)
+
     def inject(state_path: str, state: LMap) -> LMap:
         if state_path == path or state.get("terminal") is True or state.get("default_intent") or \
                 state.get("agent_off_ramp") not in (None, False):
@@ -155,13 +160,46 @@ def apply_fallback(definition: LMap) -> None:
         on = state.get("on")
         if isinstance(on, LMap) and intent in on:
             return state
+        key = (id(state), id(fallback), intent)  # the same state given the same arms: the same copy
+        injected = statememo.recall(_INJECTED, key, state, {}, [])
+        if injected is not None and injected[0] is fallback:
+            return injected[1]
+        original = state
         state = state.like(state)
         block = on.like(on) if isinstance(on, LMap) else LMap(file=state.file, line=state.line, column=state.column)
         block[intent] = fallback
         state["on"] = block
+        statememo.keep(_INJECTED, key, original, {}, (fallback, state))
         return state
 
     definition["states"] = map_states(states, inject)
+
+
+def _frozen(value: Any) -> tuple:
+    if isinstance(value, dict):
+        return (type(value).__name__, tuple((key, _frozen(item)) for key, item in value.items()))
+    if isinstance(value, list):
+        return (type(value).__name__, tuple(_frozen(item) for item in value))
+    return (type(value).__name__, value)
+
+
+def _intent_shape(value: Any) -> Any:
+    """What a state's checks read of an intent they look up (whether it is there, None, a mapping,
+    and its slots: _one_required_string, view_checks.choice_cross_ref), compared by value."""
+    if value is statememo.MISSING:
+        return value
+    if value is None:
+        return ("none",)
+    if not isinstance(value, LMap):
+        return ("other",)
+    return ("map", _frozen(value.get("slots")))
+
+
+_FALLBACKS: dict = statememo.register({})
+_INJECTED: dict = statememo.register({})
+_VERDICTS: dict = statememo.register({})
+"""(id of a state, its path, ids of its ancestors' own intents) -> [(the state, what its checks asked
+of the app outside it -> the answer, the issues of the state and its children)]."""
 
 
 class _Checks:
@@ -184,6 +222,14 @@ class _Checks:
                 names = set(state.get("on") or ()) | set(state.get("__intent_aliases__") or ())
                 if names:
                     self.on_keys[path] = names
+        # What a state's checks read of the app outside the state, watched (core.kitsoki.statememo).
+        self.stack: list[dict] = []
+        self._world = statememo.Watched(self.world, "w", self.stack)
+        self._intents = statememo.Watched(self.intents, "i", self.stack, _intent_shape)
+        self._paths = statememo.Watched(self.paths, "p", self.stack)
+        self._hosts = statememo.Watched(self.hosts, "h", self.stack)
+        self.answers = {"w": self._world.answer, "i": self._intents.answer, "i?": self._intents.holds, "p": self._paths.answer,
+                        "h": self._hosts.answer, "r": lambda asked: self.reachable(*asked)}
 
     def add(self, at: tuple[str, int, int], message: str, key: str = "") -> None:
         self.issues.append(ConfigIssue(file=at[0], line=at[1], column=at[2], key=key, message=message))
@@ -224,129 +270,150 @@ class _Checks:
         self.reach_into_child()
         return self.issues
 
-    def states_pass(self, states: LMap, prefix: str, ancestors: dict[str, Any]) -> None:
+    def states_pass(self, states: LMap, prefix: str, ancestors: dict[str, Any], scope: tuple = ()) -> None:
+        """Each state's checks (and its children's), remembered by the state's identity, its path and its
+        ancestors' own intents (`scope`, those mappings: what it sees beyond the app's intents; held by the
+        memo, so their ids stay theirs), with what the checks asked of the app and the answers: kept while
+        each question gets the same answer."""
+        scope_ids = tuple(id(intents) for intents in scope)
         for name in sorted(states):
             state = states[name]
             if not isinstance(state, LMap):
                 continue
             path = f"{prefix}.{name}" if prefix else name
-            at = state.at
-            local = state.get("intents") if isinstance(state.get("intents"), LMap) else LMap()
-            scope = {**ancestors, **local}
-            for key in state.get("relevant_world") or ():
-                if key not in self.world:
-                    self.add(at, f'state "{path}": relevant_world key "{key}" is not declared in world schema',
-                             f"states.{path}.relevant_world")
-            on = state.get("on") if isinstance(state.get("on"), LMap) else LMap()
-            default_intent = state.get("default_intent")
-            if default_intent:
-                if default_intent not in on:
-                    self.add(at, f'state "{path}": default_intent "{default_intent}" has no matching on: arc in this '
-                                 "state", f"states.{path}.default_intent")
-                intent = scope.get(default_intent, self.intents.get(default_intent))
-                if intent is None:
-                    self.add(at, f'state "{path}": default_intent "{default_intent}" is not a declared intent',
-                             f"states.{path}.default_intent")
-                elif not _one_required_string(intent):
-                    self.add(at, f'state "{path}": default_intent "{default_intent}" must declare exactly one required '
-                                 "string slot to receive the free-text utterance", f"states.{path}.default_intent")
-            routing = state.get("contextual_routing")
-            if isinstance(routing, LMap) and routing.get("enabled"):
-                if not (routing.get("room_chat") or routing.get("help_chat") or routing.get("meta_chat")):
-                    self.add(at, f'state "{path}": contextual_routing.enabled requires at least one lane (room_chat, '
-                                 "help_chat, or meta_chat)")
-                for lane in ("room_chat", "plan_accept_intent", "plan_refine_intent"):
-                    value = routing.get(lane)
-                    if not value:
-                        continue
-                    if value not in on:
-                        self.add(at, f'state "{path}": contextual_routing.{lane} "{value}" has no matching on: arc in '
-                                     "this state")
-                    if value not in scope and value not in self.intents:
-                        self.add(at, f'state "{path}": contextual_routing.{lane} "{value}" is not a declared intent')
-            invalid, choices = view_problems(state.get("view"), self.intents, scope)
-            where = state.value_at("view") if "view" in state else at
-            if invalid:
-                self.add(where, f'state "{path}": {invalid}', f"states.{path}.view")
-            for index, problem in choices:
-                self.add(where, f'state "{path}": view[{index}] (choice): {problem}', f"states.{path}.view")
-            if prefix:
-                for key in ("transcript", "theme"):
-                    if state.get(key):
-                        self.add(at, f'state "{path}": {key}: only allowed on top-level (room) states')
-            elif state.get("transcript") not in (None, "", "persistent", "transient"):
-                self.add(at, f'state "{path}": transcript: "{state["transcript"]}" is not one of "persistent", '
-                             '"transient"')
-            for intent_name in sorted(on):
-                where = on.key_at(intent_name)
-                if intent_name != "*" and intent_name not in self.intents and intent_name not in local:
-                    self.add(where, f'state "{path}": on: "{intent_name}" — intent not declared in intents library or '
-                                    "state.intents", f"states.{path}.on.{intent_name}")
-                arms = on[intent_name] if isinstance(on[intent_name], LSeq) else ()
-                for index, arm in enumerate(arms):
-                    if not isinstance(arm, LMap):
-                        continue
-                    self.target(path, arm.get("target"), arm.at if arm.kline else on[intent_name].item_at(index))
-                    invalid, choices = view_problems(arm.get("view"), self.intents, scope)
-                    if invalid:
-                        self.add(arm.at, f'state "{path}" intent "{intent_name}": transition view: {invalid}')
-                    for position, problem in choices:
-                        self.add(arm.at, f'state "{path}" intent "{intent_name}": transition view[{position}] '
-                                         f"(choice): {problem}")
-                    for position, effect in enumerate(arm.get("effects") or ()):
-                        if isinstance(effect, LMap):
-                            location = f'state "{path}" intent "{intent_name}" effects[{position}]'
-                            self.invoke(effect, f'state "{path}" intent "{intent_name}": effect', arm)
-                            self.background(effect, location, path, False, arm)
-            for index, effect in enumerate(state.get("on_enter") or ()):
-                if isinstance(effect, LMap):
-                    self.invoke(effect, f'state "{path}": on_enter', state)
-                    self.background(effect, f'state "{path}" on_enter[{index}]', path, False, state)
-            decider = state.get("decider")
-            if decider not in (None, "", "human", "llm"):
-                self.add(at, f'state "{path}": decider "{decider}" is invalid (want "", "human", or "llm")',
-                         f"states.{path}.decider")
-            timeout = state.get("timeout")
-            if isinstance(timeout, LMap):
-                after, target = timeout.get("after"), timeout.get("target")
-                if not after:
-                    self.add(at, f"state \"{path}\": timeout: missing 'after' field", f"states.{path}.timeout")
-                elif "{{" not in str(after):
-                    try:
-                        parse_app_duration(str(after))
-                    except ValueError as exc:
-                        self.add(timeout.value_at("after"), f'state "{path}": timeout.after "{after}": {exc}',
-                                 f"states.{path}.timeout.after")
-                if not target:
-                    self.add(at, f"state \"{path}\": timeout: missing 'target' field", f"states.{path}.timeout")
-                else:
-                    self.target(path, target, timeout.value_at("target"))
-            kind, initial = state.get("type"), state.get("initial")
-            if kind == "compound" and initial and "{{" not in str(initial) and "{%" not in str(initial):
-                if f"{path}.{initial}" not in self.paths:
-                    self.add(at, f'state "{path}": initial child "{initial}" does not exist', f"states.{path}.initial")
-            if kind == "parallel":
-                children = state.get("states") if isinstance(state.get("states"), LMap) else {}
-                if len(children) < 2:
-                    self.add(at, f'state "{path}": parallel state must declare at least 2 child regions (got '
-                                 f"{len(children)})", f"states.{path}")
-                if initial:
-                    self.add(at, f'state "{path}": parallel state must not declare initial: — each region picks its '
-                                 "own initial", f"states.{path}.initial")
-            if isinstance(state.get("states"), LMap):
-                self.states_pass(state["states"], path, scope)
+            key = (id(state), path, scope_ids)
+            known = statememo.recall(_VERDICTS, key, state, self.answers, self.stack)
+            if known is not None:
+                self.issues.extend(known[0])
+                continue
+            start = len(self.issues)
+            record: dict = {}
+            self.stack.append(record)
+            try:
+                self.state_checks(state, path, prefix, ancestors, scope)
+            finally:
+                self.stack.pop()
+            statememo.keep(_VERDICTS, key, state, record, (tuple(self.issues[start:]), scope))
+
+    def state_checks(self, state: LMap, path: str, prefix: str, ancestors: dict[str, Any], held: tuple) -> None:
+        at = state.at
+        local = state.get("intents") if isinstance(state.get("intents"), LMap) else LMap()
+        scope = {**ancestors, **local}
+        for key in state.get("relevant_world") or ():
+            if key not in self._world:
+                self.add(at, f'state "{path}": relevant_world key "{key}" is not declared in world schema',
+                         f"states.{path}.relevant_world")
+        on = state.get("on") if isinstance(state.get("on"), LMap) else LMap()
+        default_intent = state.get("default_intent")
+        if default_intent:
+            if default_intent not in on:
+                self.add(at, f'state "{path}": default_intent "{default_intent}" has no matching on: arc in this '
+                             "state", f"states.{path}.default_intent")
+            intent = scope.get(default_intent, self._intents.get(default_intent))
+            if intent is None:
+                self.add(at, f'state "{path}": default_intent "{default_intent}" is not a declared intent',
+                         f"states.{path}.default_intent")
+            elif not _one_required_string(intent):
+                self.add(at, f'state "{path}": default_intent "{default_intent}" must declare exactly one required '
+                             "string slot to receive the free-text utterance", f"states.{path}.default_intent")
+        routing = state.get("contextual_routing")
+        if isinstance(routing, LMap) and routing.get("enabled"):
+            if not (routing.get("room_chat") or routing.get("help_chat") or routing.get("meta_chat")):
+                self.add(at, f'state "{path}": contextual_routing.enabled requires at least one lane (room_chat, '
+                             "help_chat, or meta_chat)")
+            for lane in ("room_chat", "plan_accept_intent", "plan_refine_intent"):
+                value = routing.get(lane)
+                if not value:
+                    continue
+                if value not in on:
+                    self.add(at, f'state "{path}": contextual_routing.{lane} "{value}" has no matching on: arc in '
+                                 "this state")
+                if value not in scope and value not in self._intents:
+                    self.add(at, f'state "{path}": contextual_routing.{lane} "{value}" is not a declared intent')
+        invalid, choices = view_problems(state.get("view"), self._intents, scope)
+        where = state.value_at("view") if "view" in state else at
+        if invalid:
+            self.add(where, f'state "{path}": {invalid}', f"states.{path}.view")
+        for index, problem in choices:
+            self.add(where, f'state "{path}": view[{index}] (choice): {problem}', f"states.{path}.view")
+        if prefix:
+            for key in ("transcript", "theme"):
+                if state.get(key):
+                    self.add(at, f'state "{path}": {key}: only allowed on top-level (room) states')
+        elif state.get("transcript") not in (None, "", "persistent", "transient"):
+            self.add(at, f'state "{path}": transcript: "{state["transcript"]}" is not one of "persistent", '
+                         '"transient"')
+        for intent_name in sorted(on):
+            where = on.key_at(intent_name)
+            if intent_name != "*" and intent_name not in self._intents and intent_name not in local:
+                self.add(where, f'state "{path}": on: "{intent_name}" — intent not declared in intents library or '
+                                "state.intents", f"states.{path}.on.{intent_name}")
+            arms = on[intent_name] if isinstance(on[intent_name], LSeq) else ()
+            for index, arm in enumerate(arms):
+                if not isinstance(arm, LMap):
+                    continue
+                self.target(path, arm.get("target"), arm.at if arm.kline else on[intent_name].item_at(index))
+                invalid, choices = view_problems(arm.get("view"), self._intents, scope)
+                if invalid:
+                    self.add(arm.at, f'state "{path}" intent "{intent_name}": transition view: {invalid}')
+                for position, problem in choices:
+                    self.add(arm.at, f'state "{path}" intent "{intent_name}": transition view[{position}] '
+                                     f"(choice): {problem}")
+                for position, effect in enumerate(arm.get("effects") or ()):
+                    if isinstance(effect, LMap):
+                        location = f'state "{path}" intent "{intent_name}" effects[{position}]'
+                        self.invoke(effect, f'state "{path}" intent "{intent_name}": effect', arm)
+                        self.background(effect, location, path, False, arm)
+        for index, effect in enumerate(state.get("on_enter") or ()):
+            if isinstance(effect, LMap):
+                self.invoke(effect, f'state "{path}": on_enter', state)
+                self.background(effect, f'state "{path}" on_enter[{index}]', path, False, state)
+        decider = state.get("decider")
+        if decider not in (None, "", "human", "llm"):
+            self.add(at, f'state "{path}": decider "{decider}" is invalid (want "", "human", or "llm")',
+                     f"states.{path}.decider")
+        timeout = state.get("timeout")
+        if isinstance(timeout, LMap):
+            after, target = timeout.get("after"), timeout.get("target")
+            if not after:
+                self.add(at, f"state \"{path}\": timeout: missing 'after' field", f"states.{path}.timeout")
+            elif "{{" not in str(after):
+                try:
+                    parse_app_duration(str(after))
+                except ValueError as exc:
+                    self.add(timeout.value_at("after"), f'state "{path}": timeout.after "{after}": {exc}',
+                             f"states.{path}.timeout.after")
+            if not target:
+                self.add(at, f"state \"{path}\": timeout: missing 'target' field", f"states.{path}.timeout")
+            else:
+                self.target(path, target, timeout.value_at("target"))
+        kind, initial = state.get("type"), state.get("initial")
+        if kind == "compound" and initial and "{{" not in str(initial) and "{%" not in str(initial):
+            if f"{path}.{initial}" not in self._paths:
+                self.add(at, f'state "{path}": initial child "{initial}" does not exist', f"states.{path}.initial")
+        if kind == "parallel":
+            children = state.get("states") if isinstance(state.get("states"), LMap) else {}
+            if len(children) < 2:
+                self.add(at, f'state "{path}": parallel state must declare at least 2 child regions (got '
+                             f"{len(children)})", f"states.{path}")
+            if initial:
+                self.add(at, f'state "{path}": parallel state must not declare initial: — each region picks its '
+                             "own initial", f"states.{path}.initial")
+        if isinstance(state.get("states"), LMap):
+            inner = (*held, local) if "intents" in state and isinstance(state["intents"], LMap) else held
+            self.states_pass(state["states"], path, scope, inner)
 
     def target(self, path: str, target: Any, at: tuple[str, int, int]) -> None:
         if not isinstance(target, str) or target in ("", ".") or "{{" in target:
             return
         resolved = resolve_target(path, target)
-        if resolved not in self.paths:
+        if resolved not in self._paths:
             self.add(at, f'state "{path}": transition target "{target}" (resolved: "{resolved}") does not exist',
                      f"states.{path}")
 
     def invoke(self, effect: LMap, location: str, owner: LMap) -> None:
         invoke = effect.get("invoke")
-        if invoke and self.hosts and invoke not in self.hosts:
+        if invoke and self._hosts and invoke not in self._hosts:
             self.add(effect.value_at("invoke") if "invoke" in effect.marks else owner.at,
                      f'{location} invoke "{invoke}" is not declared in app hosts')
 
@@ -369,14 +436,14 @@ class _Checks:
                              "(split into separate effects in the on_complete: chain — mutation first, transition last)")
             if "{{" not in str(target):
                 resolved = resolve_target(origin, str(target))
-                if resolved not in self.paths:
+                if resolved not in self._paths:
                     self.add(at, f'{location}: target "{target}" (resolved: "{resolved}") does not exist')
         emit = effect.get("emit_intent")
         if emit:
             if target:
                 self.add(at, f"{location}: emit_intent: cannot be combined with target: on the same effect (split into "
                              "separate effects)")
-            if "{{" not in str(emit) and not self.reachable(origin, str(emit)):
+            if "{{" not in str(emit) and not self.reachable_watched(origin, str(emit)):
                 self.add(at, f'{location}: emit_intent "{emit}" is not declared on state "{origin}"\'s on: arcs (nor '
                              "any ancestor's)")
         for index, child in enumerate(effect.get("on_complete") or ()):
@@ -385,9 +452,15 @@ class _Checks:
             where = f"{location} on_complete[{index}]"
             if child.get("background"):
                 self.add(at, f"{where}: background: true is not allowed inside on_complete:")
-            if child.get("invoke") and self.hosts and child["invoke"] not in self.hosts:
+            if child.get("invoke") and self._hosts and child["invoke"] not in self._hosts:
                 self.add(at, f'{where}: invoke "{child["invoke"]}" is not declared in app hosts')
             self.background(child, where, origin, True, owner)
+
+    def reachable_watched(self, path: str, name: str) -> bool:
+        found = self.reachable(path, name)
+        for record in self.stack:
+            record[("r", (path, name))] = found
+        return found
 
     def reachable(self, path: str, name: str) -> bool:
         while True:

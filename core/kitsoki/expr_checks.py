@@ -17,6 +17,7 @@ from typing import Any
 
 from core.expr.check import compile_error
 from core.expr.templates import value_error
+from core.kitsoki import statememo
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
 
@@ -37,6 +38,10 @@ def _guard_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+_EXPRESSIONS: dict = statememo.register({})
+"""(id of a state, its path) -> [(the state, {}, the issues of its expressions and its children's)]."""
+
+
 class _Walk:
     def __init__(self) -> None:
         self.issues: list[ConfigIssue] = []
@@ -50,29 +55,39 @@ class _Walk:
             if not isinstance(state, LMap):
                 continue
             path = f"{prefix}.{name}" if prefix else name
-            on_enter = state.get("on_enter")
-            if isinstance(on_enter, LSeq):
-                for index, effect in enumerate(on_enter):
-                    self.effect(effect, path, ("on_enter[{}]", index))
-            on = state.get("on")
-            if isinstance(on, LMap):
-                for intent in sorted(on):
-                    arms = on[intent]
-                    for index, arm in enumerate(arms if isinstance(arms, LSeq) else ()):
-                        if not isinstance(arm, LMap):
-                            continue
-                        guard = _guard_text(arm.get("when"))
-                        if guard:
-                            problem = compile_error(guard, True)
-                            if problem:
-                                self.add(arm.value_at("when"), f"state {_q(path)} intent {_q(intent)} "
-                                                               f"transition[{index}]: guard when {_q(guard)}: {problem}")
-                        effects = arm.get("effects")
-                        for position, effect in enumerate(effects if isinstance(effects, LSeq) else ()):
-                            self.effect(effect, path, ("intent {} transition[{}] effects[{}]", intent, index, position))
-            children = state.get("states")
-            if isinstance(children, LMap) and children:
-                self.states(children, path)
+            key = (id(state), path)  # what this reads is the state (and its children) and its path, nothing else
+            known = statememo.recall(_EXPRESSIONS, key, state, {}, [])
+            if known is not None:
+                self.issues.extend(known)
+                continue
+            start = len(self.issues)
+            self.state(state, path)
+            statememo.keep(_EXPRESSIONS, key, state, {}, tuple(self.issues[start:]))
+
+    def state(self, state: LMap, path: str) -> None:
+        on_enter = state.get("on_enter")
+        if isinstance(on_enter, LSeq):
+            for index, effect in enumerate(on_enter):
+                self.effect(effect, path, ("on_enter[{}]", index))
+        on = state.get("on")
+        if isinstance(on, LMap):
+            for intent in sorted(on):
+                arms = on[intent]
+                for index, arm in enumerate(arms if isinstance(arms, LSeq) else ()):
+                    if not isinstance(arm, LMap):
+                        continue
+                    guard = _guard_text(arm.get("when"))
+                    if guard:
+                        problem = compile_error(guard, True)
+                        if problem:
+                            self.add(arm.value_at("when"), f"state {_q(path)} intent {_q(intent)} "
+                                                           f"transition[{index}]: guard when {_q(guard)}: {problem}")
+                    effects = arm.get("effects")
+                    for position, effect in enumerate(effects if isinstance(effects, LSeq) else ()):
+                        self.effect(effect, path, ("intent {} transition[{}] effects[{}]", intent, index, position))
+        children = state.get("states")
+        if isinstance(children, LMap) and children:
+            self.states(children, path)
 
     def effect(self, effect: Any, path: str, where: tuple) -> None:
         """`where` is how kitsoki names the effect, as (format, args...) spelled out only for a message."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.kitsoki import probed
+from core.kitsoki import probed, statememo
 from core.kitsoki.library import LIBRARY_DIR
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
@@ -166,10 +166,10 @@ class Rewriter:
     def expr(self, text: Any) -> Any:
         if not isinstance(text, str) or not text:
             return text
-        if self.world and "world." in text:
+        if "world." in text and self.world:
             text = _WORLD_REF.sub(lambda m: f"world.{self.name(m.group(1))}" if m.group(1) in self.world
                                   else m.group(0), text)
-        if (self.intents or self.exported) and "(" in text:
+        if "(" in text and (self.intents or self.exported):
             def helper(m: re.Match) -> str:
                 renamed = self.intent_ref(m.group(3))
                 return m.group(0) if renamed == m.group(3) else f"{m.group(1)}({m.group(2)}{renamed}{m.group(2)})"
@@ -254,8 +254,9 @@ class Rewriter:
             out["on_complete"] = out["on_complete"].like(self.effect(item) for item in out["on_complete"])
         return out
 
-    def state(self, state: Any, depth: int, retarget: Any) -> Any:
-        """A rewritten copy of a child state (and its children); `retarget` maps a target string."""
+    def state(self, state: Any, depth: int, retarget: Any, fold: Any = None) -> Any:
+        """A rewritten copy of a child state (and its children, each through `fold(child, depth)` when
+        given); `retarget` maps a target string."""
         if not isinstance(state, LMap):
             return state
         out = state.like(state)
@@ -320,7 +321,8 @@ class Rewriter:
             out["timeout"] = timeout
         children = out.get("states")
         if isinstance(children, LMap):
-            out["states"] = children.like({name: self.state(child, depth + 1, retarget)
+            out["states"] = children.like({name: (fold(child, depth + 1) if fold is not None else
+                                                  self.state(child, depth + 1, retarget))
                                            for name, child in children.items()})
         return out
 
@@ -339,6 +341,45 @@ class Rewriter:
 
 
 # --- folding ------------------------------------------------------------------------------------------
+
+
+_FOLDS: dict[tuple, list] = statememo.register({})
+"""(id of a child state, depth, alias) -> [(the state, what its fold asked -> the
+answer, the folded state, issues of the rewrite pass, issues of the retarget pass)]."""
+
+
+def _remember(key: tuple, entry: tuple) -> None:
+    statememo.trim(_FOLDS)
+    entries = _FOLDS.setdefault(key, [])
+    entries.append(entry)
+    if len(entries) > statememo.MAX_ENTRIES:
+        del entries[0]
+
+
+def _memo_on() -> bool:
+    return statememo.enabled()
+
+
+class _Watched:
+    """A rewriter's name set that tells every fold under way what was asked of it (core.kitsoki.imports
+    fold_state keeps a folded state only while the same questions get the same answers)."""
+
+    __slots__ = ("items", "kind", "stack")
+
+    def __init__(self, items: frozenset[str], kind: str, stack: list[dict]) -> None:
+        self.items, self.kind, self.stack = items, kind, stack
+
+    def __contains__(self, name: Any) -> bool:
+        found = name in self.items
+        for record in self.stack:
+            record[(self.kind, name)] = found
+        return found
+
+    def __bool__(self) -> bool:
+        found = bool(self.items)
+        for record in self.stack:
+            record[(self.kind.upper(), None)] = found
+        return found
 
 
 def _issue(at: tuple[str, int, int], key: str, message: str) -> ConfigIssue:
@@ -415,15 +456,33 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
                  and v.get("default") is not None and not _is_zero(v.get("default"))}
     issues.extend(_exit_requires(child_states, child_exits, defaulted, alias, at))
 
-    def retarget(target: Any, depth: int) -> Any:
+    stack: list[dict] = []
+    """The recorders of the folds of states under way (innermost last): what each one asked."""
+
+    def import_at() -> tuple[str, int, int]:
+        """Where the import is declared, for an issue (asked, so a fold that raised none does not
+        depend on it: an edit above the import moves it)."""
+        for record in stack:
+            record[("@", None)] = at
+        return at
+
+    def exit_of(name: Any) -> Any:
+        mapped = exits_spec.get(name)
+        if stack:  # asked as what it holds, where (an edit elsewhere in the importer parses it anew)
+            shape = statememo.located(mapped)
+            for record in stack:
+                record[("e", name)] = shape
+        return mapped
+
+    def retarget(target: Any, depth: int, sink: list[ConfigIssue]) -> Any:
         if not isinstance(target, str) or target in ("", ".") or "{{" in target:
             return target
         if target.startswith(EXIT_PREFIX):
             name = target[len(EXIT_PREFIX):]
-            mapped = exits_spec.get(name)
+            mapped = exit_of(name)
             if isinstance(mapped, LMap) and mapped.get("to"):
                 return str(mapped["to"])
-            issues.append(_issue(at, key, f"imports.{alias}: child uses @exit:{name} but parent does not map it"))
+            sink.append(_issue(import_at(), key, f"imports.{alias}: child uses @exit:{name} but parent does not map it"))
             return target
         if not target.startswith("..") and ("/" in target or "." in target):
             return target
@@ -434,16 +493,19 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
                     break
                 dotdots += 1
             if dotdots > depth + 1:
-                issues.append(_issue(at, key, f'imports.{alias}: target "{target}" walks above the child\'s namespace '
+                sink.append(_issue(import_at(), key, f'imports.{alias}: target "{target}" walks above the child\'s namespace '
                                               f"(depth {depth}, {dotdots} `..` segments); cross-boundary parent "
                                               "targets are forbidden"))
             return target
         return "../" * (depth + 1) + target
 
-    def retarget_state(state: Any, depth: int) -> Any:
-        """Targets of a rewritten state: arms (with @exit: world_out sets), effects, timeout."""
+    def retarget_own(state: Any, depth: int, sink: list[ConfigIssue]) -> Any:
+        """Targets of a rewritten state (its children are done): arms (with @exit: world_out sets), effects."""
         if not isinstance(state, LMap):
             return state
+
+        def retarget(target: Any, depth: int) -> Any:
+            return retarget_to(target, depth, sink)
         on = state.get("on")
         if isinstance(on, LMap):
             for intent_name, arms in list(on.items()):
@@ -458,7 +520,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
                     original = arm.get("target")
                     effects = arm.get("effects") if isinstance(arm.get("effects"), LSeq) else None
                     if isinstance(original, str) and original.startswith(EXIT_PREFIX):
-                        mapped = exits_spec.get(original[len(EXIT_PREFIX):])
+                        mapped = exit_of(original[len(EXIT_PREFIX):])
                         if isinstance(mapped, LMap) and isinstance(mapped.get("set"), LMap) and mapped["set"]:
                             effects = (effects.like(effects) if effects is not None else LSeq(
                                 file=arm.file, line=arm.line, column=arm.column))
@@ -472,17 +534,94 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
                 on[intent_name] = new_arms
         if isinstance(state.get("on_enter"), LSeq):
             state["on_enter"] = state["on_enter"].like(_effect_targets(e, retarget, depth) for e in state["on_enter"])
-        if isinstance(state.get("states"), LMap):
-            for name, child_state in state["states"].items():
-                retarget_state(child_state, depth + 1)
         return state
+
+    retarget_to = retarget
+    watched = Rewriter(alias, _Watched(rewriter.world, "w", stack), _Watched(rewriter.intents, "i", stack),
+                       _Watched(rewriter.agents, "a", stack), _Watched(rewriter.ifaces, "f", stack),
+                       _Watched(rewriter.exported, "x", stack))
+    sets = {"w": rewriter.world, "i": rewriter.intents, "a": rewriter.agents, "f": rewriter.ifaces,
+            "x": rewriter.exported}
+
+    def still(record: dict) -> bool:
+        for (kind, name), answer in record.items():
+            if kind == "e":
+                if statememo.located(exits_spec.get(name)) != answer:
+                    return False
+            elif kind == "@":
+                if at != answer:
+                    return False
+            elif kind.isupper():
+                if bool(sets[kind.lower()]) is not answer:
+                    return False
+            elif (name in sets[kind]) is not answer:
+                return False
+        return True
+
+    def fold_state(state: Any, depth: int) -> tuple[Any, list[ConfigIssue], list[ConfigIssue]]:
+        """A child state rewritten and retargeted, with the issues of each pass (in the order the two
+        passes over a whole subtree would raise them). Remembered by the state's identity (parsed
+        trees are never mutated) with every name the fold asked about and its answer: a state of an
+        unchanged file folds to the same object while those answers hold (core.kitsoki.checks's memo
+        of check verdicts then finds it)."""
+        if not isinstance(state, LMap):
+            return state, [], []
+        memo_key = (id(state), depth, alias)
+        for entry in _FOLDS.get(memo_key, ()) if _memo_on() else ():
+            if entry[0] is state and still(entry[1]):
+                for record in stack:
+                    record.update(entry[1])
+                return entry[2], list(entry[3]), list(entry[4])
+        record: dict = {}
+        stack.append(record)
+        own_a: list[ConfigIssue] = []
+        kids: list[tuple[list, list]] = []
+
+        def fold(child: Any, child_depth: int) -> Any:
+            out, a, b = fold_state(child, child_depth)
+            kids.append((a, b))
+            return out
+
+        try:
+            out = watched.state(state, depth, lambda target, d: retarget(target, d, own_a), fold)
+            own_b: list[ConfigIssue] = []
+            retarget_own(out, depth, own_b)
+        finally:
+            stack.pop()
+        first = own_a + [issue for a, _ in kids for issue in a]
+        second = own_b + [issue for _, b in kids for issue in b]
+        if _memo_on():
+            _remember(memo_key, (state, record, out, tuple(first), tuple(second)))
+        return out, first, second
+
+    def fold_intent(intent: Any) -> Any:
+        """rewriter.intent, remembered as fold_state remembers states (so a check's lookup of an
+        unchanged intent finds the same object)."""
+        if not isinstance(intent, LMap):
+            return intent
+        memo_key = (id(intent), -1, alias)
+        for entry in _FOLDS.get(memo_key, ()) if _memo_on() else ():
+            if entry[0] is intent and still(entry[1]):
+                return entry[2]
+        record: dict = {}
+        stack.append(record)
+        try:
+            out = watched.intent(intent)
+        finally:
+            stack.pop()
+        if _memo_on():
+            _remember(memo_key, (intent, record, out, (), ()))
+        return out
 
     states = parent.setdefault("states", LMap())
     if alias in states:
         return issues + [_issue(at, key, f"imports.{alias}: alias collides with existing parent state of the same name")]
     wrapper_children = LMap(file=at[0], line=at[1], column=at[2])
     for name in sorted(child_states):
-        wrapper_children[name] = retarget_state(rewriter.state(child_states[name], 0, retarget), 0)
+        folded, first, second = fold_state(child_states[name], 0)
+        issues.extend(first)
+        issues.extend(second)
+        wrapper_children[name] = folded
     wrapper_children.marks = child_states.marks
     on_enter = LSeq(file=at[0], line=at[1], column=at[2])
     world_in = spec.get("world_in") if isinstance(spec.get("world_in"), LMap) else LMap()
@@ -524,7 +663,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
         if new in intents:
             issues.append(_issue(at, key, f'imports.{alias}: intent "{new}" collides'))
             continue
-        intents[new] = rewriter.intent(child_intents[name])
+        intents[new] = fold_intent(child_intents[name])
 
     hosts = parent.setdefault("hosts", LSeq())
     mode = spec.get("hosts") or "inherit"
@@ -590,7 +729,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
             issues.append(_issue(where, f"{key}.intents.import",
                                  f"imports.{alias}: intents.import.{name}: collides with parent intent of same name"))
             continue
-        intents[name] = rewriter.intent(child_intents[name])
+        intents[name] = fold_intent(child_intents[name])
 
     modes = child.get("meta_modes") if isinstance(child.get("meta_modes"), LMap) else LMap()
     if modes:

@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from core.kitsoki import probed
+from core.kitsoki import probed, statememo
 from core.kitsoki.agent_checks import Probes, agent_decl_issues, definition_agent_issues
 from core.kitsoki.checks import apply_fallback, validate_definition
 from core.kitsoki.imports import (
@@ -218,7 +218,7 @@ class LoadSession:
         document = self.read(path, loaded.issues, loaded.files, loaded.signatures, "story file")
         if document is None:
             return None
-        issues = check_app(document, path)
+        issues = _check_app(document, path)
         if issues:
             loaded.issues.extend(issues)
             return None
@@ -263,7 +263,7 @@ class LoadSession:
                 included = self.read(match, loaded.issues, loaded.files, loaded.signatures, "included room file")
                 if included is None:
                     continue
-                problems = check_app(included, match) or agent_decl_issues(included, match)
+                problems = _check_app(included, match) or agent_decl_issues(included, match)
                 if problems:
                     loaded.issues.extend(problems)
                     continue
@@ -327,8 +327,25 @@ class LoadSession:
                     loaded.imports.append(path)
 
 
+_INTERFACED: dict = statememo.register({})
+"""resolve_interfaces per state: (id, the interface table) -> (the state, issues, invokes resolved)."""
+_EXITED: dict = statememo.register({})
+_EXIT_STATES: dict = statememo.register({})
+_SCHEMA: dict = statememo.register({})
+"""check_app per parsed document: (id, file) -> (the document, {}, its issues)."""
+"""materialise_exits per state: (id,) -> the state with its `@exit:` targets rewritten."""
+
 _CHILDREN: dict[tuple[str, Sources], Loaded] = {}
 _CHILDREN_LOCK = threading.Lock()
+
+
+def _check_app(document: Any, path: str) -> list[ConfigIssue]:
+    """check_app, a function of the parsed document and its path: once per parse (core.kitsoki.statememo)."""
+    known = statememo.recall(_SCHEMA, (id(document), path), document, {}, [])
+    if known is None:
+        known = tuple(check_app(document, path))
+        statememo.keep(_SCHEMA, (id(document), path), document, {}, known)
+    return list(known)
 
 
 def _canonical(path: str) -> str:
@@ -405,6 +422,7 @@ def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
     hosts = definition.get("hosts")
     hosts = hosts.like(hosts) if isinstance(hosts, LSeq) else LSeq()
     known = set(hosts)
+    resolved: list[str] = []
     states = definition.get("states")
     if not isinstance(states, LMap):
         return issues
@@ -430,33 +448,66 @@ def resolve_interfaces(definition: LMap) -> list[ConfigIssue]:
         eff = eff.like(eff)
         eff["invoke"] = f"{binding}.{op}"
         eff["__iface__"] = invoke
+        resolved.append(eff["invoke"])
         if eff["invoke"] not in known:
             known.add(eff["invoke"])
             hosts.append(eff["invoke"])
         return eff
 
-    def state(path: str, st: LMap) -> LMap:
-        changed = st.like(st)
+    def state(path: str, st: LMap) -> LMap:  # copy on write: an untouched state stays the same object
+        changed = None
         if isinstance(st.get("on_enter"), LSeq):
-            changed["on_enter"] = map_effects(st["on_enter"], effect)
+            on_enter = map_effects(st["on_enter"], effect)
+            if on_enter is not st["on_enter"]:
+                changed = st.like(st)
+                changed["on_enter"] = on_enter
         on = st.get("on")
         if isinstance(on, LMap):
-            block = on.like()
+            block = None
             for intent, arms in on.items():
+                new_arms = arms
                 if isinstance(arms, LSeq):
-                    new_arms = arms.like()
-                    for arm in arms:
+                    for index, arm in enumerate(arms):
+                        new_arm = arm
                         if isinstance(arm, LMap) and isinstance(arm.get("effects"), LSeq):
-                            arm = arm.like(arm)
-                            arm["effects"] = map_effects(arm["effects"], effect)
-                        new_arms.append(arm)
-                    arms = new_arms
-                block[intent] = arms
-            changed["on"] = block
-        return changed
+                            effects = map_effects(arm["effects"], effect)
+                            if effects is not arm["effects"]:
+                                new_arm = arm.like(arm)
+                                new_arm["effects"] = effects
+                        if new_arm is not arm and new_arms is arms:
+                            new_arms = arms.like(arms[:index])
+                        if new_arms is not arms:
+                            new_arms.append(new_arm)
+                if new_arms is not arms and block is None:
+                    block = on.like(on)
+                if block is not None:
+                    block[intent] = new_arms
+            if block is not None:
+                changed = changed or st.like(st)
+                changed["on"] = block
+        return changed if changed is not None else st
 
-    if table:
-        definition["states"] = map_states(states, state)
+    if table:  # each state's rewrite remembered with what it raised and the invokes it resolved
+        signature = tuple(sorted((name, binding, tuple(sorted(ops))) for name, (binding, ops) in table.items()))
+
+        def remembered(path: str, st: LMap) -> LMap:
+            key = (id(st), signature)
+            known_state = statememo.recall(_INTERFACED, key, st, {}, [])
+            if known_state is None:
+                raised = len(issues)
+                resolved.clear()
+                out = state(path, st)
+                statememo.keep(_INTERFACED, key, st, {}, (out, tuple(issues[raised:]), tuple(resolved)))
+                return out
+            out, raised_before, invokes = known_state
+            issues.extend(raised_before)
+            for invoke in invokes:  # the allow-list grows in the same order as when it was resolved
+                if invoke not in known:
+                    known.add(invoke)
+                    hosts.append(invoke)
+            return out
+
+        definition["states"] = map_states(states, remembered)
     if hosts or "hosts" in definition:
         definition["hosts"] = hosts
     return issues
@@ -527,14 +578,26 @@ def materialise_exits(definition: LMap) -> list[ConfigIssue]:
             changed["timeout"]["target"] = rewrite(timeout["target"])
         return changed if changed is not None else st
 
-    states = map_states(states, state)
+    def remembered(path: str, st: LMap) -> LMap:  # a function of the state alone
+        out = statememo.recall(_EXITED, (id(st),), st, {}, [])
+        if out is None:
+            out = state(path, st)
+            statememo.keep(_EXITED, (id(st),), st, {}, out)
+        return out
+
+    mapped = map_states(states, remembered)
+    states = mapped if mapped is not states else states.like(states)  # added to below: never the input
     for name in sorted(used):
         synthetic = SYNTH_EXIT_PREFIX + name
         if synthetic not in states:
             at = exits.key_at(name)
-            exit_state = LMap({"terminal": True, "description": f"Exit: {name}"}, file=at[0], line=at[1],
-                              column=at[2])
-            exit_state.kline, exit_state.kcol = at[1], at[2]
+            exit_state = _EXIT_STATES.get((at, name))  # made from these two alone: the same object each load
+            if exit_state is None:
+                exit_state = LMap({"terminal": True, "description": f"Exit: {name}"}, file=at[0], line=at[1],
+                                  column=at[2])
+                exit_state.kline, exit_state.kcol = at[1], at[2]
+                if statememo.enabled():
+                    _EXIT_STATES[(at, name)] = exit_state
             states[synthetic] = exit_state
     definition["states"] = states
     return []

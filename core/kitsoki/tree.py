@@ -52,27 +52,49 @@ class Loaded:
 
 
 def map_states(states: LMap, fn: Any, prefix: str = "") -> LMap:
-    """A copy of `states` where fn(path, state) -> state replaced each state (children first)."""
-    out = states.like()
-    for name, state in states.items():
-        path = f"{prefix}.{name}" if prefix else name
-        if isinstance(state, LMap) and isinstance(state.get("states"), LMap):
-            children = map_states(state["states"], fn, path)
-            state = state.like(state)
-            state["states"] = children
-        out[name] = fn(path, state) if isinstance(state, LMap) else state
-    return out
+    """`states` where fn(path, state) -> state replaced each state (children first). Copy on write:
+    a state fn keeps (and whose children it keeps) stays the same object, and `states` itself is
+    returned when nothing changed, so memos keyed by a state's identity (core.kitsoki.statememo)
+    still find it. The result may be the input: a caller that adds to it copies it first."""
+    out = None
+    for index, (name, state) in enumerate(states.items()):
+        new = state
+        if isinstance(state, LMap):
+            path = f"{prefix}.{name}" if prefix else name
+            if isinstance(state.get("states"), LMap):
+                children = map_states(state["states"], fn, path)
+                if children is not state["states"]:
+                    new = state.like(state)
+                    new["states"] = children
+            new = fn(path, new)
+        if new is not state and out is None:
+            out = states.like()
+            for done, (seen, kept) in enumerate(states.items()):
+                if done == index:
+                    break
+                out[seen] = kept
+        if out is not None:
+            out[name] = new
+    return states if out is None else out
 
 
 def map_effects(effects: Any, fn: Any) -> Any:
+    """`effects` with fn(effect) -> effect applied to each effect and its on_complete chain; the same
+    list when nothing changed (copy on write, as map_states)."""
     if not isinstance(effects, LSeq):
         return effects
-    out = effects.like()
-    for effect in effects:
+    out = None
+    for index, effect in enumerate(effects):
+        new = effect
         if isinstance(effect, LMap):
-            effect = fn(effect)
-            if isinstance(effect.get("on_complete"), LSeq):
-                effect = effect.like(effect)
-                effect["on_complete"] = map_effects(effect["on_complete"], fn)
-        out.append(effect)
-    return out
+            new = fn(effect)
+            if isinstance(new.get("on_complete"), LSeq):
+                chain = map_effects(new["on_complete"], fn)
+                if chain is not new["on_complete"]:
+                    new = new.like(new)
+                    new["on_complete"] = chain
+        if new is not effect and out is None:
+            out = effects.like(effects[:index])
+        if out is not None:
+            out.append(new)
+    return effects if out is None else out

@@ -435,3 +435,6 @@ def clear_caches() -> None:
         loader._CHILDREN.clear()
     inventory._CACHE.clear()
     inventory._ROWS.clear()
+    from core.kitsoki import statememo
+
+    statememo.forget()
