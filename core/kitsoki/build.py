@@ -289,5 +289,85 @@ def _intent_list(definition: LMap, lifted: frozenset[str]) -> list[Intent]:
     return out
 
 
+def unbuilt_definition(story: Story) -> LMap | None:
+    """The story's definition while its states are still to be built from it (`_tables`), else None."""
+    private = object.__getattribute__(story, "__pydantic_private__") or {}
+    definition = private.get("_definition")
+    if private.get("_lazy") is None or "states" in story.__dict__ or not isinstance(definition, LMap):
+        return None
+    return definition
+
+
+def state_lines(story: Story) -> list[tuple[str, str, int]]:
+    """(path, file, line) of each state, in `story.states`' order, without building the states."""
+    definition = unbuilt_definition(story)
+    if definition is None:
+        return [(path, str(state.at.file), state.at.line) for path, state in story.states.items()
+                if state.at is not None]
+    out = []
+    for path, spec in state_specs(definition).items():
+        file, line, _ = spec.at
+        out.append((path, file, line))
+    return out
+
+
+def state_specs(definition: LMap) -> dict[str, LMap]:
+    """Every state's spec by its dotted path, in `_tables`' order (a path declared twice keeps its place and
+    the later spec, as the states dict does): what reads a few fields of each state without building it."""
+    out: dict[str, LMap] = {}
+
+    def state(path: str, spec: LMap) -> None:
+        out[path] = spec
+        children = spec.get("states") if isinstance(spec.get("states"), LMap) else LMap()
+        for name, child in children.items():
+            if isinstance(child, LMap):
+                state(f"{path}.{name}", child)
+
+    block = definition.get("states") if isinstance(definition.get("states"), LMap) else LMap()
+    for name, spec in block.items():
+        if isinstance(spec, LMap):
+            state(name, spec)
+    return out
+
+
+def advancing_intents(spec: LMap) -> list[str]:
+    """`[intent for intent, arms in state.on.items() if any(arm.target and not arm.fallback for arm in arms)]`
+    of the State `_state` would build from `spec`, read from the spec."""
+    block = spec.get("on")
+    if not isinstance(block, LMap):
+        return []
+    out = []
+    for intent, arms in block.items():
+        if isinstance(arms, LSeq) and any(isinstance(arm, LMap) and _text(arm.get("target"))
+                                          and not arm.get(FALLBACK_KEY) for arm in arms):
+            out.append(intent)
+    return out
+
+
+def state_decider(spec: LMap) -> str | None:
+    decider = spec.get("decider")
+    return None if decider is None else _text(decider)
+
+
+def state_description(spec: LMap) -> str:
+    return _text(spec.get("description"))
+
+
+def state_at(spec: LMap) -> Where:
+    return _where(spec.at)
+
+
+def invoked_steps(spec: LMap) -> list[tuple[str, Where]]:
+    """(invoke, at) of each `on_enter` step of the State `_state` would build from `spec` that invokes something."""
+    out = []
+    for effect in spec.get("on_enter") or ():
+        if not isinstance(effect, LMap):
+            continue
+        invoke = _text(effect.get("invoke"))
+        if invoke:
+            out.append((invoke, _where(effect.at if effect.kline else (effect.file, effect.line, effect.column))))
+    return out
+
+
 def _declared_in(files: list[str], file: str) -> bool:
     return file in files
