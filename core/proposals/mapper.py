@@ -82,9 +82,19 @@ class Routers:
     inventory: Inventory
     by_story: dict[str, Router] = field(default_factory=dict)
     rows: dict[tuple[str, str], IntentRow] = field(default_factory=dict)
-    stems: dict[tuple[str, str], list[frozenset[str]]] = field(default_factory=dict)
-    asks: dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]] = field(default_factory=dict)
-    """(story, intent) -> (phrase, what it asks) for every example and plain synonym."""
+    _asks: dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]] | None = None
+
+    @property
+    def asks(self) -> dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]]:
+        """(story, intent) -> (phrase, what it asks) for every example and plain synonym: understood when a
+        recipe that routes nowhere is first compared with them (most passes never need it)."""
+        if self._asks is None:
+            asks: dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]] = {}
+            for row in self.inventory.intents:
+                found = asks.setdefault((row.story, row.name), [])
+                found.extend((p.text, terms) for p in row.phrases if "{" not in p.text and (terms := _terms_of(p.text)))
+            self._asks = asks
+        return self._asks
 
     @classmethod
     def build(cls, inventory: Inventory) -> Routers:
@@ -105,12 +115,7 @@ class Routers:
         grouped: dict[str, list[IntentRow]] = defaultdict(list)
         for row in inventory.intents:
             grouped[row.story].append(row)
-            key = (row.story, row.name)
-            routers.rows.setdefault(key, row)
-            bags = routers.stems.setdefault(key, [_words(row.name)])
-            bags.extend(bag for phrase in row.phrases if (bag := _words(phrase.text)))
-            asks = routers.asks.setdefault(key, [])
-            asks.extend((p.text, terms) for p in row.phrases if "{" not in p.text and (terms := _terms_of(p.text)))
+            routers.rows.setdefault((row.story, row.name), row)
         for story, rows in grouped.items():
             routers.by_story[story] = Router(rows, strict=False)
         return routers
