@@ -199,7 +199,7 @@ def _top_intent_names(story: Story) -> set[str]:
     definition = story.definition
     if not isinstance(definition, LMap):
         return set(story.intents)
-    block = definition.get("intents")  # what build._tables reads its intents from
+    block = definition.get("intents")  # what build._top_intents reads them from
     return set(block) if isinstance(block, LMap) else set()
 
 
