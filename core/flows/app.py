@@ -87,9 +87,9 @@ class AppModel:
     def world_defaults(self) -> dict[str, Any]:
         """kitsoki's WorldFromSchema: every declared key that has a default (a fresh copy), plus the
         reserved keys it seeds when the story does not declare them."""
-        import copy
+        from core.flows.values import copy_value  # copy.deepcopy's result for decoded YAML, several times faster
 
-        world = {name: copy.deepcopy(var.default) for name, var in self.story.world.items() if var.default is not None}
+        world = {name: copy_value(var.default) for name, var in self.story.world.items() if var.default is not None}
         for key, value in RESERVED_WORLD.items():
             world.setdefault(key, value)
         return world
