@@ -489,6 +489,17 @@ def _collector_off_for_good() -> None:
     atexit.register(gc.freeze)
 
 
+def _no_last_collection() -> None:
+    """`flows` as a process of its own: the run keeps the collector (it makes millions of short-lived
+    objects, core.quiet.fewer_collections), but what is left at exit (the loaded tree, the fixtures, the
+    report) is frozen so that the interpreter's last collection does not walk it (0.4-0.5 s of CPU on
+    kitsoki's repository, a tenth of the command)."""
+    import atexit
+    import gc
+
+    atexit.register(gc.freeze)
+
+
 def main(argv: list[str] | None = None) -> int:
     whole_process = argv is None  # the console script: the process ends with the command
     argv = sys.argv[1:] if argv is None else argv
@@ -500,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if whole_process and args.command in _COLLECTOR_OFF:
             _collector_off_for_good()
+        elif whole_process and args.command == "flows":
+            _no_last_collection()
         return _dispatch(args)
     except BrokenPipeError:  # `kitsoki-miner demo | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
