@@ -104,9 +104,58 @@ def test_a_new_story_a_config_change_or_another_environment_load_the_tree(tmp_pa
     _age(ws)
     proposer.run_proposer(ws, _recipes())
     assert len(loads) == 4
-    monkeypatch.setenv("KITSOKI_SOMETHING", "else")
+    monkeypatch.setenv("KITSOKI_SOMETHING", "else")  # a variable nothing in the load reads
+    monkeypatch.setenv("TERM_PROGRAM", "vscode")  # (another shell, another terminal)
+    clear_caches()  # a new process
     proposer.run_proposer(ws, _recipes())
-    assert len(loads) == 5
+    assert len(loads) == 4  # the memo answered
+
+
+PROMPTED = APP.replace("states:\n", "agents:\n  writer:\n    system_prompt_path: ../../prompts/writer.md\n\n"
+                                     "states:\n", 1)
+
+
+def test_the_environment_and_the_paths_the_load_looked_at_are_checked(tmp_path, loads, monkeypatch):
+    """A variable a story's load reads, or a file it only looked for (outside every folder the load read
+    from), changing makes the next pass load the tree; the memo then says what the tree says."""
+    monkeypatch.delenv("KITSOKI_MINER_MEMO_PROBE", raising=False)
+    ws = workspace(tmp_path, app=PLUGIN)
+    (ws / "stories" / "writing").mkdir(parents=True)
+    (ws / "stories" / "writing" / "app.yaml").write_text(PROMPTED.replace("id: desk", "id: writing"))
+    _age(ws)
+
+    def refused():
+        clear_caches()  # a new process
+        report = proposer.run_proposer(ws, _recipes()[:1])  # raised once, then already staged
+        return sorted(p.file.split("/stories/")[-1] for p in report.problems)
+
+    assert refused() == ["desk/app.yaml", "writing/app.yaml"] and len(loads) == 1
+    assert refused() == ["desk/app.yaml", "writing/app.yaml"] and len(loads) == 1  # remembered
+    monkeypatch.setenv("KITSOKI_MINER_MEMO_PROBE", "set")  # the plugin's ${VAR} is set now
+    assert refused() == ["writing/app.yaml"] and len(loads) == 2
+    (ws / "prompts").mkdir()
+    (ws / "prompts" / "writer.md").write_text("You write.\n")  # the agent's prompt exists now
+    assert refused() == [] and len(loads) == 3
+    assert refused() == [] and len(loads) == 3  # remembered again
+    monkeypatch.delenv("KITSOKI_MINER_MEMO_PROBE")
+    assert refused() == ["desk/app.yaml"] and len(loads) == 4
+
+
+def test_a_story_kept_in_the_process_follows_the_variables_it_read(tmp_path, monkeypatch):
+    """A story loaded once is reused by the next load in the same process (the server's) only while the
+    variables and paths its load looked at answer the same; the memo written then says what the tree says."""
+    monkeypatch.delenv("KITSOKI_MINER_MEMO_PROBE", raising=False)
+    ws = workspace(tmp_path, app=PLUGIN)
+    _age(ws)
+    clear_caches()
+    first = proposer.run_proposer(ws, _recipes()[:1])
+    assert [p.key for p in first.problems] == ["agent_plugins.agent.x.env.K"]
+    monkeypatch.setenv("KITSOKI_MINER_MEMO_PROBE", "set")
+    second = proposer.run_proposer(ws, _recipes()[:1])  # the same process
+    assert second.problems == []
+    clear_caches()
+    kept = memo.load(ws, proposer.load_config(ws))
+    assert kept is not None and kept.refused == [] and [Path(s.path).parent.name for s in kept.stories] == ["desk"]
 
 
 def test_a_memo_that_is_not_ours_is_never_used(tmp_path, loads):
@@ -307,3 +356,25 @@ def test_agent_verdicts_from_the_memo_are_the_checks_own(tmp_path, monkeypatch):
     first = _loaded(ws)
     checked = len(ran)
     assert checked >= 2 and _loaded(ws) == first and len(ran) == checked
+
+
+def test_a_story_kept_in_the_process_follows_the_files_it_looked_for(tmp_path):
+    """The server's loads reuse a loaded story while its files are unchanged; a script it only looked for
+    appearing (or going) is a change too, in the same process."""
+    from core.kitsoki.workspace import load_workspace
+
+    ws = workspace(tmp_path, app=STARLARK)
+    _age(ws)
+    clear_caches()
+
+    def problems():
+        return str([r.model_dump(mode="json") for r in load_workspace(ws).refused])
+
+    assert 'script "scripts/pick.star" not found' in problems()
+    scripts = ws / "stories" / "desk" / "scripts"
+    scripts.mkdir()
+    (scripts / "pick.star").write_text("def main(inputs):\n    return {}\n")
+    (scripts / "pick.star.yaml").write_text("inputs: {}\n")
+    assert problems() == "[]"
+    (scripts / "pick.star").unlink()
+    assert 'script "scripts/pick.star" not found' in problems()

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from core.kitsoki import probed
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
 
@@ -192,7 +193,7 @@ def agent_decl_issues(document: LMap, file: str, env: Mapping[str, str] | None =
     agents = document.get("agents")
     if not isinstance(agents, LMap) or not agents:
         return []
-    env = os.environ if env is None else env
+    env = probed.ENV if env is None else env
     issues: list[ConfigIssue] = []
     base_dir = Path(file).parent
 
@@ -220,7 +221,7 @@ def agent_decl_issues(document: LMap, file: str, env: Mapping[str, str] | None =
             continue
         if path:
             full = os.path.abspath(path if os.path.isabs(path) else base_dir / path)
-            if not os.path.isfile(full):
+            if not probed.isfile(full):
                 add(decl.value_at("system_prompt_path"),
                     f"agent {_q(name)}: system_prompt_path {_q(full)}: open {full}: no such file or directory",
                     f"{key}.system_prompt_path")
@@ -622,16 +623,16 @@ class Probes:
     its probes and trusts it only while every probe still answers the same (`still`)."""
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        self.env = _RecordedEnv(os.environ if env is None else env)
+        self.env = _RecordedEnv(probed.ENV if env is None else env)
         self.paths: dict[str, bool] = {}
         """"e<path>" (exists) / "f<path>" (is a regular file) -> the answer."""
 
     def exists(self, path: str) -> bool:
-        found = self.paths["e" + path] = os.path.exists(path)
+        found = self.paths["e" + path] = probed.exists(path)
         return found
 
     def isfile(self, path: str) -> bool:
-        found = self.paths["f" + path] = os.path.isfile(path)
+        found = self.paths["f" + path] = probed.isfile(path)
         return found
 
     def as_json(self) -> dict[str, Any]:
@@ -640,11 +641,11 @@ class Probes:
     @staticmethod
     def still(recorded: Mapping[str, Any], env: Mapping[str, str] | None = None) -> bool:
         """Whether every probe in `recorded` (as_json) answers the same now."""
-        env = os.environ if env is None else env
+        env = probed.ENV if env is None else env
         try:
             if any(env.get(name) != value for name, value in recorded["env"].items()):
                 return False
-            return all((os.path.exists if probe[0] == "e" else os.path.isfile)(probe[1:]) is answer
+            return all((probed.exists if probe[0] == "e" else probed.isfile)(probe[1:]) is answer
                        for probe, answer in recorded["paths"].items())
         except (KeyError, TypeError, AttributeError, IndexError):
             return False
@@ -701,12 +702,12 @@ def _starlark_issues(definition: LMap, base_dir: Path | None, out: _Issues, prob
                 out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} resolves "
                                                       "outside the app root")
                 continue
-        if not (probes.exists(resolved) if probes is not None else os.path.exists(resolved)):
+        if not (probes.exists(resolved) if probes is not None else probed.exists(resolved)):
             out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} not found "
                                                   f"(resolved to {_q(resolved)})")
             continue
         sidecar = resolved + ".yaml"
-        if not (probes.isfile(sidecar) if probes is not None else os.path.isfile(sidecar)):
+        if not (probes.isfile(sidecar) if probes is not None else probed.isfile(sidecar)):
             out.add(arguments.value_at("script"), f"{location}: host.starlark.run script {_q(script)} has no sidecar "
                                                   f"(expected {_q(sidecar)}): open {sidecar}: no such file or directory")
             continue
@@ -727,7 +728,7 @@ def definition_agent_issues(definition: LMap, base_dir: Path | None = None,
     """The checks of the folded app, in kitsoki's order; (issues, fatal): plugin and provider problems
     stop the load before validateDef runs (`fatal`), the rest join validateDef's own. With `probes`,
     every environment variable and file they look at is recorded there (and `env` is its own)."""
-    env = probes.env if probes is not None else os.environ if env is None else env
+    env = probes.env if probes is not None else probed.ENV if env is None else env
     early = plugin_issues(definition, env)
     if early:
         return early, True

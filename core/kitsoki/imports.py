@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.kitsoki import probed
 from core.kitsoki.library import LIBRARY_DIR
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
@@ -65,7 +66,7 @@ class Sources:
         a checkout around the importer, then the library. The loader and the kitsoki gate resolve
         through this one function, and the gate passes what it found as `--kitsoki-repo`, so the
         binary's own rewrite of ~/.kitsoki/repo never makes them read different dev-stories."""
-        env = os.environ if env is None else env
+        env = probed.ENV if env is None else env
         if setting is not None:
             return cls(kitsoki_repo=Path(setting), library=LIBRARY_DIR, repo_from="miner.flow_gate.kitsoki_repo")
         repo = (env.get("KITSOKI_REPO") or "").strip()
@@ -76,7 +77,7 @@ class Sources:
                 text = saved.read_text(encoding="utf-8").strip()
             except (OSError, UnicodeDecodeError):
                 text = ""
-            repo = text if text and Path(text).is_dir() else ""
+            repo = text if text and probed.isdir(text) else ""
             source = "~/.kitsoki/repo" if repo else ""
         return cls(kitsoki_repo=Path(repo) if repo else None, library=LIBRARY_DIR, repo_from=source)
 
@@ -96,19 +97,8 @@ def find_repo_root(start: Path) -> Path | None:
     """The nearest folder at or above `start` marked `.kitsoki-root` or holding go.mod of module kitsoki."""
     current = Path(os.path.abspath(start))
     while True:
-        if (current / ".kitsoki-root").exists():
+        if probed.exists(current / ".kitsoki-root") or probed.kitsoki_go_module(current):
             return current
-        try:
-            text = (current / "go.mod").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-        for line in text.splitlines():
-            line = line.strip()
-            if line.startswith("module "):
-                module = line[len("module"):].strip().strip("\"'")
-                if module == "kitsoki" or module.endswith("/kitsoki"):
-                    return current
-                break
         if current.parent == current:
             return None
         current = current.parent
@@ -122,26 +112,26 @@ def resolve_source(source: str, importer_dir: Path, sources: Sources) -> Resolve
             raise SourceError(f'source "{source}": invalid @kitsoki name')
         if sources.kitsoki_repo is not None:
             candidate = sources.kitsoki_repo / "stories" / name / "app.yaml"
-            if not candidate.exists():
+            if not probed.exists(candidate):
                 raise SourceError(f'source "{source}": KITSOKI_REPO={sources.kitsoki_repo}: story "{name}" not found '
                                   f"(looked for {candidate})")
             return Resolved(candidate, "kitsoki-repo")
         root = find_repo_root(importer_dir)
         if root is not None:
             candidate = root / "stories" / name / "app.yaml"
-            if not candidate.exists():
+            if not probed.exists(candidate):
                 raise SourceError(f'source "{source}": stat {candidate}: no such file or directory')
             return Resolved(candidate, "checkout")
         if sources.library is not None:
             candidate = sources.library / f"{name}.json"
-            if candidate.exists():
+            if probed.exists(candidate):
                 return Resolved(candidate, "library")
             raise SourceError(f'source "{source}": @kitsoki/{name}: not in the story library we carry '
                               f"(set KITSOKI_REPO to a kitsoki checkout)")
         raise SourceError(f'source "{source}": cannot resolve @kitsoki/<name>: no .kitsoki-root marker and no go.mod '
                           f"with module kitsoki (or */kitsoki) walking up from {importer_dir}")
     path = Path(source) if os.path.isabs(source) else importer_dir / source
-    if path.is_dir():
+    if probed.isdir(path):
         path = path / "app.yaml"
     return Resolved(Path(os.path.normpath(path)), "path")
 
@@ -673,7 +663,7 @@ def apply_overrides(child: LMap, overrides: LMap, alias: str, at: tuple[str, int
     for rel in sorted(prompts):
         target = Path(str(prompts[rel]))
         target = target if target.is_absolute() else parent_dir / target
-        if not target.exists():
+        if not probed.exists(target):
             issues.append(_issue(prompts.key_at(rel), f"imports.{alias}.overrides.prompts.{rel}",
                                  f"imports.{alias}: overrides: prompts.{rel}: stat {target}: no such file or directory"))
     return child, issues

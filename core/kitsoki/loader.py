@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from core.kitsoki import probed
 from core.kitsoki.agent_checks import Probes, agent_decl_issues, definition_agent_issues
 from core.kitsoki.checks import apply_fallback, validate_definition
 from core.kitsoki.imports import (
@@ -163,12 +164,16 @@ class LoadSession:
         canonical = _canonical(path)
         cached = self._children.get(canonical)
         if cached is not None:
+            probed.replay(cached.probes)
             return cached
         shared = _CHILDREN.get((canonical, self.sources))
-        if shared is not None and self._still_valid(shared):
+        if shared is not None and self._still_valid(shared) and probed.still(shared.probes):
             self._children[canonical] = shared
+            probed.replay(shared.probes)
             return shared
-        loaded = self._load_fresh(path, canonical, parents)
+        with probed.recording() as looked:
+            loaded = self._load_fresh(path, canonical, parents)
+        loaded.probes = looked.frozen()
         self._children[canonical] = loaded
         if not any(file in self.overlay for file in loaded.files):
             with _CHILDREN_LOCK:

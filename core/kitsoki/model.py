@@ -254,6 +254,8 @@ class Workspace(BaseModel, defer_build=True):
     _read: dict = PrivateAttr(default_factory=dict)
     """Every file the stories' and the root instance's loads read -> its Signature (None: it was
     missing), as the load cache checks them: what a memo of this model depends on."""
+    _probes: Any = PrivateAttr(default=None)
+    """The environment variables and paths the load looked at (a core.kitsoki.probed.Recording)."""
 
     def story(self, slug: str) -> Story | None:
         return next((story for story in self.stories if story.slug == slug), None)

@@ -43,6 +43,8 @@ class Loaded:
     signatures: dict[str, Signature | None] = field(default_factory=dict)
     own_files: list[str] = field(default_factory=list)
     """The app's own files: its app.yaml and included room files."""
+    probes: dict[str, Any] | None = None
+    """What its load looked at besides those files (core.kitsoki.probed): checked before it is reused."""
 
 
 def map_states(states: LMap, fn: Any, prefix: str = "") -> LMap:

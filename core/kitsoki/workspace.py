@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from core.kitsoki import probed
 from core.kitsoki.build import build_story
 from core.kitsoki.checked import memo_for as checked_memo
 from core.kitsoki.config import DEV_STORY, KitsokiConfig, load_config
@@ -97,6 +98,8 @@ class _StoryEntry:
     story: Story | None
     issues: list[ConfigIssue]
     signatures: dict[str, Signature | None]
+    probes: dict[str, Any] | None = None
+    """What the story's load looked at besides its files (core.kitsoki.probed)."""
 
 
 _STORIES: dict[tuple[str, Sources], _StoryEntry] = {}
@@ -105,6 +108,8 @@ _LOCK = threading.Lock()
 
 
 def _valid(entry: _StoryEntry, overlay: dict[str, bytes], seen: dict[str, bool]) -> bool:
+    """Whether a kept entry still holds (every file the same, every probe answering the same); when
+    it does, its probes become the current load's own."""
     for file, sig in entry.signatures.items():
         if file in overlay or sig is None:
             return False
@@ -113,6 +118,9 @@ def _valid(entry: _StoryEntry, overlay: dict[str, bytes], seen: dict[str, bool])
             known = seen[file] = signature(file) == sig
         if not known:
             return False
+    if not probed.still(entry.probes):
+        return False
+    probed.replay(entry.probes)
     return True
 
 
@@ -130,15 +138,16 @@ def load_story_at(session: LoadSession, app: Path, materialized: bool, seen: dic
             cached = _STORIES.get(key)
         if cached is not None and _valid(cached, session.overlay, seen):
             return cached
-    loaded = session.load(app)
+    with probed.recording() as looked:
+        loaded = session.load(app)
     signatures = dict(loaded.signatures)
     if loaded.issues or loaded.definition is None:
-        entry = _StoryEntry(None, loaded.issues, signatures)
+        entry = _StoryEntry(None, loaded.issues, signatures, looked.frozen())
     else:
         as_written = _as_written(session, str(app))
         story = build_story(loaded, slug=_slug(session.story_root or app.parent, app), materialized=materialized,
                             own_files=loaded.own_files, as_written=as_written)
-        entry = _StoryEntry(story, [], signatures)
+        entry = _StoryEntry(story, [], signatures, looked.frozen())
     if use_cache and not any(file in session.overlay for file in signatures):
         with _LOCK:
             _STORIES[key] = entry
@@ -248,12 +257,13 @@ def load_root_instance(workspace: Path, config: KitsokiConfig, session: LoadSess
         cached = _ROOTS.get(key)
     if cached is not None and _valid(cached, session.overlay, seen):
         return cached
-    loaded = session.load(path, definition, base_dir=Path(os.path.abspath(workspace)))
+    with probed.recording() as looked:
+        loaded = session.load(path, definition, base_dir=Path(os.path.abspath(workspace)))
     if loaded.issues or loaded.definition is None:
-        entry = _StoryEntry(None, loaded.issues, dict(loaded.signatures))
+        entry = _StoryEntry(None, loaded.issues, dict(loaded.signatures), looked.frozen())
     else:
         story = build_story(loaded, slug="root-instance", materialized=False, own_files=[])
-        entry = _StoryEntry(story, [], dict(loaded.signatures))
+        entry = _StoryEntry(story, [], dict(loaded.signatures), looked.frozen())
     with _LOCK:
         _ROOTS[key] = entry
     return entry
@@ -291,8 +301,10 @@ def load_workspace(path: Path, *, overlay: dict[str, bytes] | None = None, env: 
     refused alone (`Workspace.refused`, and a warning), as kitsoki's discovery skips it; a config or
     root-instance problem raises WorkspaceError listing every problem. `overlay` (absolute path ->
     bytes) stands in for files on disk (a staged draft)."""
-    with gc_paused():
-        return _load_workspace(Path(path), overlay, env, home)
+    with gc_paused(), probed.recording() as looked:
+        model = _load_workspace(Path(path), overlay, env, home)
+    model._probes = looked
+    return model
 
 
 def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict[str, str] | None,

@@ -11,9 +11,11 @@ The memo is trusted only when everything it was made from still holds:
 
 - it is signed like every state file the tool acts on (core.authn, under the per-user key kept
   outside the workspace) and read through core.statefs (no link followed, a regular file);
-- the same code (every source file of `core/` and the library we carry, by size and mtime), the same
-  environment (a config may name `${VAR}`s) and the same import sources (KITSOKI_REPO,
-  ~/.kitsoki/repo, the checkout around the workspace);
+- the same code (every source file of `core/` and the library we carry, by size and mtime) and the
+  same import sources (KITSOKI_REPO, ~/.kitsoki/repo, the checkout around the workspace);
+- every environment variable the load asked about has the value it saw (set or unset), and every
+  path whose existence it tested gives the same answer (core.kitsoki.probed): a shell or a
+  terminal that differs only in variables the load never read uses the memo;
 - the same story folders (the list of app.yaml files, and the names in every folder of each story
   and in every folder the load read from: an `include:` glob may pick up a new file) and config files;
 - every file the load read: the same size, mtime and inode, and the same content (sha256 of the
@@ -39,6 +41,7 @@ from typing import Any
 import orjson
 
 from core import authn, statefs
+from core.kitsoki import probed
 from core.kitsoki.checked import code_digest
 from core.kitsoki.model import RefusedStory, Workspace
 from core.kitsoki.parse import RACY_SECONDS
@@ -48,15 +51,8 @@ log = logging.getLogger("kitsoki_miner.proposals")
 
 MEMO_FILE = Path(".artifacts") / "cache" / "proposer-memo.json"
 PURPOSE = "proposer-memo"
-VERSION = 1
+VERSION = 2
 MAX_BYTES = 32 << 20
-_VOLATILE_ENV = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "COLUMNS", "LINES"})
-
-
-def env_digest(env: dict[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    items = sorted((k, v) for k, v in env.items() if k not in _VOLATILE_ENV)
-    return hashlib.sha256(orjson.dumps(items)).hexdigest()
 
 
 def _file_fact(path: str) -> list | None:
@@ -80,7 +76,7 @@ def _context(workspace: Path, config: Any) -> dict:
     from core.kitsoki.workspace import dev_story_source, story_app_files, workspace_sources
 
     sources = workspace_sources(workspace, config)
-    return {"version": VERSION, "code": code_digest(), "env": env_digest(), "workspace": str(workspace),
+    return {"version": VERSION, "code": code_digest(), "workspace": str(workspace),
             "apps": [[str(app), materialized] for app, materialized in story_app_files(workspace, config, {})],
             "config": {str(path): _file_fact(str(path)) for path in config.source_files},
             "sources": repr(sources), "dev_story": repr(dev_story_source(workspace, sources))}
@@ -141,6 +137,8 @@ def load(workspace: Path, config: Any) -> Facts | None:
         context = _context(workspace, config)
         if memo.get("context") != context or memo.get("listings") != _listings(context["apps"], memo["files"]):
             return None
+        if not probed.still(memo["probes"]):
+            return None
         for file, fact in memo["files"].items():
             if _file_fact(file) != fact:
                 return None
@@ -171,7 +169,10 @@ def save(workspace: Path, model: Workspace, mappings: dict[str, Mapping]) -> Non
                 return  # it may change again within the same mtime tick, unseen by its signature
             files[file] = fact
         context = _context(workspace, model.config)
-        memo = {"context": context, "files": files, "listings": _listings(context["apps"], files),
+        probes = model._probes.snapshot() if model._probes is not None else None
+        if probes is None:
+            return  # too much to keep, or a variable or a path changed under the load
+        memo = {"context": context, "files": files, "probes": probes, "listings": _listings(context["apps"], files),
                 "stories": [str(story.path) for story in model.stories],
                 "refused": [refusal.model_dump(mode="json") for refusal in model.refused],
                 "mappings": {key: mapping.model_dump(mode="json") for key, mapping in mappings.items()}}
