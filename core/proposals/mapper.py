@@ -38,7 +38,6 @@ from core.mining.clusters import ASK_SIMILARITY, Cluster, similarity
 from core.mining.lexicon import FILLER
 from core.mining.recipes import Phrasing, Recipe
 from core.proposals.model import Mapping
-from core.transcripts.redact import KINDS as REDACTION_KINDS
 
 ROUTE_CONFIDENCE = 0.8
 """Exact (1.0), bare synonym (0.9) and fully parsed template (0.8) hits count as routed."""
@@ -123,12 +122,22 @@ class Routers:
 
 _ROUTERS: dict[int, Routers] = {}
 
-_REDACTION = re.compile(r"\[REDACTED:(?:" + "|".join(re.escape(kind) for kind in REDACTION_KINDS) + r")\]")
-"""core.transcripts.redact's placeholders: where a transcript held a secret."""
+_REDACTION: re.Pattern[str] | None = None
+
+
+def _redaction() -> re.Pattern[str]:
+    """core.transcripts.redact's placeholders: where a transcript held a secret. Compiled when a text first
+    holds "[REDACTED:" (importing the redaction rule set is a few tens of milliseconds a propose seldom needs)."""
+    global _REDACTION
+    if _REDACTION is None:
+        from core.transcripts.redact import KINDS
+
+        _REDACTION = re.compile(r"\[REDACTED:(?:" + "|".join(re.escape(kind) for kind in KINDS) + r")\]")
+    return _REDACTION
 
 
 def holds_redaction(text: str) -> bool:
-    return "[REDACTED:" in text and _REDACTION.search(text) is not None
+    return "[REDACTED:" in text and _redaction().search(text) is not None
 
 
 def usable_phrasings(recipe: Recipe) -> list[Phrasing]:
@@ -139,7 +148,7 @@ def usable_phrasings(recipe: Recipe) -> list[Phrasing]:
 
 def without_redactions(text: str) -> str:
     """`text` with redaction placeholders dropped (for titles and descriptions, never phrases)."""
-    return " ".join(_REDACTION.sub(" ", text).split()) if holds_redaction(text) else text
+    return " ".join(_redaction().sub(" ", text).split()) if holds_redaction(text) else text
 
 
 def map_recipe(recipe: Recipe, routers: Routers) -> Mapping:
