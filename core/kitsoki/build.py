@@ -256,14 +256,9 @@ class _Tables:
         return _states(self.definition, self.lifted, self.from_library)
 
     def local_intents(self) -> dict[str, dict[str, Intent]]:
-        """Each state's own intents by its path, as `_state` builds them, without its arms and effects."""
+        """Each state's own intents by its path (`_local_intents`), built once."""
         if self._local is None:
-            out = {}
-            for path, spec in state_specs(self.definition).items():
-                local = spec.get("intents") if isinstance(spec.get("intents"), LMap) else LMap()
-                out[path] = {name: build_intent(name, intent, local.key_at(name), path, self.lifted)
-                             for name, intent in local.items()}
-            self._local = out
+            self._local = _local_intents(self.definition, self.lifted)
         return self._local
 
 
@@ -299,29 +294,19 @@ def _states(definition: LMap, lifted: frozenset[str], from_library: set[str]) ->
 
 def _intent_list(definition: LMap, lifted: frozenset[str]) -> list[Intent]:
     """What `Story.all_intents` yields once the story's states are built, without building them: the
-    story's intents, then each state's own (states in `_tables`' order; a path declared twice keeps
-    its place and the later state, as the states dict does)."""
-    out = []
-    block = definition.get("intents") if isinstance(definition.get("intents"), LMap) else LMap()
-    for name, intent in block.items():
-        where = block.key_at(name) if name in block.marks else (intent.at if isinstance(intent, LMap) else block.at)
-        out.append(build_intent(name, intent, where, None, lifted))
-    by_state: dict[str, list[Intent]] = {}
+    story's intents, then each state's own (states in `_states`' order)."""
+    out = list(_top_intents(definition, lifted).values())
+    for intents in _local_intents(definition, lifted).values():
+        out.extend(intents.values())
+    return out
 
-    def state(path: str, spec: LMap) -> None:
+
+def _local_intents(definition: LMap, lifted: frozenset[str]) -> dict[str, dict[str, Intent]]:
+    """Each state's own intents by its path, as `_state` builds them, without its arms and effects."""
+    out = {}
+    for path, spec in state_specs(definition).items():
         local = spec.get("intents") if isinstance(spec.get("intents"), LMap) else LMap()
-        by_state[path] = [build_intent(name, intent, local.key_at(name), path, lifted) for name, intent in local.items()]
-        children = spec.get("states") if isinstance(spec.get("states"), LMap) else LMap()
-        for name, child in children.items():
-            if isinstance(child, LMap):
-                state(f"{path}.{name}", child)
-
-    block = definition.get("states") if isinstance(definition.get("states"), LMap) else LMap()
-    for name, spec in block.items():
-        if isinstance(spec, LMap):
-            state(name, spec)
-    for intents in by_state.values():
-        out.extend(intents)
+        out[path] = {name: build_intent(name, intent, local.key_at(name), path, lifted) for name, intent in local.items()}
     return out
 
 
