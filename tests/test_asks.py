@@ -347,3 +347,28 @@ def test_other_words_soon_after_are_another_occasion(tmp_path):
     for n, text in enumerate(["CONCERN 1 を修正して", "CONCERN 3 を解決したい", "CONCERN.md の 2 を解決したい"]):
         _session(tmp_path / "t", f"s{n}", 1, app, [(text, [_edit(f"{app}/CONCERN.md"), _edit(f"{app}/src/a.ts")])])
     assert len(_intents(tmp_path)) == 1
+
+
+def test_the_c_stemmer_stems_every_lexicon_word_as_the_python_one_does():
+    """PyStemmer (Snowball's C build, what snowballstemmer uses when it is installed: no thirty Python
+    stemmers imported at start-up, stems ten times faster) must give the stems the asks were made with."""
+    import re
+
+    import Stemmer
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    from core.mining import asks
+    from core.mining import lexicon as lx
+
+    assert isinstance(asks._STEMMER, Stemmer.Stemmer)
+    words: set[str] = set()
+    for value in vars(lx).values():
+        if isinstance(value, dict):
+            value = [f"{k} {v}" for k, v in value.items()]
+        if isinstance(value, (str, list, tuple, set, frozenset)):
+            words.update(re.findall(r"[a-z]+", " ".join(map(str, value)) if not isinstance(value, str) else value))
+    words.update("regenerating regenerated releases releasing migrations flakiness tested testing bugs fixes "
+                 "deployments generalization organizational happily running ran seeded seeding".split())
+    python = EnglishStemmer()
+    assert len(words) > 500
+    assert {w: asks._STEMMER.stemWord(w) for w in words} == {w: python.stemWord(w) for w in words}

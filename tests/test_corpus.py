@@ -181,3 +181,24 @@ def test_parallel_map_hands_every_job_back_once_in_batches_or_alone():
     results = list(parallel_map(_echo, jobs, sizes, workers=2, progress=lambda done, total: seen.append((done, total))))
     assert sorted(results) == sorted(jobs)
     assert seen[-1] == (sum(sizes), sum(sizes))
+
+
+def test_parallel_map_takes_a_smaller_batch_size_and_still_hands_every_job_back_once():
+    """The seed pass batches small transcripts by MINE_BATCH_BYTES (2 MB), not BATCH_BYTES: units are
+    smaller, and every job still comes back exactly once."""
+    import random
+
+    from core.mining.passes import MINE_BATCH_BYTES
+    from core.transcripts.ingest import BATCH_BYTES, _batches, parallel_map
+
+    assert MINE_BATCH_BYTES < BATCH_BYTES
+    rng = random.Random(7)
+    sizes = [rng.choice([10, 300_000, MINE_BATCH_BYTES - 1, MINE_BATCH_BYTES, 3 * MINE_BATCH_BYTES]) for _ in range(300)]
+    jobs = [(i, size) for i, size in enumerate(sizes)]
+    order = sorted(range(len(jobs)), key=lambda i: sizes[i], reverse=True)
+    units = _batches(order, sizes, MINE_BATCH_BYTES)
+    assert len(units) > len(_batches(order, sizes))
+    assert sorted(i for unit in units for i in unit) == list(range(len(jobs)))
+    assert all(sum(sizes[i] for i in unit) < 2 * MINE_BATCH_BYTES or len(unit) == 1 for unit in units)
+    results = list(parallel_map(_echo, jobs, sizes, workers=2, batch_bytes=MINE_BATCH_BYTES))
+    assert sorted(results) == sorted(jobs)

@@ -312,7 +312,7 @@ def _local_intents(definition: LMap, lifted: frozenset[str]) -> dict[str, dict[s
 
 def unbuilt_definition(story: Story) -> LMap | None:
     """The story's definition while its states are still to be built from it (`_states`), else None."""
-    private = object.__getattribute__(story, "__pydantic_private__") or {}
+    private = story._realized()  # a story known by its outline (core.kitsoki.loadcache) is loaded first
     definition = private.get("_definition")
     if private.get("_lazy") is None or "states" in story.__dict__ or not isinstance(definition, LMap):
         return None

@@ -39,16 +39,28 @@ AGENTS = "agents\0"
 _CODE: str | None = None
 
 
-class CheckedMemo:
-    """One workspace's memo (shared by the loads of a process; thread-safe)."""
+class SealedMemo:
+    """A memo a workspace keeps across processes in one signed JSON file (`FILE`, under `.artifacts/`),
+    shared by the loads of a process (thread-safe). A file that does not verify (core.authn, read
+    through core.statefs), or whose `_stamp()` members differ, is not used: the work is done again."""
+
+    FILE: Path
+    PURPOSE: str
+    MAX_ENTRIES = MAX_ENTRIES
+    MAX_BYTES = MAX_BYTES
+    WHAT = "memo"
 
     def __init__(self, workspace: Path) -> None:
         self.workspace = Path(workspace)
-        self.path = self.workspace / CHECKED_FILE
+        self.path = self.workspace / self.FILE
         self._lock = threading.Lock()
         self._entries: dict[str, Any] | None = None
         self._used: set[str] = set()
         self._dirty = False
+
+    def _stamp(self) -> dict[str, Any]:
+        """Members written beside the entries that must read back the same for them to be used."""
+        return {}
 
     def _load(self) -> dict[str, Any]:
         if self._entries is None:
@@ -56,10 +68,10 @@ class CheckedMemo:
 
             entries: dict[str, Any] = {}
             try:
-                raw = statefs.read_bytes(self.path, MAX_BYTES, what=CHECKED_FILE.name)
-                data = authn.unseal(raw, purpose=PURPOSE, rel=CHECKED_FILE.as_posix(), path=self.path,
-                                    what=CHECKED_FILE.name, workspace=self.workspace)
-                if isinstance(data.get("entries"), dict):
+                raw = statefs.read_bytes(self.path, self.MAX_BYTES, what=self.FILE.name)
+                data = authn.unseal(raw, purpose=self.PURPOSE, rel=self.FILE.as_posix(), path=self.path,
+                                    what=self.FILE.name, workspace=self.workspace)
+                if all(data.get(k) == v for k, v in self._stamp().items()) and isinstance(data.get("entries"), dict):
                     entries = data["entries"]
             except FileNotFoundError:
                 pass
@@ -68,10 +80,42 @@ class CheckedMemo:
             self._entries = entries
         return self._entries
 
+    def flush(self) -> None:
+        """Write what this process learned (entries used now first, then older ones up to the bound)."""
+        with self._lock:
+            if not self._dirty or self._entries is None:
+                return
+            if not (self.workspace / ".artifacts").is_dir():
+                return  # a load alone never starts a workspace's state (a read-only checkout stays untouched)
+            kept = {k: self._entries[k] for k in self._used if k in self._entries}
+            for k, v in self._entries.items():
+                if len(kept) >= self.MAX_ENTRIES:
+                    break
+                kept.setdefault(k, v)
+            self._dirty = False
+        from core import authn, statefs
+
+        try:
+            data = authn.seal({**self._stamp(), "entries": kept}, purpose=self.PURPOSE, rel=self.FILE.as_posix(),
+                              workspace=self.workspace)
+            statefs.ensure_dir(self.path.parent)
+            statefs.write_atomic(self.path, data, what=self.FILE.name)
+        except (OSError, ValueError) as exc:  # only costs time later
+            log.info("the %s was not written: %s", self.WHAT, exc)
+
+
+class CheckedMemo(SealedMemo):
+    """One workspace's memo of load checks."""
+
+    FILE = CHECKED_FILE
+    PURPOSE = PURPOSE
+    WHAT = "load checks' memo"
+
     def key(self, app: str, signatures: dict[str, Any], overlay: dict[str, bytes]) -> tuple[str, bool] | None:
         """(the key, whether a verdict may be stored under it), or None when a file the load read
         changed since (its signature differs): the bytes hashed now may not be the ones checked."""
-        from core.kitsoki.parse import RACY_SECONDS, signature
+        from core.kitsoki.loadcache import file_digest
+        from core.kitsoki.parse import RACY_SECONDS
 
         h = hashlib.sha256(f"{code_digest()}\0{app}\n".encode())
         settled = True
@@ -82,14 +126,12 @@ class CheckedMemo:
                 settled = False  # a staged draft's: looked up, never kept (the next pass drafts anew)
             else:
                 sig = signatures[file]
-                try:
-                    with open(file, "rb") as handle:
-                        data = handle.read()
-                except OSError:
-                    return None  # gone or unreadable since: nothing to key on
-                if sig is None or signature(file) != sig:
-                    return None
+                current, digest = file_digest(file)  # read once per process while unchanged
+                if digest is None or sig is None or current != sig:
+                    return None  # gone, unreadable or changed since: nothing to key on
                 settled = settled and now - sig.mtime_ns / 1e9 > RACY_SECONDS
+                h.update(file.encode() + b"\0" + bytes.fromhex(digest))
+                continue
             h.update(file.encode() + b"\0" + hashlib.sha256(data).digest())
         return h.hexdigest(), settled
 
@@ -110,9 +152,9 @@ class CheckedMemo:
             self._used.add(key)
             self._dirty = True
 
-    def get_agents(self, key: str) -> tuple[list[ConfigIssue], bool] | None:
-        """The agent checks' (issues, fatal) kept under `key`, when every environment variable and
-        file they looked at (core.kitsoki.agent_checks.Probes) still answers the same."""
+    def get_agents(self, key: str) -> tuple[list[ConfigIssue], bool, dict[str, Any]] | None:
+        """The agent checks' (issues, fatal, probes) kept under `key`, when every environment variable
+        and file they looked at (core.kitsoki.agent_checks.Probes) still answers the same."""
         from core.kitsoki.agent_checks import Probes
 
         with self._lock:
@@ -129,7 +171,7 @@ class CheckedMemo:
             return None
         with self._lock:
             self._used.add(AGENTS + key)
-        return issues, fatal
+        return issues, fatal, found["probes"]
 
     def put_agents(self, key: str, issues: list[ConfigIssue], fatal: bool, probes: dict[str, Any]) -> None:
         with self._lock:
@@ -137,29 +179,6 @@ class CheckedMemo:
                                           "fatal": fatal, "probes": probes}
             self._used.add(AGENTS + key)
             self._dirty = True
-
-    def flush(self) -> None:
-        """Write what this process learned (entries used now first, then older ones up to the bound)."""
-        with self._lock:
-            if not self._dirty or self._entries is None:
-                return
-            if not (self.workspace / ".artifacts").is_dir():
-                return  # a load alone never starts a workspace's state (a read-only checkout stays untouched)
-            kept = {k: self._entries[k] for k in self._used if k in self._entries}
-            for k, v in self._entries.items():
-                if len(kept) >= MAX_ENTRIES:
-                    break
-                kept.setdefault(k, v)
-            self._dirty = False
-        from core import authn, statefs
-
-        try:
-            data = authn.seal({"entries": kept}, purpose=PURPOSE, rel=CHECKED_FILE.as_posix(),
-                              workspace=self.workspace)
-            statefs.ensure_dir(self.path.parent)
-            statefs.write_atomic(self.path, data, what=CHECKED_FILE.name)
-        except (OSError, ValueError) as exc:  # only costs time later
-            log.info("the load checks' memo was not written: %s", exc)
 
 
 def code_digest() -> str:
@@ -180,20 +199,27 @@ def code_digest() -> str:
     return _CODE
 
 
-_MEMOS: dict[str, CheckedMemo] = {}
+_MEMOS: dict[tuple[type, str], SealedMemo] = {}
 _MEMOS_LOCK = threading.Lock()
 
 
-def memo_for(workspace: Path) -> CheckedMemo:
-    key = os.path.abspath(workspace)
+def memo_of(kind: type, workspace: Path) -> Any:
+    """The process's one `kind` memo of `workspace`."""
+    key = (kind, os.path.abspath(workspace))
     with _MEMOS_LOCK:
         memo = _MEMOS.get(key)
         if memo is None:
-            memo = _MEMOS[key] = CheckedMemo(Path(key))
+            memo = _MEMOS[key] = kind(Path(key[1]))
         return memo
 
 
-def forget() -> None:
-    """Drop every memo held in this process (a cold start, for benchmarks and tests)."""
+def memo_for(workspace: Path) -> CheckedMemo:
+    return memo_of(CheckedMemo, workspace)
+
+
+def forget(kind: type | None = CheckedMemo) -> None:
+    """Drop every memo (of `kind`; None: of every kind) held in this process (a cold start, for
+    benchmarks and tests)."""
     with _MEMOS_LOCK:
-        _MEMOS.clear()
+        for key in [k for k in _MEMOS if kind is None or k[0] is kind]:
+            del _MEMOS[key]

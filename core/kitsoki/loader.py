@@ -65,6 +65,8 @@ class LoadSession:
         self.story_root = story_root
         self.checked: Any = None
         """A workspace's core.kitsoki.checked.CheckedMemo, when the load is a workspace's."""
+        self.loads: Any = None
+        """A workspace's core.kitsoki.loadcache.LoadMemo (stories known by their outline), likewise."""
         self._children: dict[str, Loaded] = {}
         self._valid: dict[str, bool] = {}
 
@@ -98,7 +100,7 @@ class LoadSession:
             return loaded
         definition = loaded.definition
         out = Loaded(loaded.path, None, list(loaded.issues), list(loaded.files), dict(loaded.wrappers),
-                     list(loaded.imports), dict(loaded.signatures), list(loaded.own_files))
+                     list(loaded.imports), dict(loaded.signatures), list(loaded.own_files), asked=list(loaded.asked))
         top = definition.like(definition)
         issues = resolve_interfaces(top)
         if not issues:
@@ -106,7 +108,9 @@ class LoadSession:
         fatal = bool(issues)
         key = self._memo_key(str(app), document, loaded) if not fatal else None
         if not fatal:  # agent_plugins and providers stop the load before validateDef, as in kitsoki
-            agent_issues, fatal = self._agents_checked(top, base_dir or Path(os.path.abspath(app)).parent, key)
+            agent_issues, fatal, probes = self._agents_checked(top, base_dir or Path(os.path.abspath(app)).parent,
+                                                               key)
+            out.asked.append(("agents", probes))
             issues = agent_issues if fatal else []
         if not fatal:
             issues = self._checked(top, loaded, key) + agent_issues
@@ -128,9 +132,10 @@ class LoadSession:
             name = f"{app}\0{repr(plain(document))}"
         return memo.key(name, loaded.signatures, self.overlay)
 
-    def _agents_checked(self, top: LMap, base_dir: Path, key: tuple[str, bool] | None) -> tuple[list[ConfigIssue], bool]:
+    def _agents_checked(self, top: LMap, base_dir: Path,
+                        key: tuple[str, bool] | None) -> tuple[list[ConfigIssue], bool, dict[str, Any]]:
         """definition_agent_issues, or its verdict from the memo while every environment variable and
-        file it looked at answers the same (the memo checks its probes)."""
+        file it looked at answers the same (the memo checks its probes); with those probes."""
         memo = self.checked
         at = f"{key[0]}\0{base_dir}" if key is not None else None
         if at is not None:
@@ -141,7 +146,7 @@ class LoadSession:
         issues, fatal = definition_agent_issues(top, base_dir, probes=probes)
         if at is not None and key[1]:
             memo.put_agents(at, issues, fatal, probes.as_json())
-        return issues, fatal
+        return issues, fatal, probes.as_json()
 
     def _checked(self, top: LMap, loaded: Loaded, key: tuple[str, bool] | None) -> list[ConfigIssue]:
         """validate_definition, or its verdict from the workspace's memo (core.kitsoki.checked) when
@@ -244,6 +249,8 @@ class LoadSession:
             except (OSError, ValueError) as exc:
                 loaded.issues.append(_issue(at, f'include glob "{full}": {exc}', f"include[{index}]"))
                 continue
+            loaded.asked.append(("glob", full, tuple(matches),
+                                  tuple(os.path.realpath(match) for match in matches)))
             for match in matches:
                 real = Path(os.path.realpath(match))
                 if not _inside(real, story_dir):
@@ -282,8 +289,10 @@ class LoadSession:
             try:
                 resolved = resolve_source(str(source), base_dir, self.sources)
             except SourceError as exc:
+                loaded.asked.append(("source", str(source), str(base_dir), None, str(exc)))
                 loaded.issues.append(_issue(spec.value_at("source"), f"imports.{alias}: {exc}", key))
                 continue
+            loaded.asked.append(("source", str(source), str(base_dir), str(resolved.path), resolved.origin))
             canonical = _canonical(str(resolved.path))
             if canonical in parents:
                 loaded.issues.append(_issue(at, f"imports.{alias}: cycle detected via {resolved.path}", key))
@@ -294,6 +303,7 @@ class LoadSession:
                 child = self.load_child(str(resolved.path), parents)
             loaded.files.extend(file for file in child.files if file not in loaded.files)
             loaded.signatures.update(child.signatures)
+            loaded.asked.extend(probe for probe in child.asked if probe not in loaded.asked)
             if resolved.origin == "library":
                 loaded.signatures[str(resolved.path)] = signature(str(resolved.path))
             if child.issues or child.definition is None:

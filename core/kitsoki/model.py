@@ -174,11 +174,23 @@ class Story(BaseModel, defer_build=True):
     _lazy: Any = PrivateAttr(default=None)
     _intents_only: Any = PrivateAttr(default=None)
     _intent_list: Any = PrivateAttr(default=None)
+    _realize: Any = PrivateAttr(default=None)
+    """Set on a story known from the load memo (core.kitsoki.loadcache) by its outline alone: loads
+    it for real on the first read of its definition, world, intents or states."""
+
+    def _realized(self) -> dict:
+        private = object.__getattribute__(self, "__pydantic_private__") or {}
+        realize = private.get("_realize")
+        if realize is not None:
+            realize(self)  # clears _realize once the story is whole (under its own lock)
+        return private
 
     def __getattr__(self, name: str) -> Any:
         # world, intents and states of a loaded story are built on first read (core.kitsoki.build).
         if name in ("world", "intents", "states"):
-            private = object.__getattribute__(self, "__pydantic_private__") or {}
+            private = self._realized()
+            if name in self.__dict__:
+                return self.__dict__[name]
             lazy = private.get("_lazy")
             if lazy is not None:
                 value = self.__dict__[name] = lazy(name)
@@ -190,8 +202,8 @@ class Story(BaseModel, defer_build=True):
     def local_intents(self, path: str) -> dict[str, Intent] | None:
         """The intents state `path` declares itself (None: no such state), without building the states'
         arms and effects when they are not built yet."""
+        private = self._realized()
         if "states" not in self.__dict__:
-            private = object.__getattribute__(self, "__pydantic_private__") or {}
             lazy = private.get("_lazy")
             if lazy is not None and hasattr(lazy, "local_intents"):
                 return lazy.local_intents().get(path)
@@ -201,6 +213,7 @@ class Story(BaseModel, defer_build=True):
     @property
     def definition(self) -> Any:
         """kitsoki's AppDef after the whole pipeline, as located plain data (read only)."""
+        self._realized()
         return self._definition
 
     @property
@@ -209,7 +222,7 @@ class Story(BaseModel, defer_build=True):
 
     def all_intents(self) -> Iterator[Intent]:
         """Every intent declaration: the story's, then each state's local ones."""
-        private = object.__getattribute__(self, "__pydantic_private__") or {}
+        private = self._realized()
         if private.get("_lazy") is not None and "states" not in self.__dict__ and private.get("_intents_only") is not None:
             # states not built yet: the intents alone (an inventory of a story a draft reloaded reads
             # nothing else; building every state's arms and effects cost more than the load)

@@ -23,6 +23,7 @@ how a staged draft is validated without copying the workspace.
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import threading
@@ -530,6 +531,8 @@ class _Entry:
     result: Any
     """The tree, or a _FileProblem / _ValueProblems / OSError to raise again."""
     verified_at: float
+    sha256: str = ""
+    """Of the bytes the tree was parsed from (what a memo across processes is checked against)."""
 
 
 class ParseCache:
@@ -588,11 +591,18 @@ class ParseCache:
             return _unwrap(entry.result)
         result = self._parse_bytes(path, data, limits, typed, mode, wrap=True)
         with self._lock:
-            self._entries[key] = _Entry(sig, digest, result, now)
+            self._entries[key] = _Entry(sig, digest, result, now, hashlib.sha256(data).hexdigest())
             self._entries.move_to_end(key)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
         return _unwrap(result)
+
+    def parsed_sha256(self, path: str, sig: Signature, typed: bool = False) -> str | None:
+        """The sha256 of the bytes behind `path`'s tree while its entry has signature `sig` (the one
+        a load recorded when it read the file): the exact content that load parsed."""
+        with self._lock:
+            entry = self._entries.get(("typed" if typed else "plain", str(path)))
+        return entry.sha256 if entry is not None and entry.sig == sig and entry.sha256 else None
 
     def _parse_bytes(self, path: str, data: bytes, limits: YamlLimits, typed: bool, mode: str,
                      wrap: bool = False) -> Any:

@@ -45,6 +45,10 @@ class Loaded:
     """The app's own files: its app.yaml and included room files."""
     probes: dict[str, Any] | None = None
     """What its load looked at besides those files (core.kitsoki.probed): checked before it is reused."""
+    asked: list[tuple] = field(default_factory=list)
+    """What the load asked the filesystem and environment besides reading `files` (an include's glob
+    and what it matched, an import's source and where it resolved, the agent checks' probes), so a
+    memo of the load (core.kitsoki.loadcache) can ask again and trust it only if each answers the same."""
 
 
 def map_states(states: LMap, fn: Any, prefix: str = "") -> LMap:

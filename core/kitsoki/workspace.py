@@ -30,6 +30,8 @@ from core.kitsoki.checked import memo_for as checked_memo
 from core.kitsoki.config import DEV_STORY, KitsokiConfig, load_config
 from core.kitsoki.imports import KITSOKI_PREFIX, Sources, SourceError, resolve_source
 from core.kitsoki.library import describe as describe_library
+from core.kitsoki.loadcache import memo_for as load_memo
+from core.kitsoki.loadcache import story_of
 from core.kitsoki.loader import LoadSession
 from core.kitsoki.model import APP_FILE, MATERIALIZED_DIR, RefusedStory, Story, Workspace, WorkspaceError
 from core.kitsoki.parse import LMap, LSeq, Signature, signature
@@ -138,6 +140,12 @@ def load_story_at(session: LoadSession, app: Path, materialized: bool, seen: dic
             cached = _STORIES.get(key)
         if cached is not None and _valid(cached, session.overlay, seen):
             return cached
+        if session.loads is not None:
+            entry = _remembered(session, app, materialized)
+            if entry is not None:
+                with _LOCK:
+                    _STORIES[key] = entry
+                return entry
     with probed.recording() as looked:
         loaded = session.load(app)
     signatures = dict(loaded.signatures)
@@ -151,7 +159,63 @@ def load_story_at(session: LoadSession, app: Path, materialized: bool, seen: dic
     if use_cache and not any(file in session.overlay for file in signatures):
         with _LOCK:
             _STORIES[key] = entry
+        if session.loads is not None and entry.probes is not None:
+            session.loads.put(str(app), materialized, session.sources, entry.story, entry.issues, signatures,
+                              loaded.asked, entry.probes)
     return entry
+
+
+def _remembered(session: LoadSession, app: Path, materialized: bool) -> _StoryEntry | None:
+    """The story's load from the workspace's load memo (core.kitsoki.loadcache), when nothing it
+    looked at changed: refused with the same issues, or a story known by its outline that loads
+    for real on the first read of its definition or tables."""
+    found = session.loads.get(str(app), materialized, session.sources, session.overlay)
+    if found is None:
+        return None
+    data, issues, signatures, probes = found
+    try:
+        if data is None:
+            entry = _StoryEntry(None, [ConfigIssue.model_validate(issue) for issue in issues], signatures, probes)
+        elif not issues:
+            story = story_of(data)
+            story._realize = _Realizer(app, materialized, session.sources, session.story_root, session.checked)
+            entry = _StoryEntry(story, [], signatures, probes)
+        else:
+            return None
+    except (KeyError, TypeError, ValueError):
+        return None
+    probed.replay(probes)  # what the load looked at joins this load's record, as a kept story's does
+    return entry
+
+
+class _Realizer:
+    """Loads a story known by its outline for real, once, and makes it whole in place."""
+
+    _lock = threading.RLock()
+
+    def __init__(self, app: Path, materialized: bool, sources: Sources, story_root: Path | None, checked: Any):
+        self.app, self.materialized, self.sources = app, materialized, sources
+        self.story_root, self.checked = story_root, checked
+
+    def __call__(self, story: Story) -> None:
+        with self._lock, gc_paused():
+            private = object.__getattribute__(story, "__pydantic_private__")
+            if private.get("_realize") is not self:
+                return
+            session = LoadSession(sources=self.sources, story_root=self.story_root)
+            session.checked = self.checked
+            entry = load_story_at(session, self.app, self.materialized, {}, use_cache=False)
+            if entry.story is None:  # its files changed since the workspace loaded, and it no longer loads
+                raise WorkspaceError(entry.issues)
+            whole = entry.story
+            story.__dict__.update({k: v for k, v in whole.__dict__.items()})
+            for name in ("world", "intents", "states"):
+                if name not in whole.__dict__:
+                    story.__dict__.pop(name, None)
+            whole_private = object.__getattribute__(whole, "__pydantic_private__")
+            for name in ("_definition", "_lazy", "_intents_only", "_intent_list"):
+                private[name] = whole_private.get(name)
+            private["_realize"] = None
 
 
 def _as_written(session: LoadSession, app: str) -> Any:
@@ -316,6 +380,9 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
     sources = workspace_sources(workspace, config, env, home)
     session = LoadSession(sources=sources, overlay=overlay, story_root=workspace)
     session.checked = checked_memo(workspace) if env is None and home is None else None
+    session.loads = load_memo(workspace) if env is None and home is None else None
+    if session.loads is not None:
+        session.loads.begin(sources)
     seen: dict[str, bool] = {}
     issues: list[ConfigIssue] = []
     warnings: list[ConfigIssue] = list(config.warnings)
@@ -348,16 +415,19 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
     model._read = read
     if session.checked is not None:
         session.checked.flush()
+    if session.loads is not None:
+        session.loads.flush()
     return model
 
 
 def clear_caches() -> None:
     """Forget every parsed file and loaded story in this process (a cold start, for benchmarks)."""
-    from core.kitsoki import checked, inventory, loader
+    from core.kitsoki import checked, inventory, loadcache, loader
     from core.kitsoki.parse import PARSE_CACHE
 
     PARSE_CACHE.clear()
     checked.forget()
+    loadcache.forget()
     with _LOCK:
         _STORIES.clear()
         _ROOTS.clear()

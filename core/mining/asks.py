@@ -218,6 +218,11 @@ def _lexicon() -> _Lexicon:
     return _Lexicon()
 
 
+def lexicon_ready() -> None:
+    """Compile the lexicon now (a mining pass does it before it forks its workers, so each inherits it)."""
+    _lexicon()
+
+
 # -- understanding an ask ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -377,7 +382,7 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
                 latin.append(run)
             continue
         if kind == "sep":
-            if any(c in _BREAK_PUNCT for c in run):
+            if run != " " and any(c in _BREAK_PUNCT for c in run):  # most separators are one space
                 flush_latin()
                 out.append(("brk", run.strip(), None))
             continue  # spaces and hyphens only separate words

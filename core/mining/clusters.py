@@ -47,7 +47,7 @@ def has_object(terms) -> bool:
 class Cluster:
     """What a cluster's prompts ask, counted."""
 
-    __slots__ = ("n", "objects", "verbs", "kinds", "_core")
+    __slots__ = ("n", "objects", "verbs", "kinds", "_core", "_scoring")
 
     def __init__(self) -> None:
         self.n = 0
@@ -55,6 +55,7 @@ class Cluster:
         self.verbs: Counter[str] = Counter()
         self.kinds: Counter[str] = Counter()
         self._core: tuple | None = None
+        self._scoring: tuple | None = None
 
     def add(self, terms) -> None:
         self.n += 1
@@ -66,7 +67,7 @@ class Cluster:
                 self.verbs[term] += 1
             elif head == "k:":
                 self.kinds[term] += 1
-        self._core = None
+        self._core = self._scoring = None
 
     def core(self) -> tuple[dict[str, float], frozenset[str], str | None]:
         if self._core is None:
@@ -76,6 +77,15 @@ class Cluster:
             kind = next((t for t, c in self.kinds.most_common(1) if c >= need), None)
             self._core = (objects, verbs, kind)
         return self._core
+
+    def scoring(self) -> tuple[dict[str, float], float, frozenset[str], str | None, frozenset[str]]:
+        """core() with what every comparison works out of it: the objects' total weight and the verbs'
+        families (kept until the cluster changes: an ask is compared with dozens of clusters)."""
+        if self._scoring is None:
+            objects, verbs, kind = self.core()
+            self._scoring = (objects, sum(objects.values()), verbs, kind,
+                             frozenset(_FAMILY.get(t, t) for t in verbs))
+        return self._scoring
 
 
 class _Ask:
@@ -97,18 +107,31 @@ class _Ask:
         return self._families
 
     def against(self, cluster: Cluster) -> float:
-        objects, verbs, kind = cluster.core()
+        scoring = cluster.scoring()
+        objects = scoring[0]
         if not objects:
             return 0.0
-        if not any(t in objects for t in self.named):
+        common = 0
+        named = False
+        for t, w in self.mine.items():  # summed in this order wherever it is summed: the same float
+            if t in objects:
+                common += w
+                if not named and t.startswith("o:"):
+                    named = True
+        if not named:
             return 0.0
+        return self.score(common, scoring)
+
+    def score(self, common: float, scoring: tuple) -> float:
+        """The similarity to a cluster whose core shares a named object with the ask, `common` being the
+        weight the two share (summed in `mine`'s order)."""
+        _objects, objects_total, verbs, kind, families = scoring
         if self.kind is not None and kind is not None and self.kind != kind:
             return 0.0
-        common = sum(w for t, w in self.mine.items() if t in objects)
-        score = 2 * common / (self.total + sum(objects.values()))
+        score = 2 * common / (self.total + objects_total)
         if self.verbs & verbs:
             score += SAME_VERB_BONUS
-        elif self.verbs and verbs and not self.families() & {_FAMILY.get(t, t) for t in verbs}:
+        elif self.verbs and verbs and not self.families() & families:
             # Another verb on a partly shared object: "reseed the db" is not "add a db migration".
             score -= SAME_VERB_BONUS
         return min(score, 1.0)
@@ -127,27 +150,44 @@ def same_project(a: str | None, b: str | None) -> bool:
 
 
 class AskClusters:
-    """Clusters in the order they started, with an index of which clusters hold which object. An ask is
-    this project's when it recurs in this project: prompts of different projects never share a cluster."""
+    """Clusters in the order they started, with an index of which clusters' cores hold which object. An ask
+    is this project's when it recurs in this project: prompts of different projects never share a cluster."""
 
     def __init__(self) -> None:
         self.clusters: list[Cluster] = []
         self.seed_terms: list[list[str]] = []
         self.projects: list[str | None] = []
         self.holding: dict[str, set[int]] = {}
+        """Object (o: or g:) -> the clusters whose core holds it. A cluster whose core holds none of an ask's
+        named (o:) objects scores 0 against it (_Ask.against), so only those that do are scored, and the
+        weight each shares with the ask is summed from here: on a long history most clusters that ever held
+        one of the ask's objects no longer have it in their core."""
+        self._indexed: list[frozenset[str]] = []
+        """Per cluster, the objects of its core as `holding` has them."""
 
     def best(self, terms, project: str | None = None) -> int | None:
         """The cluster these terms (asked in `project`) join, or None for a new one."""
-        candidates: set[int] = set()
-        for term in terms:
-            if term.startswith("o:"):
-                candidates |= self.holding.get(term, set())
+        ask = _Ask(terms)
+        holding = self.holding
+        common: dict[int, float] = {}
+        named: set[int] = set()
+        for t, w in ask.mine.items():  # _Ask.against's sum, in its order, for every cluster at once
+            held = holding.get(t)
+            if held:
+                for cid in held:
+                    common[cid] = common.get(cid, 0) + w
+                if t.startswith("o:"):
+                    named |= held
         best, best_score = None, ASK_SIMILARITY
-        ask = _Ask(terms) if candidates else None
-        for cid in sorted(candidates):
-            if not same_project(project, self.projects[cid]):
+        clusters, projects, total = self.clusters, self.projects, ask.total
+        for cid in sorted(named):
+            if not same_project(project, projects[cid]):
                 continue
-            score = ask.against(self.clusters[cid])
+            scoring = clusters[cid].scoring()
+            shared = common[cid]
+            if 2 * shared / (total + scoring[1]) + SAME_VERB_BONUS < best_score - 1e-9:
+                continue  # even with the verb bonus it cannot reach the best so far
+            score = ask.score(shared, scoring)
             if score > best_score + 1e-12 or (best is None and score >= best_score - 1e-12):
                 best, best_score = cid, score
         return best
@@ -157,10 +197,18 @@ class AskClusters:
         self.clusters.append(Cluster())
         self.seed_terms.append(sorted(set(terms)))
         self.projects.append(project)
+        self._indexed.append(frozenset())
         return cid
 
     def join(self, cid: int, terms) -> None:
-        self.clusters[cid].add(terms)
-        for term in terms:
-            if term.startswith("o:"):
+        cluster = self.clusters[cid]
+        cluster.add(terms)
+        # The core of this cluster alone can have changed (its count grew): index its objects again.
+        now = frozenset(cluster.core()[0])
+        before = self._indexed[cid]
+        if now != before:
+            for term in before - now:
+                self.holding[term].discard(cid)
+            for term in now - before:
                 self.holding.setdefault(term, set()).add(cid)
+            self._indexed[cid] = now

@@ -149,6 +149,7 @@ def parallel_map(
     *,
     workers: int | None = None,
     progress: Progress | None = None,
+    batch_bytes: int | None = None,
 ) -> Iterator:
     """fn(*job) for each job, across `workers` processes when the input is big enough to pay for
     them; results arrive as they finish. `sizes` (bytes per job) drive scheduling and progress.
@@ -158,7 +159,9 @@ def parallel_map(
     helper has started) until none is left. The caller reads the biggest file because what it frees
     is reused by the caller's own later work (the results it collects), where a helper would hold its
     peak until the pool ends; helpers take jobs largest first, so none starts a big one last. Jobs
-    smaller than BATCH_BYTES are handed out in batches of about that much (_batches).
+    smaller than BATCH_BYTES (or `batch_bytes`) are handed out in batches of about that much (_batches).
+    At the end the caller waits for what the pool has already handed a helper (up to two units), so work
+    that costs more per byte than counting (mining) passes smaller batches.
     """
     order = sorted(range(len(jobs)), key=lambda i: sizes[i], reverse=True)
     total = sum(sizes)
@@ -171,7 +174,7 @@ def parallel_map(
             if progress:
                 progress(done, total)
         return
-    units = _batches(order, sizes)
+    units = _batches(order, sizes, batch_bytes or BATCH_BYTES)
     helpers = min(workers - 1, len(units) - 1)
     if helpers < 1:
         for i in order:
@@ -236,19 +239,19 @@ each result sent back wakes the caller's pool threads, which then take the GIL f
 (a corpus holds a thousand small sessions)."""
 
 
-def _batches(order: list[int], sizes: list[int]) -> list[list[int]]:
-    """Job indices, largest first, in units: a job of BATCH_BYTES or more alone, smaller ones
-    gathered (in the same order) until a unit holds BATCH_BYTES."""
+def _batches(order: list[int], sizes: list[int], batch_bytes: int = BATCH_BYTES) -> list[list[int]]:
+    """Job indices, largest first, in units: a job of `batch_bytes` or more alone, smaller ones
+    gathered (in the same order) until a unit holds `batch_bytes`."""
     units: list[list[int]] = []
     current: list[int] = []
     held = 0
     for i in order:
-        if sizes[i] >= BATCH_BYTES:
+        if sizes[i] >= batch_bytes:
             units.append([i])
             continue
         current.append(i)
         held += sizes[i]
-        if held >= BATCH_BYTES:
+        if held >= batch_bytes:
             units.append(current)
             current, held = [], 0
     if current:

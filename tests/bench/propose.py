@@ -12,6 +12,8 @@ Targets (issue 26), each on a copy (propose writes its state into the workspace)
   the cost of each extra recipe, (cold(more) - cold(recipes)) / (more - recipes), < 30 ms;
 - accept (a fresh `kitsoki-miner accept` after a propose) of the workspace copy's rung-1 world value, which no
   flow there can exercise (dev-story's rooms are not in the copy), so it is held: < 0.5 s + the flows that run.
+  Its answer, every byte of the tree after it and the state it recorded must be the same for every run and code
+  ("accepted" in the output).
 
 The recipes are written straight into `.artifacts/mining/recipes.json`, deterministically: three settings,
 one ask kitsoki already models and distinct new asks ("rotate the signing keys", ...), so most of them are
@@ -128,6 +130,16 @@ def digest(workspace: Path, report: dict) -> str:
     return h.hexdigest()
 
 
+def accepted_digest(workspace: Path, code: Path, report: dict, answer: dict) -> str:
+    """What an accept answered and left: its answer, every byte of the tree, and the state it recorded."""
+    h = hashlib.sha256(digest(workspace, report).encode())
+    text = json.dumps(answer, sort_keys=True).replace(str(workspace), "<ws>").replace(str(code), "<code>")
+    h.update(text.encode())
+    for path in sorted(p for p in workspace.rglob("*") if p.is_file() and ".artifacts" not in p.parts):
+        h.update(path.relative_to(workspace).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def bare_parse_s(workspace: Path) -> float:
     files = [p for top in (".kitsoki.yaml", ".kitsoki", "stories") for p in [workspace / top, *(workspace / top).rglob("*")]
              if p.suffix in (".yaml", ".yml") and p.is_file()]  # what the loader may read
@@ -186,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                     digests.setdefault((case, name), set()).add(digest(ws, report))
                     if case == "accept":  # the world value: rung 1, no flow here can exercise it, so it is held
                         wall, answer = accept(code, ws, env, report["raised"][0])
+                        digests.setdefault(("accepted", name), set()).add(accepted_digest(ws, code, report, answer))
                         figures[name].setdefault("accept_s", []).append(wall)
                         figures[name].setdefault("accept_held", []).append(float(bool(answer.get("held"))))
                         figures[name].setdefault("accept_flows", []).append(float(len(answer.get("flows") or [])))
@@ -201,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         if "ws_more_cold_s" in medians:
             medians["per_recipe_ms"] = 1000 * (medians["ws_more_cold_s"] - medians["ws_cold_s"]) / max(1, a.more - a.recipes)
         out[name] = medians
-    same = {case: len({d for (c, _), ds in digests.items() if c == case for d in ds}) == 1 for case, _, _ in cases}
+    same = {case: len({d for (c, _), ds in digests.items() if c == case for d in ds}) == 1
+            for case in [c for c, _, _ in cases] + (["accepted"] if "accept" in a.cases else [])}
     out["same_output"] = same
     if a.json:
         print(json.dumps(out, indent=2))
