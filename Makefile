@@ -34,6 +34,7 @@ vsix:
 
 bench: venv
 	$(BIN)/python tests/bench/flows.py
+	$(BIN)/python tests/bench/flows_repo.py $(if $(KITSOKI_SRC),--repo $(KITSOKI_SRC))
 	$(BIN)/python tests/bench/ingest.py
 	$(BIN)/python tests/bench/mining.py
 	$(BIN)/python tests/bench/apply.py

@@ -87,9 +87,9 @@ class AppModel:
     def world_defaults(self) -> dict[str, Any]:
         """kitsoki's WorldFromSchema: every declared key that has a default (a fresh copy), plus the
         reserved keys it seeds when the story does not declare them."""
-        import copy
+        from core.flows.values import copy_value  # copy.deepcopy's result for decoded YAML, several times faster
 
-        world = {name: copy.deepcopy(var.default) for name, var in self.story.world.items() if var.default is not None}
+        world = {name: copy_value(var.default) for name, var in self.story.world.items() if var.default is not None}
         for key, value in RESERVED_WORLD.items():
             world.setdefault(key, value)
         return world
@@ -97,9 +97,9 @@ class AppModel:
     def lookup_intent(self, state: str, name: str) -> Intent | None:
         """The declaration an intent resolves to from a state: the nearest state-local one, else global."""
         for path in chain(state):
-            found = self.story.states.get(path)
-            if found is not None and name in found.intents:
-                return found.intents[name]
+            found = self.story.local_intents(path)
+            if found is not None and name in found:
+                return found[name]
         return self.story.intents.get(name)
 
     def has_children(self, state: str) -> bool:
@@ -149,10 +149,16 @@ the loader bound it, which a fixture's `host_bindings` rebinds."""
 def _plain(value: Any) -> Any:
     """A composed definition as plain data (the loader's other internal `__` keys dropped)."""
     if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()
-                if not str(key).startswith("__") or key in KEPT_INTERNAL_KEYS}
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                key = str(key)
+            if key[:2] == "__" and key not in KEPT_INTERNAL_KEYS:
+                continue
+            out[key] = _plain(item) if isinstance(item, (dict, list)) else item
+        return out
     if isinstance(value, list):
-        return [_plain(item) for item in value]
+        return [_plain(item) if isinstance(item, (dict, list)) else item for item in value]
     return value
 
 
@@ -197,11 +203,25 @@ def _build(story: Story) -> AppModel:
     for name in story.exits:
         synth = f"__exit__{name}"
         model.states.setdefault(synth, StateDef(path=synth, raw={}, terminal=True))
+    aliases_of = _aliases_of(story)
     for path, state in model.states.items():  # what only the loader's model carries
-        aliases = getattr(story.states.get(path), "intent_aliases", None)
+        aliases = aliases_of(path)
         if isinstance(aliases, dict) and aliases and not state.intent_aliases:
             state.intent_aliases = {str(k): str(v) for k, v in aliases.items()}
     return model
+
+
+def _aliases_of(story: Story):
+    """path -> the state's `intent_aliases` as the loader's State carries them, read from the definition while
+    the story's states are not built (building them all costs more than the rest of the adapter)."""
+    from core.kitsoki.build import unbuilt_definition, state_specs
+    from core.kitsoki.imports import ALIASES_KEY
+
+    definition = unbuilt_definition(story) if isinstance(story, Story) else None
+    if definition is None:
+        return lambda path: getattr(story.states.get(path), "intent_aliases", None)
+    specs = state_specs(definition)
+    return lambda path: dict(specs[path].get(ALIASES_KEY) or {}) if path in specs else None
 
 
 def _read_states(model: AppModel, block: dict[str, Any], prefix: str) -> None:

@@ -478,7 +478,16 @@ def _banner(view: View, message: str) -> View:
     return lambda: with_error_banner(view(), message)
 
 
+_AS_IS = frozenset({str, bool, float, type(None)})
+"""Leaves a JSON round trip gives back unchanged (an exact float: float(x) is x)."""
+
+
 def _as_json_numbers(value: Any) -> Any:
+    kind = type(value)  # the plain containers first, without a call per leaf (the world is replayed every turn)
+    if kind is dict:
+        return {key: item if type(item) in _AS_IS else _as_json_numbers(item) for key, item in value.items()}
+    if kind is list:
+        return [item if type(item) in _AS_IS else _as_json_numbers(item) for item in value]
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, (int, float)):

@@ -226,9 +226,10 @@ def build_story(loaded: Loaded, *, slug: str, materialized: bool, own_files: lis
         hosts=[_text(host) for host in definition.get("hosts") or ()],
         materialized=materialized, files=[Path(file) for file in own_files], open_world=bool(from_library))
     story._definition = definition
-    # world, intents and states are built when first read (a workspace load that only checks
-    # what loads, or a flow gate on one story, never pays for the others).
-    story._lazy = lambda: _tables(definition, lifted, from_library)
+    # world, intents and states are built when first read, each on its own (a workspace load that only
+    # checks what loads, an inventory, or a flow run that reads the world and the intents, never pays for
+    # every state's arms and effects).
+    story._lazy = _Tables(definition, lifted, from_library)
     story._intents_only = lambda: _intent_list(definition, lifted)
     for name in _LAZY_FIELDS:
         story.__dict__.pop(name, None)
@@ -238,8 +239,30 @@ def build_story(loaded: Loaded, *, slug: str, materialized: bool, own_files: lis
 _LAZY_FIELDS = ("world", "intents", "states")
 
 
-def _tables(definition: LMap, lifted: frozenset[str], from_library: set[str]) -> dict[str, Any]:
-    """The story's world, intents and states as models."""
+class _Tables:
+    """A loaded story's world, intents and states, each built from its definition when first read."""
+
+    __slots__ = ("definition", "lifted", "from_library", "_local")
+
+    def __init__(self, definition: LMap, lifted: frozenset[str], from_library: set[str]) -> None:
+        self.definition, self.lifted, self.from_library = definition, lifted, from_library
+        self._local: dict[str, dict[str, Intent]] | None = None
+
+    def __call__(self, name: str) -> Any:
+        if name == "world":
+            return _world(self.definition)
+        if name == "intents":
+            return _top_intents(self.definition, self.lifted)
+        return _states(self.definition, self.lifted, self.from_library)
+
+    def local_intents(self) -> dict[str, dict[str, Intent]]:
+        """Each state's own intents by its path (`_local_intents`), built once."""
+        if self._local is None:
+            self._local = _local_intents(self.definition, self.lifted)
+        return self._local
+
+
+def _world(definition: LMap) -> dict[str, WorldVar]:
     world = {}
     block = definition.get("world") if isinstance(definition.get("world"), LMap) else LMap()
     for name, var in block.items():
@@ -248,33 +271,74 @@ def _tables(definition: LMap, lifted: frozenset[str], from_library: set[str]) ->
                                                    default=plain(var.get("default")), at=_where(block.key_at(name)))
         else:
             world[name] = _make(WorldVar, name=name, type="", default=plain(var), at=_where(block.key_at(name)))
+    return world
+
+
+def _top_intents(definition: LMap, lifted: frozenset[str]) -> dict[str, Intent]:
     intents = {}
     block = definition.get("intents") if isinstance(definition.get("intents"), LMap) else LMap()
     for name, intent in block.items():
         where = block.key_at(name) if name in block.marks else (intent.at if isinstance(intent, LMap) else block.at)
         intents[name] = build_intent(name, intent, where, None, lifted)
+    return intents
+
+
+def _states(definition: LMap, lifted: frozenset[str], from_library: set[str]) -> dict[str, State]:
     states: dict[str, State] = {}
     block = definition.get("states") if isinstance(definition.get("states"), LMap) else LMap()
     for name, spec in block.items():
         if isinstance(spec, LMap):
             _state(name, spec, None, lifted, name in from_library, states)
-    return {"world": world, "intents": intents, "states": states}
+    return states
 
 
 def _intent_list(definition: LMap, lifted: frozenset[str]) -> list[Intent]:
-    """What `Story.all_intents` yields once `_tables` built the story, without building its states: the
-    story's intents, then each state's own (states in `_tables`' order; a path declared twice keeps
-    its place and the later state, as the states dict does)."""
+    """What `Story.all_intents` yields once the story's states are built, without building them: the
+    story's intents, then each state's own (states in `_states`' order)."""
+    out = list(_top_intents(definition, lifted).values())
+    for intents in _local_intents(definition, lifted).values():
+        out.extend(intents.values())
+    return out
+
+
+def _local_intents(definition: LMap, lifted: frozenset[str]) -> dict[str, dict[str, Intent]]:
+    """Each state's own intents by its path, as `_state` builds them, without its arms and effects."""
+    out = {}
+    for path, spec in state_specs(definition).items():
+        local = spec.get("intents") if isinstance(spec.get("intents"), LMap) else LMap()
+        out[path] = {name: build_intent(name, intent, local.key_at(name), path, lifted) for name, intent in local.items()}
+    return out
+
+
+def unbuilt_definition(story: Story) -> LMap | None:
+    """The story's definition while its states are still to be built from it (`_states`), else None."""
+    private = story._realized()  # a story known by its outline (core.kitsoki.loadcache) is loaded first
+    definition = private.get("_definition")
+    if private.get("_lazy") is None or "states" in story.__dict__ or not isinstance(definition, LMap):
+        return None
+    return definition
+
+
+def state_lines(story: Story) -> list[tuple[str, str, int]]:
+    """(path, file, line) of each state, in `story.states`' order, without building the states."""
+    definition = unbuilt_definition(story)
+    if definition is None:
+        return [(path, str(state.at.file), state.at.line) for path, state in story.states.items()
+                if state.at is not None]
     out = []
-    block = definition.get("intents") if isinstance(definition.get("intents"), LMap) else LMap()
-    for name, intent in block.items():
-        where = block.key_at(name) if name in block.marks else (intent.at if isinstance(intent, LMap) else block.at)
-        out.append(build_intent(name, intent, where, None, lifted))
-    by_state: dict[str, list[Intent]] = {}
+    for path, spec in state_specs(definition).items():
+        file, line, _ = spec.at
+        out.append((path, file, line))
+    return out
+
+
+def state_specs(definition: LMap) -> dict[str, LMap]:
+    """Every state's spec by its dotted path, in `_states`' order (a path declared twice keeps its place and
+    the later spec, as the states dict does): what reads a few fields of each state without building it."""
+    out: dict[str, LMap] = {}
 
     def state(path: str, spec: LMap) -> None:
-        local = spec.get("intents") if isinstance(spec.get("intents"), LMap) else LMap()
-        by_state[path] = [build_intent(name, intent, local.key_at(name), path, lifted) for name, intent in local.items()]
+        out[path] = spec
         children = spec.get("states") if isinstance(spec.get("states"), LMap) else LMap()
         for name, child in children.items():
             if isinstance(child, LMap):
@@ -284,8 +348,45 @@ def _intent_list(definition: LMap, lifted: frozenset[str]) -> list[Intent]:
     for name, spec in block.items():
         if isinstance(spec, LMap):
             state(name, spec)
-    for intents in by_state.values():
-        out.extend(intents)
+    return out
+
+
+def advancing_intents(spec: LMap) -> list[str]:
+    """`[intent for intent, arms in state.on.items() if any(arm.target and not arm.fallback for arm in arms)]`
+    of the State `_state` would build from `spec`, read from the spec."""
+    block = spec.get("on")
+    if not isinstance(block, LMap):
+        return []
+    out = []
+    for intent, arms in block.items():
+        if isinstance(arms, LSeq) and any(isinstance(arm, LMap) and _text(arm.get("target"))
+                                          and not arm.get(FALLBACK_KEY) for arm in arms):
+            out.append(intent)
+    return out
+
+
+def state_decider(spec: LMap) -> str | None:
+    decider = spec.get("decider")
+    return None if decider is None else _text(decider)
+
+
+def state_description(spec: LMap) -> str:
+    return _text(spec.get("description"))
+
+
+def state_at(spec: LMap) -> Where:
+    return _where(spec.at)
+
+
+def invoked_steps(spec: LMap) -> list[tuple[str, Where]]:
+    """(invoke, at) of each `on_enter` step of the State `_state` would build from `spec` that invokes something."""
+    out = []
+    for effect in spec.get("on_enter") or ():
+        if not isinstance(effect, LMap):
+            continue
+        invoke = _text(effect.get("invoke"))
+        if invoke:
+            out.append((invoke, _where(effect.at if effect.kline else (effect.file, effect.line, effect.column))))
     return out
 
 

@@ -163,6 +163,22 @@ def _story_rows_of(story: Story, name: str, strip: str = "") -> tuple[list[Inten
     intents, calls, gates = _intent_rows_of(story, name, strip), [], []
     if strip:
         return intents, calls, gates
+    from core.kitsoki import build
+
+    definition = build.unbuilt_definition(story)
+    if definition is not None:
+        # read from the definition, as build._state would read them: building every state's arms and
+        # effects of every story cost more than the rest of the inventory (~1.2 s on kitsoki's repository)
+        for path, spec in build.state_specs(definition).items():
+            for invoke, at in build.invoked_steps(spec):
+                if invoke.startswith(AGENT_HANDLER_PREFIX):
+                    calls.append(AgentCall.model_construct(story=name, state=path, handler=invoke, at=at))
+            advancing = build.advancing_intents(spec)
+            decider = build.state_decider(spec)
+            if len(advancing) >= 2 or decider is not None:
+                gates.append(GateRow.model_construct(story=name, state=path, description=build.state_description(spec),
+                                                     decider=decider, intents=advancing, at=build.state_at(spec)))
+        return intents, calls, gates
     for state in story.states.values():
         for step in state.on_enter:
             if step.invoke and step.invoke.startswith(AGENT_HANDLER_PREFIX):
@@ -183,7 +199,7 @@ def _top_intent_names(story: Story) -> set[str]:
     definition = story.definition
     if not isinstance(definition, LMap):
         return set(story.intents)
-    block = definition.get("intents")  # what build._tables reads its intents from
+    block = definition.get("intents")  # what build._top_intents reads them from
     return set(block) if isinstance(block, LMap) else set()
 
 

@@ -193,10 +193,22 @@ class Story(BaseModel, defer_build=True):
                 return self.__dict__[name]
             lazy = private.get("_lazy")
             if lazy is not None:
-                self.__dict__.update(lazy())
-                private["_lazy"] = None
-                return self.__dict__[name]
+                value = self.__dict__[name] = lazy(name)
+                if all(field in self.__dict__ for field in ("world", "intents", "states")):
+                    private["_lazy"] = None
+                return value
         return super().__getattr__(name)
+
+    def local_intents(self, path: str) -> dict[str, Intent] | None:
+        """The intents state `path` declares itself (None: no such state), without building the states'
+        arms and effects when they are not built yet."""
+        private = self._realized()
+        if "states" not in self.__dict__:
+            lazy = private.get("_lazy")
+            if lazy is not None and hasattr(lazy, "local_intents"):
+                return lazy.local_intents().get(path)
+        state = self.states.get(path)
+        return None if state is None else state.intents
 
     @property
     def definition(self) -> Any:
@@ -211,7 +223,7 @@ class Story(BaseModel, defer_build=True):
     def all_intents(self) -> Iterator[Intent]:
         """Every intent declaration: the story's, then each state's local ones."""
         private = self._realized()
-        if private.get("_lazy") is not None and private.get("_intents_only") is not None:
+        if private.get("_lazy") is not None and "states" not in self.__dict__ and private.get("_intents_only") is not None:
             # states not built yet: the intents alone (an inventory of a story a draft reloaded reads
             # nothing else; building every state's arms and effects cost more than the load)
             if private.get("_intent_list") is None:

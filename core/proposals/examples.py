@@ -16,7 +16,6 @@ import unicodedata
 from core.kitsoki.routing import content_stems
 from core.mining.recipes import Recipe
 from core.proposals.mapper import usable_phrasings
-from core.transcripts.redact import redact_text
 
 MAX_EXAMPLES = 3
 MAX_WORDS = 9
@@ -32,6 +31,8 @@ _TRAILING = frozenset("a an the to of in on at for with from into and or by".spl
 
 def example_text(phrasing: str) -> str | None:
     """A phrasing as an example, or None when it cannot be one (too long, too specific, held a secret)."""
+    from core.transcripts.redact import redact_text  # the rule set is loaded when an intent's examples are drafted
+
     text = " ".join(unicodedata.normalize("NFKC", _PLACEHOLDER.sub(" ", phrasing)).split())
     if not text or "[REDACTED" in text or redact_text(text) != text:
         return None

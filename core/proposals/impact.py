@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.kitsoki.build import state_lines
 from core.kitsoki.config import CONFIG_FILE
 from core.kitsoki.model import Story, Workspace
 from core.kitsoki.story import relative
@@ -478,23 +479,21 @@ def _text(path: Path) -> str | None:
 def _enclosing_state(story: Story, file: Path, line: int) -> str | None:
     # The loader names a state's file as it named the file it read: compare the names first, and
     # resolve links (a story read through a symlink) only when no state's file has this name.
+    # Where each state is, read without building the states (a scan touches every story that mentions the key).
+    states = state_lines(story)
     name = os.path.normpath(str(file))
-    found = _nearest_above(((path, state.at.line) for path, state in story.states.items()
-                            if state.at is not None and os.path.normpath(str(state.at.file)) == name), line)
+    found = _nearest_above(((path, at_line) for path, at_file, at_line in states
+                            if os.path.normpath(at_file) == name), line)
     if found is not None:
         return found
     real = os.path.realpath(file)
     same: dict[str, bool] = {}  # a story's states live in a handful of files: resolve each once
     candidates = []
-    for path, state in story.states.items():
-        at = state.at
-        if at is None:
-            continue
-        key = str(at.file)
+    for path, key, at_line in states:
         if key not in same:
             same[key] = os.path.realpath(key) == real
         if same[key]:
-            candidates.append((path, at.line))
+            candidates.append((path, at_line))
     return _nearest_above(candidates, line)
 
 

@@ -38,7 +38,6 @@ from core.mining.clusters import ASK_SIMILARITY, Cluster, similarity
 from core.mining.lexicon import FILLER
 from core.mining.recipes import Phrasing, Recipe
 from core.proposals.model import Mapping
-from core.transcripts.redact import KINDS as REDACTION_KINDS
 
 ROUTE_CONFIDENCE = 0.8
 """Exact (1.0), bare synonym (0.9) and fully parsed template (0.8) hits count as routed."""
@@ -82,9 +81,19 @@ class Routers:
     inventory: Inventory
     by_story: dict[str, Router] = field(default_factory=dict)
     rows: dict[tuple[str, str], IntentRow] = field(default_factory=dict)
-    stems: dict[tuple[str, str], list[frozenset[str]]] = field(default_factory=dict)
-    asks: dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]] = field(default_factory=dict)
-    """(story, intent) -> (phrase, what it asks) for every example and plain synonym."""
+    _asks: dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]] | None = None
+
+    @property
+    def asks(self) -> dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]]:
+        """(story, intent) -> (phrase, what it asks) for every example and plain synonym: understood when a
+        recipe that routes nowhere is first compared with them (most passes never need it)."""
+        if self._asks is None:
+            asks: dict[tuple[str, str], list[tuple[str, tuple[str, ...]]]] = {}
+            for row in self.inventory.intents:
+                found = asks.setdefault((row.story, row.name), [])
+                found.extend((p.text, terms) for p in row.phrases if "{" not in p.text and (terms := _terms_of(p.text)))
+            self._asks = asks
+        return self._asks
 
     @classmethod
     def build(cls, inventory: Inventory) -> Routers:
@@ -105,12 +114,7 @@ class Routers:
         grouped: dict[str, list[IntentRow]] = defaultdict(list)
         for row in inventory.intents:
             grouped[row.story].append(row)
-            key = (row.story, row.name)
-            routers.rows.setdefault(key, row)
-            bags = routers.stems.setdefault(key, [_words(row.name)])
-            bags.extend(bag for phrase in row.phrases if (bag := _words(phrase.text)))
-            asks = routers.asks.setdefault(key, [])
-            asks.extend((p.text, terms) for p in row.phrases if "{" not in p.text and (terms := _terms_of(p.text)))
+            routers.rows.setdefault((row.story, row.name), row)
         for story, rows in grouped.items():
             routers.by_story[story] = Router(rows, strict=False)
         return routers
@@ -118,12 +122,22 @@ class Routers:
 
 _ROUTERS: dict[int, Routers] = {}
 
-_REDACTION = re.compile(r"\[REDACTED:(?:" + "|".join(re.escape(kind) for kind in REDACTION_KINDS) + r")\]")
-"""core.transcripts.redact's placeholders: where a transcript held a secret."""
+_REDACTION: re.Pattern[str] | None = None
+
+
+def _redaction() -> re.Pattern[str]:
+    """core.transcripts.redact's placeholders: where a transcript held a secret. Compiled when a text first
+    holds "[REDACTED:" (importing the redaction rule set is a few tens of milliseconds a propose seldom needs)."""
+    global _REDACTION
+    if _REDACTION is None:
+        from core.transcripts.redact import KINDS
+
+        _REDACTION = re.compile(r"\[REDACTED:(?:" + "|".join(re.escape(kind) for kind in KINDS) + r")\]")
+    return _REDACTION
 
 
 def holds_redaction(text: str) -> bool:
-    return "[REDACTED:" in text and _REDACTION.search(text) is not None
+    return "[REDACTED:" in text and _redaction().search(text) is not None
 
 
 def usable_phrasings(recipe: Recipe) -> list[Phrasing]:
@@ -134,7 +148,7 @@ def usable_phrasings(recipe: Recipe) -> list[Phrasing]:
 
 def without_redactions(text: str) -> str:
     """`text` with redaction placeholders dropped (for titles and descriptions, never phrases)."""
-    return " ".join(_REDACTION.sub(" ", text).split()) if holds_redaction(text) else text
+    return " ".join(_redaction().sub(" ", text).split()) if holds_redaction(text) else text
 
 
 def map_recipe(recipe: Recipe, routers: Routers) -> Mapping:
