@@ -337,17 +337,31 @@ def provider_issues(definition: LMap, env: Mapping[str, str]) -> list[ConfigIssu
     return out.items
 
 
-def agent_ref_issue(effect: LMap, location: str, agents: LMap) -> str | None:
-    """validateAgentRef (loader.go:1902): `with.agent` only on host.agent.*, naming a declared agent."""
+def agent_ref_issue(effect: LMap, location: str, declared: Callable[[str], bool]) -> str | None:
+    """validateAgentRef (loader.go:1902): `with.agent` only on host.agent.*, naming a declared agent
+    (`declared(name)`: the whole-tree pass looks in `agents`, the per-state one records the question)."""
     name = _map(effect.get("with")).get("agent")
     if not isinstance(name, str) or not name or "{{" in name:
         return None
     invoke = effect.get("invoke")
     if invoke and not str(invoke).startswith(AGENT_VERB):
         return f"{location}: with.agent is only meaningful on host.agent.* invocations (got invoke {_q(invoke)})"
-    if name not in agents:
+    if not declared(name):
         return f"{location}: with.agent {_q(name)} is not declared in agents"
     return None
+
+
+def ref_roots(path: str, state: LMap) -> Iterator[tuple[LMap, str]]:
+    """Where validateStates starts validateAgentRef's chains in one state, in its order: each arc's
+    effects (intents sorted), then on_enter."""
+    for intent in sorted(_map(state.get("on"))):
+        arcs = state["on"][intent]
+        for arc in arcs if isinstance(arcs, LSeq) else ():
+            if isinstance(arc, LMap):
+                for index, effect in enumerate(_effects(arc.get("effects"))):
+                    yield effect, f"state {_q(path)} intent {_q(intent)} effects[{index}]"
+    for index, effect in enumerate(_effects(state.get("on_enter"))):
+        yield effect, f"state {_q(path)} on_enter[{index}]"
 
 
 def _agent_refs(states: LMap, agents: LMap, out: _Issues) -> None:
@@ -355,7 +369,7 @@ def _agent_refs(states: LMap, agents: LMap, out: _Issues) -> None:
     on_complete chains at every depth."""
 
     def chain(effect: LMap, location: str) -> None:
-        problem = agent_ref_issue(effect, location, agents)
+        problem = agent_ref_issue(effect, location, agents.__contains__)
         if problem:
             out.add(_at(effect, out_at(effect)), problem)
         for index, child in enumerate(_effects(effect.get("on_complete"))):
@@ -365,14 +379,8 @@ def _agent_refs(states: LMap, agents: LMap, out: _Issues) -> None:
         return (effect.file, effect.line, effect.column)
 
     for path, state in _walk_states(states):
-        for intent in sorted(_map(state.get("on"))):
-            arcs = state["on"][intent]
-            for arc in arcs if isinstance(arcs, LSeq) else ():
-                if isinstance(arc, LMap):
-                    for index, effect in enumerate(_effects(arc.get("effects"))):
-                        chain(effect, f"state {_q(path)} intent {_q(intent)} effects[{index}]")
-        for index, effect in enumerate(_effects(state.get("on_enter"))):
-            chain(effect, f"state {_q(path)} on_enter[{index}]")
+        for effect, location in ref_roots(path, state):
+            chain(effect, location)
 
 
 def _dispatches_agent(state: LMap) -> bool:

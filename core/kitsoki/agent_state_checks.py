@@ -18,6 +18,8 @@ from typing import Any
 from core.kitsoki import probed, statememo
 from core.kitsoki.agent_checks import (
     AGENT_VERB,
+    agent_ref_issue,
+    ref_roots,
     BUILTIN_AGENTS,
     Probes,
     _at,
@@ -113,29 +115,14 @@ class _PerState:
         out = outs[REFS]
 
         def chain(effect: LMap, location: str) -> None:
-            name = _map(effect.get("with")).get("agent")
-            if isinstance(name, str) and name and "{{" not in name:
-                invoke = effect.get("invoke")
-                if invoke and not str(invoke).startswith(AGENT_VERB):
-                    problem = (f"{location}: with.agent is only meaningful on host.agent.* invocations (got invoke "
-                               f"{_q(invoke)})")
-                elif not self.ask("a?", name):
-                    problem = f"{location}: with.agent {_q(name)} is not declared in agents"
-                else:
-                    problem = None
-                if problem:
-                    out.add(_at(effect, (effect.file, effect.line, effect.column)), problem)
+            problem = agent_ref_issue(effect, location, lambda name: self.ask("a?", name))
+            if problem:
+                out.add(_at(effect, (effect.file, effect.line, effect.column)), problem)
             for index, child in enumerate(_effects(effect.get("on_complete"))):
                 chain(child, f"{location} on_complete[{index}]")
 
-        for intent in sorted(_map(state.get("on"))):
-            arcs = state["on"][intent]
-            for arc in arcs if isinstance(arcs, LSeq) else ():
-                if isinstance(arc, LMap):
-                    for index, effect in enumerate(_effects(arc.get("effects"))):
-                        chain(effect, f"state {_q(path)} intent {_q(intent)} effects[{index}]")
-        for index, effect in enumerate(_effects(state.get("on_enter"))):
-            chain(effect, f"state {_q(path)} on_enter[{index}]")
+        for effect, location in ref_roots(path, state):
+            chain(effect, location)
         # _state_rules, its three passes
         ramp_rule(path, state, outs[RAMPS])
         write_rule(path, state, lambda name: self.ask("ext", name), outs[RULES])
