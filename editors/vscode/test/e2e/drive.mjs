@@ -588,8 +588,22 @@ async function main() {
         // VS Code trusts a set of folders as one: this new window asks again (its rule, not ours).
         await answerTrust('Yes, I trust the authors');
         await shot('two-workspaces-trusted');
-        await waitFor(async () => (await page.locator('.explorer-folders-view .monaco-list-row').count()) >= 2,
-          'the two folders in the explorer');
+        const twoFolders = async () => (await page.locator('.explorer-folders-view .monaco-list-row').count()) >= 2;
+        try {
+          await waitFor(twoFolders, 'the two folders in the explorer', 20_000);
+        } catch {
+          // Now and then code-server opens the .code-workspace before it has read its folders and shows "No
+          // folder opened" (VS Code's own explorer, before any extension runs); a person reloads the window.
+          await shot('two-workspaces-no-folders-yet');
+          await page.reload();
+          await page.locator('.monaco-workbench').waitFor({ timeout: 90_000 });
+          const dialog = page.locator('.monaco-dialog-box', { hasText: 'Do you trust the authors' });
+          if (await dialog.waitFor({ timeout: 10_000 }).then(() => true, () => false)) {
+            await dialog.locator('a.monaco-button', { hasText: 'Yes, I trust the authors' }).click();
+            await dialog.waitFor({ state: 'detached' });
+          }
+          await waitFor(twoFolders, 'the two folders in the explorer, after a reload');
+        }
         await waitForStatus(/proposals: \d+/, 'both workspaces served');
         const item = page.locator('.statusbar-item', { hasText: /proposals: \d+/ }).first();
         await item.hover();
