@@ -38,7 +38,6 @@ from core.trace import trace_path
 from core.safeio import read_regular
 from core.proposals.inbox import MAX_TARGET_BYTES, find, history
 from core.proposals.model import Proposal
-from core.proposals.reversal import remember_kept
 from core.proposals.settings import SettingsError, gate_settings
 from core.proposals.shown import NotShown, check_shown
 from core.proposals.staging import (
@@ -51,7 +50,7 @@ from core.proposals.staging import (
     write_artifact,
 )
 from core.proposals.targets import check_target
-from core.proposals.validate import DraftInvalid, check_draft
+from core.proposals.validate import DraftInvalid
 from core.trace import Trace
 
 Verdict = Literal["accept", "refine", "reject"]
@@ -256,6 +255,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
     except NotShown as exc:
         raise DecisionRefused("not-shown", str(exc)) from None
     if proposal.status == "refining":
+        from core.proposals.validate import check_draft
+
         artifact = read_artifact(workspace, proposal)
         try:
             check_draft(model, files, artifact, [], recipe_id=proposal.recipe_id)
@@ -293,6 +294,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
             proposal.status, proposal.failure = "held", outcome.failure
             save_proposal(workspace, proposal)
         else:  # kept: what it replaced, for an undo (core.proposals.reversal)
+            from core.proposals.reversal import remember_kept
+
             remember_kept(workspace, proposal, before, files, _modes(workspace, changed))
         artifact = read_artifact(workspace, proposal)
         artifact["flows_green"] = outcome.flows_green
