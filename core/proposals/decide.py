@@ -199,12 +199,19 @@ def _live_bytes(workspace: Path, paths: Iterable[str]) -> dict[str, bytes | None
     return out
 
 
-def reload_refusing(before: Any, changed: list[Path]) -> Callable[[Path], object]:
+def reload_refusing(before: Any, changed: list[Path],
+                    pre_edit: dict[str, bytes | None] | None = None) -> Callable[[Path], object]:
     """The applier's reload after an edit: the workspace loads, and no story that loaded before the
-    edit (nor one reading a changed file) is now refused; else WorkspaceError naming why (red)."""
+    edit (nor one reading a changed file) is now refused; else WorkspaceError naming why (red).
+
+    `pre_edit` (workspace-relative path -> the bytes `before` was loaded with, None: absent): when
+    every one of those files holds exactly them again (the reload after a revert), the tree the
+    accept touched is the one `before` is, and `before` is handed back without loading it again."""
     from core.kitsoki.model import WorkspaceError
 
     def reload(workspace: Path) -> object:
+        if pre_edit and _live_bytes(workspace, pre_edit) == pre_edit:
+            return before
         model = load_workspace(workspace)
         broken = model.newly_refused(before, changed)
         if broken:
@@ -308,7 +315,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
 
     try:
         outcome = apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate,
-                              reload=reload_refusing(model, [workspace / rel for rel in files]),
+                              reload=reload_refusing(model, [workspace / rel for rel in files], before),
                               unsaved=unsaved, lock_timeout=lock_timeout, hook=hook, on_outcome=record,
                               still_open=lambda: _still_the_same(workspace, proposal))
     except ApplyRefused as exc:
