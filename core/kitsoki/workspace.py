@@ -15,6 +15,7 @@ overlay stands in for one), so a second load of an unchanged workspace costs a s
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import threading
 from contextlib import contextmanager
@@ -207,15 +208,19 @@ class _Realizer:
             entry = load_story_at(session, self.app, self.materialized, {}, use_cache=False)
             if entry.story is None:  # its files changed since the workspace loaded, and it no longer loads
                 raise WorkspaceError(entry.issues)
-            whole = entry.story
-            story.__dict__.update({k: v for k, v in whole.__dict__.items()})
-            for name in ("world", "intents", "states"):
-                if name not in whole.__dict__:
-                    story.__dict__.pop(name, None)
-            whole_private = object.__getattribute__(whole, "__pydantic_private__")
-            for name in ("_definition", "_lazy", "_intents_only", "_intent_list"):
-                private[name] = whole_private.get(name)
-            private["_realize"] = None
+            _make_whole(story, private, entry.story)
+
+
+def _make_whole(story: Story, private: dict, whole: Story) -> None:
+    """`story`, known by its outline, takes on everything of `whole`, its real load, in place."""
+    story.__dict__.update({k: v for k, v in whole.__dict__.items()})
+    for name in ("world", "intents", "states"):
+        if name not in whole.__dict__:
+            story.__dict__.pop(name, None)
+    whole_private = object.__getattribute__(whole, "__pydantic_private__")
+    for name in ("_definition", "_lazy", "_intents_only", "_intent_list"):
+        private[name] = whole_private.get(name)
+    private["_realize"] = None
 
 
 def _as_written(session: LoadSession, app: str) -> Any:
@@ -321,16 +326,75 @@ def load_root_instance(workspace: Path, config: KitsokiConfig, session: LoadSess
         cached = _ROOTS.get(key)
     if cached is not None and _valid(cached, session.overlay, seen):
         return cached
-    with probed.recording() as looked:
-        loaded = session.load(path, definition, base_dir=Path(os.path.abspath(workspace)))
-    if loaded.issues or loaded.definition is None:
-        entry = _StoryEntry(None, loaded.issues, dict(loaded.signatures), looked.frozen())
-    else:
-        story = build_story(loaded, slug="root-instance", materialized=False, own_files=[])
-        entry = _StoryEntry(story, [], dict(loaded.signatures), looked.frozen())
+    # In the load memo (core.kitsoki.loadcache) under its file and what `root:` says: what it reads
+    # (dev-story's files or our summary of it) is checked there like any story's.
+    memo_name = f"{path}#root:{hashlib.sha256(fingerprint.encode()).hexdigest()}"
+    if session.loads is not None:
+        entry = _remembered_root(session, workspace, config, memo_name)
+        if entry is not None:
+            with _LOCK:
+                _ROOTS[key] = entry
+            return entry
+    entry, asked = _load_root(workspace, config, session)
     with _LOCK:
         _ROOTS[key] = entry
+    if (session.loads is not None and entry.story is not None and entry.probes is not None
+            and not any(file in session.overlay for file in entry.signatures)):
+        session.loads.put(memo_name, False, session.sources, entry.story, [], entry.signatures, asked, entry.probes)
     return entry
+
+
+def _load_root(workspace: Path, config: KitsokiConfig, session: LoadSession) -> tuple[_StoryEntry, list]:
+    """The root instance loaded for real, and what its load asked (for the load memo)."""
+    definition = synthesize_root(workspace, config)
+    with probed.recording() as looked:
+        loaded = session.load(Path(definition.file), definition, base_dir=Path(os.path.abspath(workspace)))
+    if loaded.issues or loaded.definition is None:
+        return _StoryEntry(None, loaded.issues, dict(loaded.signatures), looked.frozen()), loaded.asked
+    story = build_story(loaded, slug="root-instance", materialized=False, own_files=[])
+    return _StoryEntry(story, [], dict(loaded.signatures), looked.frozen()), loaded.asked
+
+
+def _remembered_root(session: LoadSession, workspace: Path, config: KitsokiConfig, memo_name: str
+                     ) -> _StoryEntry | None:
+    """The root instance from the load memo, known by its outline (it loads for real on the first
+    read of its definition or tables), when nothing its load looked at changed."""
+    found = session.loads.get(memo_name, False, session.sources, session.overlay)
+    if found is None:
+        return None
+    data, issues, signatures, probes = found
+    if data is None or issues:
+        return None
+    try:
+        story = story_of(data)
+    except (KeyError, TypeError, ValueError):
+        return None
+    story._realize = _RootRealizer(workspace, config, session.sources, session.story_root, session.checked)
+    probed.replay(probes)
+    return _StoryEntry(story, [], signatures, probes)
+
+
+class _RootRealizer:
+    """Loads a root instance known by its outline for real, once, and makes it whole in place."""
+
+    _lock = threading.RLock()
+
+    def __init__(self, workspace: Path, config: KitsokiConfig, sources: Sources, story_root: Path | None,
+                 checked: Any):
+        self.workspace, self.config, self.sources = workspace, config, sources
+        self.story_root, self.checked = story_root, checked
+
+    def __call__(self, story: Story) -> None:
+        with self._lock, gc_paused():
+            private = object.__getattribute__(story, "__pydantic_private__")
+            if private.get("_realize") is not self:
+                return
+            session = LoadSession(sources=self.sources, story_root=self.story_root)
+            session.checked = self.checked
+            entry, _ = _load_root(self.workspace, self.config, session)
+            if entry.story is None:  # what it reads changed since the workspace loaded, and it no longer loads
+                raise WorkspaceError(entry.issues)
+            _make_whole(story, private, entry.story)
 
 
 _GC_LOCK = threading.Lock()
