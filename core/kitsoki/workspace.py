@@ -473,7 +473,10 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
         issues.extend(entry.issues)
     if issues:
         raise WorkspaceError(issues)
-    model = Workspace(path=workspace, config=config, stories=stories, warnings=warnings, refused=refused)
+    # Every part is already one of ours, built and checked above: not validated again (validating would
+    # build Workspace's schema, Story's inside it, a tenth of an accept's own work).
+    model = Workspace.model_construct(path=Path(workspace), config=config, stories=stories, warnings=warnings,
+                                      refused=refused)
     model.root_instance = root
     model.dev_story = source
     model._read = read
