@@ -386,8 +386,8 @@ def _settle(journal_file: Path, on_outcome: Callable[[ApplyOutcome], None] | Non
             return outcome.model_copy(update={"unrecorded": _reason(exc)})
     hook("before_journal_delete")
     if delete:
-        try:  # settled and recorded: if a crash brings the journal back, recovery only removes it again
-            delete_journal(journal_file, durable=on_outcome is not None)
+        try:  # settled (and recorded, if it records): a journal a crash brings back is only removed again
+            delete_journal(journal_file, durable=False)
         except OSError as exc:  # settled and recorded: a leftover journal only makes recovery a no-op
             log.warning("the journal %s could not be deleted (%s); recovery will remove it", journal_file, exc)
     return outcome
