@@ -198,6 +198,9 @@ class _Realizer:
         self.app, self.materialized, self.sources = app, materialized, sources
         self.story_root, self.checked = story_root, checked
 
+    def _load(self, session: LoadSession) -> _StoryEntry:
+        return load_story_at(session, self.app, self.materialized, {}, use_cache=False)
+
     def __call__(self, story: Story) -> None:
         with self._lock, gc_paused():
             private = object.__getattribute__(story, "__pydantic_private__")
@@ -205,22 +208,18 @@ class _Realizer:
                 return
             session = LoadSession(sources=self.sources, story_root=self.story_root)
             session.checked = self.checked
-            entry = load_story_at(session, self.app, self.materialized, {}, use_cache=False)
-            if entry.story is None:  # its files changed since the workspace loaded, and it no longer loads
+            entry = self._load(session)
+            if entry.story is None:  # what it reads changed since the workspace loaded, and it no longer loads
                 raise WorkspaceError(entry.issues)
-            _make_whole(story, private, entry.story)
-
-
-def _make_whole(story: Story, private: dict, whole: Story) -> None:
-    """`story`, known by its outline, takes on everything of `whole`, its real load, in place."""
-    story.__dict__.update({k: v for k, v in whole.__dict__.items()})
-    for name in ("world", "intents", "states"):
-        if name not in whole.__dict__:
-            story.__dict__.pop(name, None)
-    whole_private = object.__getattribute__(whole, "__pydantic_private__")
-    for name in ("_definition", "_lazy", "_intents_only", "_intent_list"):
-        private[name] = whole_private.get(name)
-    private["_realize"] = None
+            whole = entry.story
+            story.__dict__.update({k: v for k, v in whole.__dict__.items()})
+            for name in ("world", "intents", "states"):
+                if name not in whole.__dict__:
+                    story.__dict__.pop(name, None)
+            whole_private = object.__getattribute__(whole, "__pydantic_private__")
+            for name in ("_definition", "_lazy", "_intents_only", "_intent_list"):
+                private[name] = whole_private.get(name)
+            private["_realize"] = None
 
 
 def _as_written(session: LoadSession, app: str) -> Any:
@@ -374,27 +373,16 @@ def _remembered_root(session: LoadSession, workspace: Path, config: KitsokiConfi
     return _StoryEntry(story, [], signatures, probes)
 
 
-class _RootRealizer:
+class _RootRealizer(_Realizer):
     """Loads a root instance known by its outline for real, once, and makes it whole in place."""
-
-    _lock = threading.RLock()
 
     def __init__(self, workspace: Path, config: KitsokiConfig, sources: Sources, story_root: Path | None,
                  checked: Any):
-        self.workspace, self.config, self.sources = workspace, config, sources
-        self.story_root, self.checked = story_root, checked
+        super().__init__(Path(synthesize_root(workspace, config).file), False, sources, story_root, checked)
+        self.workspace, self.config = workspace, config
 
-    def __call__(self, story: Story) -> None:
-        with self._lock, gc_paused():
-            private = object.__getattribute__(story, "__pydantic_private__")
-            if private.get("_realize") is not self:
-                return
-            session = LoadSession(sources=self.sources, story_root=self.story_root)
-            session.checked = self.checked
-            entry, _ = _load_root(self.workspace, self.config, session)
-            if entry.story is None:  # what it reads changed since the workspace loaded, and it no longer loads
-                raise WorkspaceError(entry.issues)
-            _make_whole(story, private, entry.story)
+    def _load(self, session: LoadSession) -> _StoryEntry:
+        return _load_root(self.workspace, self.config, session)[0]
 
 
 _GC_LOCK = threading.Lock()
