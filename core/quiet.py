@@ -15,6 +15,11 @@ the last full collection, the next end of work unfreezes and collects everything
 Only a process that calls `enable()` (the server) behaves so; elsewhere (the CLI, tests) `long_work()`
 does nothing, and a command's short life leaves collection as Python does it.
 
+`pause_startup()` is for a short command run as a process of its own (an accept, a verdict): the
+collector stays off while it imports and loads (pydantic builds its models, the loader its trees:
+acyclic, long-lived objects that each collection would walk again), and comes back, with all of that
+frozen, when a flow run begins (`fewer_collections`), which makes short-lived cycles by the million.
+
 `fewer_collections()` is milder and holds everywhere: while a flow run goes on (kitsoki's whole
 repository allocates millions of short-lived objects over a loaded tree of a few hundred thousand) the
 youngest generation is collected every FEW_COLLECTIONS[0] allocations instead of 700, so the older
@@ -45,6 +50,7 @@ _fewer_depth = 0
 _thresholds: tuple[int, int, int] | None = None
 _depth = 0
 _frozen_at_collect = 0
+_startup_paused = False
 
 
 def enable() -> None:
@@ -85,11 +91,34 @@ def _settle() -> None:
         _frozen_at_collect = gc.get_freeze_count()
 
 
+def pause_startup() -> None:
+    """Collector off until the first flow run of this process (module docstring); the process's last
+    collection, at exit, does not walk what it kept either. Only for a whole process (the CLI)."""
+    global _startup_paused
+    import atexit
+
+    with _lock:
+        if gc.isenabled():
+            gc.disable()
+            _startup_paused = True
+    atexit.register(gc.freeze)
+
+
+def _resume_after_startup() -> None:
+    """Under _lock: what start-up made is frozen and the collector runs again (for a flow run)."""
+    global _startup_paused
+    if _startup_paused:
+        _startup_paused = False
+        gc.freeze()
+        gc.enable()
+
+
 @contextmanager
 def fewer_collections() -> Iterator[None]:
     """Collect the youngest generation less often while this runs (any process; nests; thread-safe)."""
     global _fewer_depth, _thresholds
     with _lock:
+        _resume_after_startup()
         if _fewer_depth == 0:
             _thresholds = gc.get_threshold()
             gc.set_threshold(*(max(mine, theirs) for mine, theirs in zip(FEW_COLLECTIONS, _thresholds)))

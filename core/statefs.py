@@ -213,11 +213,13 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def replace_in(dir_fd: int, name: str, data: bytes, *, tmp: str, create_mode: int = 0o644,
-               exact_mode: int | None = None, before_replace=None) -> None:
+               exact_mode: int | None = None, before_replace=None, sync_dir: bool = True) -> None:
     """Replace `name` in the folder `dir_fd` with `data` whole or not at all: the temp file `tmp`
     beside it (created O_EXCL|O_NOFOLLOW with `create_mode` less the umask, or chmodded to
     `exact_mode`), written and fsynced, renamed over `name`, the folder fsynced. `before_replace()`
-    runs between the temp file's fsync and the rename (a test seam)."""
+    runs between the temp file's fsync and the rename (a test seam). `sync_dir=False` leaves the
+    rename to the folder's next fsync: after a crash `name` is then the old file or the new one, each
+    whole (for a caller to whom either is as good, and whose next step fsyncs the folder anyway)."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, create_mode, dir_fd=dir_fd)
     try:
         try:
@@ -234,14 +236,16 @@ def replace_in(dir_fd: int, name: str, data: bytes, *, tmp: str, create_mode: in
         with suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
         raise
-    os.fsync(dir_fd)
+    if sync_dir:
+        os.fsync(dir_fd)
 
 
 def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str = "file",
-                 before_replace=None, root: Path | str | None = None, dir_mode: int = 0o777) -> None:
+                 before_replace=None, root: Path | str | None = None, dir_mode: int = 0o777,
+                 sync_dir: bool = True) -> None:
     """Replace `path` with `data` whole or not at all (replace_in, a temp file of a random name). A
     link or special file at `path` is replaced, never written through; `root` and `dir_mode` as for
-    dir_of."""
+    dir_of; `sync_dir` as for replace_in."""
     dir_fd, name = dir_of(path, create=True, root=root, dir_mode=dir_mode)
     try:
         try:
@@ -251,7 +255,7 @@ def write_atomic(path: Path | str, data: bytes, *, mode: int = 0o644, what: str 
         if info is not None and stat.S_ISDIR(info.st_mode):
             raise UnsafeFile(path, f"{what} is a folder, not a file (remove it)", errno.EISDIR)
         replace_in(dir_fd, name, data, tmp=f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}", create_mode=mode,
-                   before_replace=before_replace)
+                   before_replace=before_replace, sync_dir=sync_dir)
     finally:
         os.close(dir_fd)
 

@@ -473,6 +473,10 @@ _LIGHT = frozenset({"sessions", "mine", "open", "propose", "proposals", "outcome
 
 
 _COLLECTOR_OFF = frozenset({"mine", "propose", "flows"})
+_COLLECTOR_OFF_AT_START = frozenset({"accept", "refine", "reject", "undo", "restore", "resolve", "decided",
+                                     "proposals", "outcomes"})
+"""Short commands: no collection while they import and load, the collector back for a flow run
+(core.quiet.pause_startup; an accept's gate may run flows by the hundred). A tenth of an accept's CPU."""
 
 
 def _collector_off_for_good() -> None:
@@ -503,6 +507,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if whole_process and args.command in _COLLECTOR_OFF:
             _collector_off_for_good()
+        elif whole_process and args.command in _COLLECTOR_OFF_AT_START:
+            from core.quiet import pause_startup
+
+            pause_startup()
         return _dispatch(args)
     except BrokenPipeError:  # `kitsoki-miner demo | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -327,6 +327,58 @@ def test_a_revert_that_fails_names_what_it_left_and_recovery_finishes_it(ws: Pat
     assert_settled(ws)
 
 
+def test_a_crash_that_loses_the_reverting_phase_is_recovered_the_same(ws: Path) -> None:
+    """The `reverting` rewrite is not made durable on its own (one fsync less): after a crash the
+    journal may still say `applying`. Recovery restores the same files from it."""
+    before = tree(ws)
+    applying: list[bytes] = []
+
+    def hook(name: str) -> None:
+        if name == "before_gate":
+            applying.append((journal_dir(ws) / f"{RECIPE}.json").read_bytes())
+        if name == "restore:stories/demo/app.yaml":
+            raise OSError(5, "Input/output error")
+
+    with pytest.raises(RevertFailed):
+        apply(ws, gate=red, hook=hook)
+    journal = journal_dir(ws) / f"{RECIPE}.json"
+    assert orjson.loads(journal.read_bytes())["phase"] == "reverting"
+    journal.write_bytes(applying[0])  # the rename of the `reverting` journal did not reach the disk
+    assert orjson.loads(journal.read_bytes())["phase"] == "applying"
+    [report] = recover(ws)
+    assert report["phase"] == "applying" and report["restored"] == ["stories/demo/app.yaml"]
+    assert tree(ws) == before
+    assert_settled(ws)
+
+
+@pytest.mark.parametrize("verdict", ["kept", "reverted"])
+def test_a_settled_journal_that_a_crash_brings_back_is_only_removed(ws: Path, verdict: str) -> None:
+    """A settled accept's journal is removed without an fsync of its folder once the verdict is
+    recorded: if a crash brings it back, recovery finds that verdict and records no second one."""
+    before = tree(ws)
+    trace = Trace(trace_path(ws))
+    left: list[bytes] = []
+
+    def record(outcome) -> None:
+        trace.proposal_decided(recipe_id=RECIPE, verdict="accept", by="human", flows_green=outcome.flows_green,
+                               reverted=outcome.reverted, call_id=outcome.call_id)
+
+    def hook(name: str) -> None:
+        if name == "before_journal_delete":
+            left.append((journal_dir(ws) / f"{RECIPE}.json").read_bytes())
+
+    outcome = apply(ws, gate=green if verdict == "kept" else red, hook=hook, on_outcome=record)
+    assert outcome.flows_green == (verdict == "kept")
+    assert_settled(ws)
+    after = tree(ws)
+    (journal_dir(ws) / f"{RECIPE}.json").write_bytes(left[0])  # the unlink did not reach the disk
+    [report] = recover(ws, trace)
+    assert report["phase"] == verdict and "verdict_recorded" not in report and not report["restored"]
+    assert len(list(trace.events(kinds="mining.proposal_decided"))) == 1
+    assert tree(ws) == after == (before if verdict == "reverted" else after_tree(before, current_umask()))
+    assert_settled(ws)
+
+
 # ── SIGKILL in the middle, then recover ──────────────────────────────────────────────────────
 
 KILL_SCRIPT = r"""

@@ -700,3 +700,18 @@ def test_a_change_kitsoki_cannot_load_is_red_never_kept(ws, sim) -> None:
     assert "host.agent.task requires acceptance.schema to be set in the with: block" in result.summary
     direct = kitsoki_gate(APP, "stories/demo/flows/*.yaml", timeout_s=30)(ws)
     assert not direct.green and "could not run the flows (exit 2)" in direct.summary
+
+
+def test_the_gate_judges_the_tree_the_applier_just_reloaded_and_loads_it_itself_otherwise(tmp_path: Path) -> None:
+    """apply_delta hands the gate what its reload loaded after the edit (core.apply.gates.tree_after_edit):
+    the scoped gate takes that tree instead of loading it a second time, for that workspace only, and
+    only while the gate runs."""
+    from core.apply.gates import loaded_after_edit, tree_after_edit
+
+    here, other = tmp_path / "ws", tmp_path / "other"
+    model = object()
+    assert loaded_after_edit(here) is None
+    with tree_after_edit(here, model):
+        assert loaded_after_edit(here) is model
+        assert loaded_after_edit(other) is None
+    assert loaded_after_edit(here) is None

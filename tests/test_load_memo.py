@@ -185,3 +185,50 @@ def test_a_memo_that_is_not_ours_is_never_used(ws, tmp_path, how):
     assert memo.hits == 0 and digest == truth
     model = load_workspace(ws)
     assert model.story("bugfix") is not None and model.story("bugfux") is None
+
+
+def _root_whole(model) -> str:
+    """Everything of the root instance (read in full), as a digest."""
+    root = model.root_instance
+    assert root is not None
+    definition = root.definition  # read first: one known by its outline is made whole here
+    out = [root.model_dump(mode="json"), _located(definition), plain(definition),
+           [intent.model_dump(mode="json") for intent in root.all_intents()],
+           {name: var.model_dump(mode="json") for name, var in root.world.items()}, sorted(root.states)]
+    return hashlib.sha256(json.dumps(out, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def test_the_root_instance_is_known_from_the_memo_under_what_root_says(ws):
+    """The synthesized root (dev-story with `root.overrides`) is in the memo under what `root:` says:
+    a new process knows it without folding dev-story again and reads it whole the same; another
+    `root:` (a world value changed) is loaded anew; a staged `.kitsoki.yaml` (an overlay, as the
+    proposer validates a draft) leaves the entry that the same bytes, once written, are known by."""
+    config = ws / ".kitsoki.yaml"
+    base = config.read_bytes()
+    config.write_bytes(base + b"\nroot:\n  overrides:\n    world:\n      base_branch: main\n")
+    _age(ws)
+    clear_caches()
+    truth = _root_whole(load_workspace(ws))
+    clear_caches()
+    model = load_workspace(ws)
+    assert model.root_instance.__pydantic_private__.get("_realize") is not None  # from the memo, an outline
+    assert _root_whole(model) == truth
+
+    staged = base + b"\nroot:\n  overrides:\n    world:\n      base_branch: trunk\n"
+    clear_caches()
+    load_workspace(ws, overlay={str(config): staged})  # the proposer's staged load
+    config.write_bytes(staged)  # the accept writes it
+    clear_caches()
+    model = load_workspace(ws)
+    assert model.root_instance.__pydantic_private__.get("_realize") is not None
+    whole = _root_whole(model)
+    assert model.root_instance.world["base_branch"].default == "trunk"
+    (ws / LOADED_FILE).unlink()
+    clear_caches()
+    assert _root_whole(load_workspace(ws)) == whole != truth  # the same as a load without any memo
+
+    config.write_bytes(base + b"\nroot:\n  overrides:\n    world:\n      base_branch: release\n")
+    clear_caches()
+    model = load_workspace(ws)
+    assert model.root_instance.__pydantic_private__.get("_realize") is None  # not known: loaded
+    assert model.root_instance.world["base_branch"].default == "release"

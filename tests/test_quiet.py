@@ -7,10 +7,13 @@ import gc
 import sys
 import threading
 import weakref
+from pathlib import Path
 
 import pytest
 
 from core import quiet
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -89,3 +92,34 @@ def test_flow_runs_collect_the_young_less_often_and_put_the_thresholds_back():
             assert gc.get_threshold()[0] >= quiet.FEW_COLLECTIONS[0]
         assert gc.get_threshold()[0] >= quiet.FEW_COLLECTIONS[0]
     assert gc.get_threshold() == before
+
+
+def test_a_short_command_collects_nothing_while_it_starts_and_again_once_a_flow_run_begins():
+    """`kitsoki-miner accept` as its own process (server/cli.py): no collection while it imports and
+    loads; the first flow run freezes what start-up made and turns the collector on again."""
+    import subprocess
+
+    code = (
+        "import gc\n"
+        "from core import quiet\n"
+        "quiet.pause_startup()\n"
+        "assert not gc.isenabled()\n"
+        "kept = [[i] for i in range(1000)]\n"
+        "frozen = gc.get_freeze_count()\n"
+        "with quiet.fewer_collections():\n"
+        "    assert gc.isenabled() and gc.get_freeze_count() > frozen\n"
+        "with quiet.fewer_collections():\n"
+        "    assert gc.isenabled()\n"
+        "assert gc.isenabled()\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_the_cli_pauses_the_collector_for_short_commands_only():
+    from server import cli
+
+    assert {"accept", "refine", "reject", "proposals"} <= cli._COLLECTOR_OFF_AT_START
+    assert not cli._COLLECTOR_OFF_AT_START & (cli._COLLECTOR_OFF | {"flows", "serve", "mcp"})

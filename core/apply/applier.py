@@ -37,7 +37,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from core.apply.gates import Gate, GateResult, recording_spawns
+from core.apply.gates import Gate, GateResult, recording_spawns, tree_after_edit
 from core.apply.checked_writes import (
     SWAP_SUFFIX,
     TMP_SUFFIX,
@@ -386,8 +386,8 @@ def _settle(journal_file: Path, on_outcome: Callable[[ApplyOutcome], None] | Non
             return outcome.model_copy(update={"unrecorded": _reason(exc)})
     hook("before_journal_delete")
     if delete:
-        try:
-            delete_journal(journal_file)
+        try:  # settled (and recorded, if it records): a journal a crash brings back is only removed again
+            delete_journal(journal_file, durable=False)
         except OSError as exc:  # settled and recorded: a leftover journal only makes recovery a no-op
             log.warning("the journal %s could not be deleted (%s); recovery will remove it", journal_file, exc)
     return outcome
@@ -415,6 +415,8 @@ def apply_delta(
     Raises WorkspaceBusy (lock held elsewhere), ApplyRefused (nothing of the delta left in the tree:
     refused before writing, or stopped by the person's edit and undone), RevertFailed (a revert
     could not finish; journal kept). Everything else is an ApplyOutcome.
+    What `reload` returns (the caller's load of the tree after the edit) is handed to the gate
+    (core.apply.gates.tree_after_edit), so a gate that loads the workspace need not do it again.
     `still_open()` runs first under the lock and refuses (by raising) when the proposal was
     decided meanwhile: one verdict per proposal. `on_outcome` records the verdict: it runs with
     the lock still held (so recording cannot interleave with a proposer staging or another
@@ -471,13 +473,13 @@ def apply_delta(
             _write_delta(workspace, touched, journal, seen, written, hook)
             hook("before_reload")
             try:
-                reload(workspace)
+                loaded = reload(workspace)
                 failure = None
             except Exception as exc:  # noqa: BLE001 - the caller's loader; red, not a crash
                 failure = f"reload failed: {_reason(exc)}"
             if failure is None:
                 hook("before_gate")
-                with recording_spawns(record_gate):
+                with recording_spawns(record_gate), tree_after_edit(workspace, loaded):
                     result = _run_gate(gate, workspace)
                 hook("after_gate")
                 if result.green:

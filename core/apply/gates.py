@@ -194,6 +194,24 @@ def _kill_group(pid: int) -> None:
 
 
 _spawn_listener: ContextVar[Callable[[int], None] | None] = ContextVar("gate_spawn_listener", default=None)
+_after_edit: ContextVar[tuple[Path, Any] | None] = ContextVar("gate_tree_after_edit", default=None)
+
+
+@contextmanager
+def tree_after_edit(workspace: Path, model: Any) -> Iterator[None]:
+    """While a gate runs on this thread: `model` is the workspace as the applier's reload loaded it
+    a moment ago, after the edit (a gate that would load it again takes it: `loaded_after_edit`)."""
+    token = _after_edit.set((Path(workspace), model))
+    try:
+        yield
+    finally:
+        _after_edit.reset(token)
+
+
+def loaded_after_edit(workspace: Path) -> Any:
+    """The tree `tree_after_edit` handed over for `workspace`, or None."""
+    given = _after_edit.get()
+    return given[1] if given is not None and given[0] == Path(workspace) else None
 
 
 @contextmanager

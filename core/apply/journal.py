@@ -249,13 +249,16 @@ def pending_journals(workspace: Path) -> list[Path]:
     return [jd / n for n in sorted(names) if n.endswith(".json") and not n.startswith(".")]
 
 
-def write_journal(workspace: Path, journal: Journal) -> Path:
+def write_journal(workspace: Path, journal: Journal, *, durable: bool = True) -> Path:
     """Write the journal, signed, atomically and durably (replacing this recipe's journal, if any).
-    On failure the tmp file is removed; a previous journal of the recipe is left intact."""
+    On failure the tmp file is removed; a previous journal of the recipe is left intact.
+    `durable=False`: the new journal's bytes are on disk before it takes the name, but the name may
+    still point at the previous journal after a crash (statefs.replace_in's `sync_dir`); only for a
+    rewrite whose previous journal recovery treats the same way."""
     rel = journal_rel(journal.recipe_id)
     data = seal(journal.model_dump(mode="json"), purpose=JOURNAL_PURPOSE, rel=rel, workspace=workspace)
     path = Path(workspace) / rel
-    statefs.write_atomic(path, data, mode=0o600, what="the apply journal")
+    statefs.write_atomic(path, data, mode=0o600, what="the apply journal", sync_dir=durable)
     return path
 
 
@@ -280,12 +283,15 @@ def read_journal(workspace: Path, path: Path) -> Journal:
     return journal
 
 
-def delete_journal(path: Path) -> None:
+def delete_journal(path: Path, *, durable: bool = True) -> None:
+    """Remove a journal. `durable=False` for one that is settled and whose verdict is recorded: if a
+    crash brings it back, recovery finds the verdict (its `call_id`) and only removes it again."""
     dir_fd, name = statefs.dir_of(path)
     try:
         with suppress(FileNotFoundError):
             os.unlink(name, dir_fd=dir_fd)
-        os.fsync(dir_fd)
+        if durable:
+            os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
 
@@ -473,9 +479,14 @@ def set_phase(workspace: Path, journal: Journal, phase: Phase, **update) -> Jour
 
 def mark_reverting(workspace: Path, journal: Journal) -> Journal:
     """Best effort: record that a revert began (the old journal stays valid if this fails: recovery
-    restores the same way from `applying`)."""
+    restores the same way from `applying`). For the same reason the rewrite is not made durable on
+    its own (one fsync of the journal folder less): after a crash the journal says `applying` or
+    `reverting`, each whole, and recovery restores from either; the next durable step of a revert
+    (the phase `reverted`, or the undo's removal of the journal) fsyncs the folder."""
     try:
-        return set_phase(workspace, journal, "reverting")
+        changed = journal.model_copy(update={"phase": "reverting"})
+        write_journal(workspace, changed, durable=False)
+        return changed
     except Exception as exc:  # noqa: BLE001 - informational only
         log.warning("could not mark the journal of %s as reverting: %s", journal.recipe_id, fault_reason(exc))
         return journal

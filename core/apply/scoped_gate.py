@@ -55,6 +55,7 @@ from core.apply.gates import (
     _red,
     builtin_gate,
     kitsoki_gate,
+    loaded_after_edit,
     resolved_kind,
 )
 from core.kitsoki.imports import find_repo_root
@@ -305,7 +306,9 @@ def scoped_gate(settings: GateSettings, *, changed: list[str], before: dict[str,
     def run(workspace: Path) -> GateResult:
         from core.kitsoki.story import load_workspace
 
-        model = load_workspace(workspace)
+        model = loaded_after_edit(workspace)  # the applier's reload, a moment ago: the same tree
+        if not isinstance(model, Workspace) or Path(model.path) != Path(workspace):
+            model = load_workspace(workspace)
         broken = model.newly_refused(None, [Path(workspace) / c for c in changed])
         if broken and apps is None:  # a story the change reads does not load: kitsoki would exit 2 on it
             lines = [f"{os.path.relpath(r.app, workspace)} does not load: {r.reason()}" for r in broken]

@@ -6,7 +6,11 @@ in full: an accept of a `.kitsoki.yaml` change needs to know that every story st
 files each reads (the gate's scope), not their states. So the outcome of each story's load is kept:
 whether it loads (else the issues that refuse it) and its outline (core.kitsoki.model.Story less
 its definition, world, intents and states: slug, app id and title, the files it reads, what it
-imports, its hosts, its exits). A story known from the memo is handed out with that outline and
+imports, its hosts, its exits). The root instance is kept the same way (core.kitsoki.workspace.
+load_root_instance), under its synthesized file and a digest of what `root:` says (the config's bytes
+are read by every load anyway; the entry checks what the root's load read: dev-story's files or our
+summary of it), so an accept knows the root both before its edit and after it (the proposer's staged
+load of the same draft left that entry). A story known from the memo is handed out with that outline and
 loads for real on the first read of anything else (`Story._realize`); the result is the same story
 (the memo holds nothing a load would not give again, and a story is loaded again whenever a thing
 its load looked at may have changed).

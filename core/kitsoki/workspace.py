@@ -15,6 +15,7 @@ overlay stands in for one), so a second load of an unchanged workspace costs a s
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import threading
 from contextlib import contextmanager
@@ -197,6 +198,9 @@ class _Realizer:
         self.app, self.materialized, self.sources = app, materialized, sources
         self.story_root, self.checked = story_root, checked
 
+    def _load(self, session: LoadSession) -> _StoryEntry:
+        return load_story_at(session, self.app, self.materialized, {}, use_cache=False)
+
     def __call__(self, story: Story) -> None:
         with self._lock, gc_paused():
             private = object.__getattribute__(story, "__pydantic_private__")
@@ -204,8 +208,8 @@ class _Realizer:
                 return
             session = LoadSession(sources=self.sources, story_root=self.story_root)
             session.checked = self.checked
-            entry = load_story_at(session, self.app, self.materialized, {}, use_cache=False)
-            if entry.story is None:  # its files changed since the workspace loaded, and it no longer loads
+            entry = self._load(session)
+            if entry.story is None:  # what it reads changed since the workspace loaded, and it no longer loads
                 raise WorkspaceError(entry.issues)
             whole = entry.story
             story.__dict__.update({k: v for k, v in whole.__dict__.items()})
@@ -321,16 +325,64 @@ def load_root_instance(workspace: Path, config: KitsokiConfig, session: LoadSess
         cached = _ROOTS.get(key)
     if cached is not None and _valid(cached, session.overlay, seen):
         return cached
-    with probed.recording() as looked:
-        loaded = session.load(path, definition, base_dir=Path(os.path.abspath(workspace)))
-    if loaded.issues or loaded.definition is None:
-        entry = _StoryEntry(None, loaded.issues, dict(loaded.signatures), looked.frozen())
-    else:
-        story = build_story(loaded, slug="root-instance", materialized=False, own_files=[])
-        entry = _StoryEntry(story, [], dict(loaded.signatures), looked.frozen())
+    # In the load memo (core.kitsoki.loadcache) under its file and what `root:` says: what it reads
+    # (dev-story's files or our summary of it) is checked there like any story's.
+    memo_name = f"{path}#root:{hashlib.sha256(fingerprint.encode()).hexdigest()}"
+    if session.loads is not None:
+        entry = _remembered_root(session, workspace, config, memo_name)
+        if entry is not None:
+            with _LOCK:
+                _ROOTS[key] = entry
+            return entry
+    entry, asked = _load_root(workspace, config, session)
     with _LOCK:
         _ROOTS[key] = entry
+    if (session.loads is not None and entry.story is not None and entry.probes is not None
+            and not any(file in session.overlay for file in entry.signatures)):
+        session.loads.put(memo_name, False, session.sources, entry.story, [], entry.signatures, asked, entry.probes)
     return entry
+
+
+def _load_root(workspace: Path, config: KitsokiConfig, session: LoadSession) -> tuple[_StoryEntry, list]:
+    """The root instance loaded for real, and what its load asked (for the load memo)."""
+    definition = synthesize_root(workspace, config)
+    with probed.recording() as looked:
+        loaded = session.load(Path(definition.file), definition, base_dir=Path(os.path.abspath(workspace)))
+    if loaded.issues or loaded.definition is None:
+        return _StoryEntry(None, loaded.issues, dict(loaded.signatures), looked.frozen()), loaded.asked
+    story = build_story(loaded, slug="root-instance", materialized=False, own_files=[])
+    return _StoryEntry(story, [], dict(loaded.signatures), looked.frozen()), loaded.asked
+
+
+def _remembered_root(session: LoadSession, workspace: Path, config: KitsokiConfig, memo_name: str
+                     ) -> _StoryEntry | None:
+    """The root instance from the load memo, known by its outline (it loads for real on the first
+    read of its definition or tables), when nothing its load looked at changed."""
+    found = session.loads.get(memo_name, False, session.sources, session.overlay)
+    if found is None:
+        return None
+    data, issues, signatures, probes = found
+    if data is None or issues:
+        return None
+    try:
+        story = story_of(data)
+    except (KeyError, TypeError, ValueError):
+        return None
+    story._realize = _RootRealizer(workspace, config, session.sources, session.story_root, session.checked)
+    probed.replay(probes)
+    return _StoryEntry(story, [], signatures, probes)
+
+
+class _RootRealizer(_Realizer):
+    """Loads a root instance known by its outline for real, once, and makes it whole in place."""
+
+    def __init__(self, workspace: Path, config: KitsokiConfig, sources: Sources, story_root: Path | None,
+                 checked: Any):
+        super().__init__(Path(synthesize_root(workspace, config).file), False, sources, story_root, checked)
+        self.workspace, self.config = workspace, config
+
+    def _load(self, session: LoadSession) -> _StoryEntry:
+        return _load_root(self.workspace, self.config, session)[0]
 
 
 _GC_LOCK = threading.Lock()
@@ -409,7 +461,10 @@ def _load_workspace(workspace: Path, overlay: dict[str, bytes] | None, env: dict
         issues.extend(entry.issues)
     if issues:
         raise WorkspaceError(issues)
-    model = Workspace(path=workspace, config=config, stories=stories, warnings=warnings, refused=refused)
+    # Every part is already one of ours, built and checked above: not validated again (validating would
+    # build Workspace's schema, Story's inside it, a tenth of an accept's own work).
+    model = Workspace.model_construct(path=Path(workspace), config=config, stories=stories, warnings=warnings,
+                                      refused=refused)
     model.root_instance = root
     model.dev_story = source
     model._read = read

@@ -38,7 +38,6 @@ from core.trace import trace_path
 from core.safeio import read_regular
 from core.proposals.inbox import MAX_TARGET_BYTES, find, history
 from core.proposals.model import Proposal
-from core.proposals.reversal import remember_kept
 from core.proposals.settings import SettingsError, gate_settings
 from core.proposals.shown import NotShown, check_shown
 from core.proposals.staging import (
@@ -51,7 +50,7 @@ from core.proposals.staging import (
     write_artifact,
 )
 from core.proposals.targets import check_target
-from core.proposals.validate import DraftInvalid, check_draft
+from core.proposals.validate import DraftInvalid
 from core.trace import Trace
 
 Verdict = Literal["accept", "refine", "reject"]
@@ -200,12 +199,19 @@ def _live_bytes(workspace: Path, paths: Iterable[str]) -> dict[str, bytes | None
     return out
 
 
-def reload_refusing(before: Any, changed: list[Path]) -> Callable[[Path], object]:
+def reload_refusing(before: Any, changed: list[Path],
+                    pre_edit: dict[str, bytes | None] | None = None) -> Callable[[Path], object]:
     """The applier's reload after an edit: the workspace loads, and no story that loaded before the
-    edit (nor one reading a changed file) is now refused; else WorkspaceError naming why (red)."""
+    edit (nor one reading a changed file) is now refused; else WorkspaceError naming why (red).
+
+    `pre_edit` (workspace-relative path -> the bytes `before` was loaded with, None: absent): when
+    every one of those files holds exactly them again (the reload after a revert), the tree the
+    accept touched is the one `before` is, and `before` is handed back without loading it again."""
     from core.kitsoki.model import WorkspaceError
 
     def reload(workspace: Path) -> object:
+        if pre_edit and _live_bytes(workspace, pre_edit) == pre_edit:
+            return before
         model = load_workspace(workspace)
         broken = model.newly_refused(before, changed)
         if broken:
@@ -256,6 +262,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
     except NotShown as exc:
         raise DecisionRefused("not-shown", str(exc)) from None
     if proposal.status == "refining":
+        from core.proposals.validate import check_draft
+
         artifact = read_artifact(workspace, proposal)
         try:
             check_draft(model, files, artifact, [], recipe_id=proposal.recipe_id)
@@ -293,6 +301,8 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
             proposal.status, proposal.failure = "held", outcome.failure
             save_proposal(workspace, proposal)
         else:  # kept: what it replaced, for an undo (core.proposals.reversal)
+            from core.proposals.reversal import remember_kept
+
             remember_kept(workspace, proposal, before, files, _modes(workspace, changed))
         artifact = read_artifact(workspace, proposal)
         artifact["flows_green"] = outcome.flows_green
@@ -305,7 +315,7 @@ def accept(workspace: Path, recipe_id: str, *, unsaved: Iterable[str] = (), gate
 
     try:
         outcome = apply_delta(workspace, proposal.recipe_id, files, expected, gate=gate,
-                              reload=reload_refusing(model, [workspace / rel for rel in files]),
+                              reload=reload_refusing(model, [workspace / rel for rel in files], before),
                               unsaved=unsaved, lock_timeout=lock_timeout, hook=hook, on_outcome=record,
                               still_open=lambda: _still_the_same(workspace, proposal))
     except ApplyRefused as exc:
