@@ -193,3 +193,55 @@ def test_on_kitsoki_a_world_key_and_a_binding_report_who_reads_them(kitsoki_copy
     binding = impact.binding_readers(model, "ticket")
     searched = [r for r in binding if r.where == "stories/dev-story/rooms/ticket_search.yaml:28"]
     assert searched and searched[0].what == "dev-story:ticket_search"
+
+
+def _rows(inventory, stories) -> list[tuple]:
+    return [(r.story, r.name, list(r.examples), list(r.synonyms), sorted(r.slots)) for r in inventory.intents
+            if r.story in stories]
+
+
+def test_staged_rows_are_made_once_per_intent_and_see_a_changed_one(kitsoki_copy, monkeypatch):
+    """staged_intents reads the intents of every story a draft reloaded; an intent whose spec is the same
+    object as in the draft before is not built again, and the rows equal build_inventory's."""
+    from core.kitsoki import build
+
+    workspace, model, live = kitsoki_copy
+    built = []
+    real = build.build_intent
+    monkeypatch.setattr(build, "build_intent", lambda name, *a: built.append(name) or real(name, *a))
+    impact._PHRASES.clear()
+    first = synonym_draft(workspace, "robbery", "pay", "grab the money")
+    staged = staged_load(model, first)
+    changed = {s.slug for s in staged.stories if s not in model.stories}
+    assert {"robbery", "frontier_event", "oregon-trail"} <= changed
+    rows = impact.staged_intents(model, live, staged, first)
+    cold = len(built)
+    assert cold > 0
+    monkeypatch.setattr(build, "build_intent", real)
+    assert _rows(rows, changed) == _rows(build_inventory(staged_load(model, first)), changed)
+
+    monkeypatch.setattr(build, "build_intent", lambda name, *a: built.append(name) or real(name, *a))
+    second = synonym_draft(workspace, "robbery", "pay", "hand over the loot")
+    staged = staged_load(model, second)
+    del built[:]
+    rows = impact.staged_intents(model, live, staged, second)
+    # only the intents of the file the draft changed (robbery's app.yaml, parsed anew) and their copies in
+    # the two importers are built again; every other story's intents are the rows made for the first draft
+    assert 0 < len(built) < cold / 4, built
+    robbery = {r.name for r in live.intents if r.story == "robbery"}
+    assert all(name.split("__")[-1] in robbery for name in built), built
+    pay = [r for r in rows.intents if r.story == "robbery" and r.name == "pay"]
+    assert "hand over the loot" in pay[0].synonyms and "grab the money" not in pay[0].synonyms
+    monkeypatch.setattr(build, "build_intent", real)
+    assert _rows(rows, changed) == _rows(build_inventory(staged_load(model, second)), changed)
+
+
+def test_the_extra_corpus_is_shared_by_drafts_that_add_new_intents(kitsoki_copy):
+    workspace, model, live = kitsoki_copy
+    impact._EXTRA.clear()
+    none = impact._extra_corpus(model, live, "robbery", ())
+    assert impact._extra_corpus(model, live, "robbery", ("a_new_intent",)) is none  # a new intent: no row to leave out
+    own = impact._extra_corpus(model, live, "robbery", ("pay",))  # an existing one: its phrases are left out
+    assert own is not none
+    pay = {p.text for r in live.intents if r.story == "robbery" and r.name == "pay" for p in r.phrases}
+    assert pay and not pay & {i.text for i in own.inputs} and pay & {i.text for i in none.inputs}

@@ -405,8 +405,13 @@ def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, inve
 
     app_rel = relative(workspace.path, story.path)
     room_parts = _room(recipe, name, _story_agents(story))
-    text = _add_top_entry(_add_intent(text_of(app_rel), name, intent_spec), "agents", room_parts.agent,
-                          room_parts.agent_spec)
+    text = text_of(app_rel)
+    if {"intents", "agents"} <= _top_keys(text):  # both entries in one edit, verified once
+        text = yamledit.add_entries(text, [(["intents"], name, intent_spec),
+                                           (["agents"], room_parts.agent, room_parts.agent_spec)])
+    else:
+        text = _add_top_entry(_add_intent(text, name, intent_spec), "agents", room_parts.agent,
+                              room_parts.agent_spec)
     if story.hosts and AGENT_TASK not in story.hosts:  # an allow-list must name the verb the room invokes
         if "hosts" not in _top_keys(text):
             raise DraftError(f"{story.slug}'s hosts: allow-list is declared outside {app_rel} and lacks {AGENT_TASK}")
@@ -451,11 +456,11 @@ def _add_top_entry(text: str, block: str, name: str, spec: dict[str, Any]) -> st
 
 def _add_state(text: str, story: Story, state: str, spec: dict[str, Any], enter_intent: str) -> str:
     """Add `state` to the file declaring the story's root state, and an arm from root into it."""
-    text = yamledit.add_entry(text, ["states"], state, spec)
     root_path = _state_path(story.root or "")
     arm = [{"target": state}]
-    if story.states[story.root].on:
-        return yamledit.add_entry(text, root_path + ["on"], enter_intent, arm)
+    if story.states[story.root].on:  # both entries in one edit, verified once
+        return yamledit.add_entries(text, [(["states"], state, spec), (root_path + ["on"], enter_intent, arm)])
+    text = yamledit.add_entry(text, ["states"], state, spec)
     return yamledit.set_value(text, root_path + ["on"], {enter_intent: arm})
 
 

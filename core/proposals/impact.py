@@ -414,6 +414,9 @@ def _extra_corpus(model: Workspace, live: Inventory, story: str, added_to: tuple
     fixture versions (a warm pass builds nothing)."""
     files = flow_files(model, story)
     stamps = tuple((str(p), _stamp(p)) for p in files)
+    if added_to and not any(row.story == story and row.name in added_to for row in live.intents):
+        # the intents it adds phrasings to are new (as a new room's is): every live row counts, as with none
+        added_to = ()
     key = (id(live), story, added_to)
     hit = _EXTRA.get(key)
     if hit is not None and hit[0] is live and hit[1] == stamps:
@@ -456,11 +459,51 @@ class _Row:
 
 def _light_rows(story: Story, name: str) -> list[_Row]:
     rows = []
-    for intent in story.all_intents():
-        examples, synonyms = list(intent.examples), list(intent.synonyms)
-        rows.append(_Row(story=name, name=intent.name, examples=examples, synonyms=synonyms, slots=dict(intent.slots),
+    for intent_name, (examples, synonyms, slots) in _intent_phrases(story):
+        examples, synonyms = list(examples), list(synonyms)
+        rows.append(_Row(story=name, name=intent_name, examples=examples, synonyms=synonyms, slots=dict(slots),
                          phrases=[_Phrase(t, "example") for t in examples] + [_Phrase(t, "synonym") for t in synonyms]))
     return rows
+
+
+_PHRASES: dict[tuple[int, str], tuple[object, tuple]] = {}
+"""(id of an intent's spec in a loaded definition, its name) -> (the spec, held so its id is not reused;
+(examples, synonyms, slots) as build_intent makes them). Parsed trees are never mutated and an import's
+fold returns the same intent object while nothing it asked changed (core.kitsoki.statememo), so the
+intents a draft did not touch are the same objects in every staged tree of a pass: their rows are
+made once, not once per draft (Story.all_intents builds every intent model of every reloaded story)."""
+
+
+def _intent_phrases(story: Story) -> Iterable[tuple[str, tuple]]:
+    """(name, (examples, synonyms, slots)) of every intent of `story`, in Story.all_intents' order."""
+    from core.kitsoki.build import build_intent, state_specs, unbuilt_definition
+    from core.kitsoki.parse import LMap
+
+    definition = unbuilt_definition(story)
+    if definition is None or story._realized().get("_intent_list") is not None:
+        # its states are built, or its intents were listed already: read the models it has
+        for intent in story.all_intents():
+            yield intent.name, (intent.examples, intent.synonyms, intent.slots)
+        return
+    # build._intent_list's walk (the story's intents, then each state's own), memoized by spec
+    top = definition.get("intents") if isinstance(definition.get("intents"), LMap) else LMap()
+    specs = [(name, spec, top, None) for name, spec in top.items()]
+    for path, state in state_specs(definition).items():
+        local = state.get("intents") if isinstance(state.get("intents"), LMap) else LMap()
+        specs.extend((name, spec, local, path) for name, spec in local.items())
+    for name, spec, block, path in specs:
+        key = (id(spec), name)
+        hit = _PHRASES.get(key) if isinstance(spec, LMap) else None
+        if hit is not None and hit[0] is spec:
+            yield name, hit[1]
+            continue
+        intent = build_intent(name, spec, block.at, path, frozenset())  # where and lifted: not read here
+        found = (intent.examples, intent.synonyms, intent.slots)
+        if isinstance(spec, LMap):
+            if len(_PHRASES) > 20_000:
+                _PHRASES.clear()
+            _PHRASES[key] = (spec, found)
+        yield name, found
 
 
 # --- readers of a rung-1 key, an interface, a state --------------------------------------------------
