@@ -316,9 +316,25 @@ def _neighbours(inventory: Inventory, story: str, intent: str, phrases: list[str
 def _home_story(workspace: Workspace) -> Story | None:
     """Where new rooms go: the first story of the project's own whose root is a state it declares
     itself (not an imported child, whose states belong to another story)."""
-    own = [s for s in workspace.stories if not s.open_world and s.root and s.root in s.states
-           and s.states[s.root].import_alias is None]
-    return (next((s for s in own if not s.materialized), None) or (own[0] if own else None))
+    first = None
+    for story in workspace.stories:  # in order, reading each state's spec, not building every story's states
+        if story.open_world or not story.root or not _root_is_its_own(story):
+            continue
+        if not story.materialized:
+            return story
+        first = first or story
+    return first
+
+
+def _root_is_its_own(story: Story) -> bool:
+    """`story.root in story.states and story.states[story.root].import_alias is None`."""
+    from core.kitsoki.build import state_specs, unbuilt_definition
+
+    definition = unbuilt_definition(story)
+    if definition is None:
+        return story.root in story.states and story.states[story.root].import_alias is None
+    spec = state_specs(definition).get(story.root)
+    return spec is not None and spec.get("__import__") is None
 
 
 AGENT_TOOLS = ["Read", "Grep", "Glob", "Edit", "Write", "Bash"]

@@ -356,10 +356,11 @@ def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[s
 
     # Rows a staged inventory shares with the live one (the same objects) are unchanged: only the stories
     # with rows of their own on either side are compared.
-    live_ids, staged_ids = {id(r) for r in live.intents}, {id(r) for r in staged.intents}
-    touched = ({r.story for r in staged.intents if id(r) not in live_ids}
+    baseline = _baseline(live)
+    staged_ids = {id(r) for r in staged.intents}
+    touched = ({r.story for r in staged.intents if id(r) not in baseline.ids}
                | {r.story for r in live.intents if id(r) not in staged_ids})
-    before = _phrases([r for r in live.intents if r.story in touched])
+    before = {story: baseline.phrases[story] for story in touched if story in baseline.phrases}
     after = _phrases([r for r in staged.intents if r.story in touched])
     changed_stories = sorted(s for s in set(before) | set(after) if before.get(s, {}) != after.get(s, {}))
     impact = Impact()
@@ -385,7 +386,7 @@ def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[s
             candidates.extend(source.inputs[i] for i in sorted(ids))
         if not candidates:
             continue
-        live_rows = [row for row in live.intents if row.story == story]
+        live_rows = baseline.rows.get(story, [])
         staged_rows = [row for row in staged.intents if row.story == story]
         router_before = (routers or {}).get(story) or Router(live_rows, strict=False)
         router_after = Router(staged_rows, strict=False)
@@ -404,6 +405,34 @@ def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[s
     del impact.gained[MAX_LISTED:]
     del impact.moved[MAX_LISTED:]
     return impact
+
+
+@dataclass
+class _Baseline:
+    """What every draft's replay reads of the live inventory, made once per inventory: its rows' ids, its
+    rows by story and their phrases by story and intent (as `_phrases` makes them)."""
+
+    live: object
+    ids: set[int]
+    rows: dict[str, list]
+    phrases: dict[str, dict[str, set[tuple[str, str]]]]
+
+
+_BASELINES: dict[int, _Baseline] = {}
+
+
+def _baseline(live: Inventory) -> _Baseline:
+    hit = _BASELINES.get(id(live))
+    if hit is not None and hit.live is live and len(hit.ids) == len(live.intents):
+        return hit
+    rows: dict[str, list] = defaultdict(list)
+    for row in live.intents:
+        rows[row.story].append(row)
+    made = _Baseline(live, {id(r) for r in live.intents}, dict(rows), dict(_phrases(live.intents)))
+    if len(_BASELINES) > 8:
+        _BASELINES.clear()
+    _BASELINES[id(live)] = made
+    return made
 
 
 _EXTRA: dict[tuple, tuple[Inventory, tuple, _Corpus]] = {}
