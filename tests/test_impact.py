@@ -193,3 +193,88 @@ def test_on_kitsoki_a_world_key_and_a_binding_report_who_reads_them(kitsoki_copy
     binding = impact.binding_readers(model, "ticket")
     searched = [r for r in binding if r.where == "stories/dev-story/rooms/ticket_search.yaml:28"]
     assert searched and searched[0].what == "dev-story:ticket_search"
+
+
+def _rows(inventory, stories) -> list[tuple]:
+    return [(r.story, r.name, list(r.examples), list(r.synonyms), sorted(r.slots)) for r in inventory.intents
+            if r.story in stories]
+
+
+def test_staged_rows_are_made_once_per_intent_and_see_a_changed_one(kitsoki_copy, monkeypatch):
+    """staged_intents reads the intents of every story a draft reloaded; an intent whose spec is the same
+    object as in the draft before is not built again, and the rows equal build_inventory's."""
+    from core.kitsoki import build
+
+    workspace, model, live = kitsoki_copy
+    built = []
+    real = build.build_intent
+    monkeypatch.setattr(build, "build_intent", lambda name, *a: built.append(name) or real(name, *a))
+    impact._PHRASES.clear()
+    first = synonym_draft(workspace, "robbery", "pay", "grab the strongbox")
+    staged = staged_load(model, first)
+    changed = {s.slug for s in staged.stories if s not in model.stories}
+    assert {"robbery", "frontier_event", "oregon-trail"} <= changed
+    rows = impact.staged_intents(model, live, staged, first)
+    cold = len(built)
+    assert cold > 0
+    monkeypatch.setattr(build, "build_intent", real)
+    assert _rows(rows, changed) == _rows(build_inventory(staged_load(model, first)), changed)
+
+    monkeypatch.setattr(build, "build_intent", lambda name, *a: built.append(name) or real(name, *a))
+    second = synonym_draft(workspace, "robbery", "pay", "give up the strongbox")
+    staged = staged_load(model, second)
+    del built[:]
+    rows = impact.staged_intents(model, live, staged, second)
+    # only the intents of the file the draft changed (robbery's app.yaml, parsed anew) and their copies in
+    # the two importers are built again; every other story's intents are the rows made for the first draft
+    assert 0 < len(built) < cold / 4, built
+    robbery = {r.name for r in live.intents if r.story == "robbery"}
+    assert all(name.split("__")[-1] in robbery for name in built), built
+    pay = [r for r in rows.intents if r.story == "robbery" and r.name == "pay"]
+    assert "give up the strongbox" in pay[0].synonyms and "grab the strongbox" not in pay[0].synonyms
+    monkeypatch.setattr(build, "build_intent", real)
+    assert _rows(rows, changed) == _rows(build_inventory(staged_load(model, second)), changed)
+
+
+def test_the_extra_corpus_is_shared_by_drafts_that_add_new_intents(kitsoki_copy):
+    workspace, model, live = kitsoki_copy
+    impact._EXTRA.clear()
+    none = impact._extra_corpus(model, live, "robbery", ())
+    assert impact._extra_corpus(model, live, "robbery", ("a_new_intent",)) is none  # a new intent: no row to leave out
+    own = impact._extra_corpus(model, live, "robbery", ("pay",))  # an existing one: its phrases are left out
+    assert own is not none
+    pay = {p.text for r in live.intents if r.story == "robbery" and r.name == "pay" for p in r.phrases}
+    assert pay and not pay & {i.text for i in own.inputs} and pay & {i.text for i in none.inputs}
+
+
+def test_the_live_baseline_of_a_replay_is_made_once_per_live_inventory(kitsoki_copy):
+    workspace, model, live = kitsoki_copy
+    baseline = impact._baseline(live)
+    assert impact._baseline(live) is baseline  # every draft of a pass replays against the same one
+    assert baseline.phrases["robbery"] == impact._phrases([r for r in live.intents if r.story == "robbery"])["robbery"]
+    # another live inventory (the tree changed): its own baseline, with what it holds
+    fewer = live.model_copy(update={"intents": [r for r in live.intents if not (r.story == "robbery" and r.name == "pay")]})
+    other = impact._baseline(fewer)
+    assert other is not baseline and "pay" not in other.phrases["robbery"] and "pay" in baseline.phrases["robbery"]
+    # a replay against it still finds what the draft gains (robbery's pay is new against that tree)
+    files = synonym_draft(workspace, "robbery", "pay", "hand over the loot")
+    result = impact.replay(model, fewer, build_inventory(staged_load(model, files)))
+    assert any(g.to == "robbery:pay" for g in result.gained) or any(m.to == "robbery:pay" for m in result.moved)
+
+
+def test_the_home_story_of_new_rooms_is_found_without_building_every_story(kitsoki_copy):
+    """New rooms go to the first story of the project's own whose root is a state it declares itself; the
+    drafter finds it from the states' specs, as building every story's states would."""
+    from core.proposals.drafter import _home_story
+
+    from core.kitsoki.workspace import clear_caches
+
+    workspace, _, _ = kitsoki_copy
+    clear_caches()  # stories not shared with the loads of the tests before
+    lazy = load_workspace(workspace)
+    found = _home_story(lazy)
+    assert sum("states" in s.__dict__ for s in lazy.stories) < len(lazy.stories) / 4  # most were never built
+    own = [s for s in lazy.stories if not s.open_world and s.root and s.root in s.states
+           and s.states[s.root].import_alias is None]
+    expected = next((s for s in own if not s.materialized), None) or own[0]
+    assert found is expected

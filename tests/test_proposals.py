@@ -659,3 +659,62 @@ def test_a_story_saved_half_way_makes_new_proposals_wait_instead_of_drafting_aro
     assert len(fixed.raised) == 4 and fixed.problems == []
     intent = next(o for o in fixed.outcomes if o.kind == "intent")
     assert intent.classification == "ENRICH" and "release-desk" in intent.reason
+
+
+def _stage_of(ws: Path, rid: str):
+    from datetime import datetime, timezone
+
+    from core.proposals.model import AuthorArtifact, Evidence, Mapping, Proposal
+    from core.proposals.staging import file_change
+
+    files = {"stories/desk/app.yaml": b"app: {}\n", "stories/desk/rooms/r.yaml": b"states: {}\n",
+             "stories/desk/schemas/s.json": b"{}\n"}
+    proposal = Proposal(recipe_id=rid, kind="intent", target="root-instance", rung=2, priority=5.0, title="t",
+                        mapping=Mapping(classification="GAP", score=0.0, reason="r"),
+                        files=[file_change(rel, None, data) for rel, data in files.items()], diff="",
+                        summary_markdown="s" * 40, evidence=Evidence(sessions=3), drafted_at=datetime.now(timezone.utc))
+    artifact = AuthorArtifact(files_changed=sorted(files), flows_green=False, summary_markdown="s" * 40)
+    return proposal, files, artifact
+
+
+def test_a_stage_is_written_whole_with_one_fsync_per_file_and_folder(tmp_path, monkeypatch):
+    from core.proposals.staging import read_proposal, staged_files, write_stage
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    rid = recipe_id("intent", "stage me")
+    proposal, files, artifact = _stage_of(ws, rid)
+    write_stage(ws, proposal, files, artifact)
+    synced = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    write_stage(ws, proposal, files, artifact)  # again (a redraft): it replaces the first stage whole
+    monkeypatch.setattr(os, "fsync", real)
+    assert staged_files(ws, read_proposal(ws, rid)) == files
+    assert orjson.loads((stage_dir(ws, rid) / "author_artifact.json").read_bytes())["files_changed"] == sorted(files)
+    assert not [p for p in stage_dir(ws, rid).parent.iterdir() if p.name.startswith(".")]  # no scratch left
+    # 5 files and the stage's 5 folders (itself, stories, desk, rooms, schemas) once each; the scratch
+    # folder made, the rename and the old stage removed: 13 (each file written atomically on its own: 17)
+    assert len(synced) == 13, len(synced)
+
+
+def test_a_link_planted_in_a_stage_scratch_folder_is_never_written_through(tmp_path, monkeypatch):
+    from core.proposals import staging
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    rid = recipe_id("intent", "stage me")
+    proposal, files, artifact = _stage_of(ws, rid)
+    real = staging._scratch_dir
+
+    def planting(folders, rel, scratch):  # someone plants a link where the stage's folder goes, just in time
+        if rel == "stories" and rel not in folders:
+            os.symlink(outside, scratch / "stories")
+        return real(folders, rel, scratch)
+    monkeypatch.setattr(staging, "_scratch_dir", planting)
+    with pytest.raises(OSError, match="cannot be made"):
+        staging.write_stage(ws, proposal, files, artifact)
+    assert list(outside.iterdir()) == []
+    assert not stage_dir(ws, rid).exists()

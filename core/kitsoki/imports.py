@@ -337,6 +337,39 @@ def _exit_requires(states: LMap, exits: LMap, defaulted: set[str], alias: str, a
     return issues
 
 
+_WRAPPERS: dict[tuple, list] = statememo.register({})
+"""(alias, where the import is declared) -> [the wrapper state a fold made there last]."""
+
+
+def _same_wrapper(alias: str, at: tuple[str, int, int], wrapper: LMap) -> LMap:
+    """The wrapper state the last fold of this import made, when it holds the very same folded states and
+    equal everything else (entry, order, where, the world it sets on entry); else `wrapper`. A child that
+    did not change then folds to the same object as its states do (fold_state), so the memos of an
+    importer's importer (its own fold, the checks) find it too, instead of starting over at each new
+    wrapper (a draft that adds one room to bugfix made dev-story's every import a new state for
+    kitsoki-dev's fold and checks)."""
+    if not statememo.enabled():
+        return wrapper
+    key = (alias, at)
+    kept = _WRAPPERS.get(key)
+    if kept is not None and _wrapper_equal(kept[0], wrapper):
+        return kept[0]
+    statememo.trim(_WRAPPERS)
+    _WRAPPERS[key] = [wrapper]
+    return wrapper
+
+
+def _wrapper_equal(old: LMap, new: LMap) -> bool:
+    if list(old) != list(new) or old.get("initial") != new.get("initial") or old.at != new.at:
+        return False
+    old_states, new_states = old["states"], new["states"]
+    if list(old_states) != list(new_states) or old_states.marks != new_states.marks or old_states.at != new_states.at:
+        return False
+    if any(old_states[name] is not new_states[name] for name in new_states):
+        return False
+    return statememo.located(old.get("on_enter")) == statememo.located(new.get("on_enter"))
+
+
 def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str, int, int]) -> list[ConfigIssue]:
     """Fold `child` (a loaded AppDef, not changed) into `parent` (whose top-level blocks the caller
     owns: states, world, intents, hosts, host_interfaces, agents, meta_modes) under `alias`."""
@@ -556,7 +589,7 @@ def fold_child(parent: LMap, alias: str, spec: LMap, child: LMap, at: tuple[str,
     if on_enter:
         wrapper["on_enter"] = on_enter
     wrapper["__import__"] = alias
-    states[alias] = wrapper
+    states[alias] = _same_wrapper(alias, at, wrapper)
 
     world = parent.setdefault("world", LMap())
     for name in sorted(child_world):

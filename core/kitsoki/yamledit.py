@@ -54,7 +54,7 @@ from core.kitsoki.yamldoc import (
     _same,
 )
 
-__all__ = ["EditError", "Path", "add_entry", "append_items", "render_scalar", "set_value"]
+__all__ = ["EditError", "Path", "add_entries", "add_entry", "append_items", "render_scalar", "set_value"]
 
 
 # --------------------------------------------------------------------------- rendering
@@ -520,3 +520,92 @@ def add_entry(text: str, path: Path, key: str, value: Any) -> str:
     else:
         edits, _ = _edits_set(doc, full, value)
     return _finish(doc, edits, _expected_set(doc.data, full, value), full)
+
+
+def add_entries(text: str, entries: Sequence[tuple[Path, str, Any]]) -> str:
+    """`add_entry(text, path, key, value)` for each entry in turn, the same text, with one parse of the
+    result instead of one per entry (a draft adds an intent and an agent to one app.yaml, a room and
+    the arm into it to one room file).
+
+    The entries are laid out on the original document at once when that provably gives the text the
+    one-by-one edits give: each adds a new key to an existing, non-empty block mapping whose
+    indentation step is its own; no entry goes strictly inside a mapping a later entry adds to (so
+    that mapping and its insertion point are the same in the text the earlier entries make); where
+    two go at the same point, the later one's mapping does not hold the earlier one's (so, as one by
+    one, the later one goes first). The result is verified as add_entry's is (loaded and compared with
+    the original data with every entry added). Anything else, or a failed check, is done one entry at
+    a time, so the text and every error are add_entry's."""
+    batched = _batch_entries(text, entries)
+    if batched is not None:
+        return batched
+    for path, key, value in entries:
+        text = add_entry(text, path, key, value)
+    return text
+
+
+def _batch_entries(text: str, entries: Sequence[tuple[Path, str, Any]]) -> str | None:
+    if len(entries) < 2:
+        return None
+    try:
+        doc = _document(text)
+        planned = []  # (mapping node, insertion point, edits, full path, value), in the entries' order
+        for path, key, value in entries:
+            p = _check_path(path, allow_empty=True)
+            if isinstance(key, bool) or not isinstance(key, (str, int)):
+                return None
+            full = [*p, key]
+            value = _normalize(value, _fmt(full))
+            node, i = doc.walk(p)
+            if i != len(p) or node is None or node.kind != "map" or node.flow or not node.pairs:
+                return None
+            existing = _data_at(doc.data, p)
+            if doc.lookup(node, key) is not None or not isinstance(existing, dict) or key in existing:
+                return None
+            end = doc.content_end(node)
+            if end > 0 and doc.text[end - 1] in "\r\n":  # content ending in its own line break: one by one
+                return None
+            if _own_step(doc, node) is None:  # the file-wide step could change with an earlier entry
+                return None
+            edits = _edits_add(doc, node, key, value)
+            planned.append((node, edits[0][0], edits, full, value))
+    except (EditError, RecursionError):
+        return None
+    for j, (later, point_j, _, _, _) in enumerate(planned):
+        for earlier, point_i, _, _, _ in planned[:j]:
+            if later.start < point_i < point_j:
+                return None  # an earlier entry lands inside the mapping a later one adds to
+            if point_i == point_j and _holds(later, earlier):
+                return None  # one by one, the later entry would follow the earlier one there
+    keys = [tuple(full) for _, _, _, full, _ in planned]
+    if len(set(keys)) != len(keys):
+        return None
+    expected = copy.deepcopy(doc.data)
+    for _, _, _, full, value in planned:
+        _data_at(expected, full[:-1])[full[-1]] = copy.deepcopy(value)
+    edits = [edit for _, _, node_edits, _, _ in planned for edit in node_edits]
+    try:  # _apply's stable order puts a later entry first at a shared point, as one by one does
+        return _finish(doc, edits, expected, keys[-1])
+    except EditError:
+        return None
+
+
+def _own_step(doc: _Doc, m: _Node) -> int | None:
+    """The indentation step under block mapping m when m itself decides it (doc.step's first two rules)."""
+    base = doc.key_col(m)
+    for _, v in m.pairs:
+        c = doc.child_col(v)
+        if c is not None and c > base:
+            return c - base
+    p = m.parent
+    if p is not None and p.kind == "map" and not p.flow and base - doc.key_col(p) > 0:
+        return base - doc.key_col(p)
+    return None
+
+
+def _holds(outer: _Node, inner: _Node) -> bool:
+    node: _Node | None = inner
+    while node is not None:
+        if node is outer:
+            return True
+        node = node.parent
+    return False

@@ -316,9 +316,25 @@ def _neighbours(inventory: Inventory, story: str, intent: str, phrases: list[str
 def _home_story(workspace: Workspace) -> Story | None:
     """Where new rooms go: the first story of the project's own whose root is a state it declares
     itself (not an imported child, whose states belong to another story)."""
-    own = [s for s in workspace.stories if not s.open_world and s.root and s.root in s.states
-           and s.states[s.root].import_alias is None]
-    return (next((s for s in own if not s.materialized), None) or (own[0] if own else None))
+    first = None
+    for story in workspace.stories:  # in order, reading each state's spec, not building every story's states
+        if story.open_world or not story.root or not _root_is_its_own(story):
+            continue
+        if not story.materialized:
+            return story
+        first = first or story
+    return first
+
+
+def _root_is_its_own(story: Story) -> bool:
+    """`story.root in story.states and story.states[story.root].import_alias is None`."""
+    from core.kitsoki.build import state_specs, unbuilt_definition
+
+    definition = unbuilt_definition(story)
+    if definition is None:
+        return story.root in story.states and story.states[story.root].import_alias is None
+    spec = state_specs(definition).get(story.root)
+    return spec is not None and spec.get("__import__") is None
 
 
 AGENT_TOOLS = ["Read", "Grep", "Glob", "Edit", "Write", "Bash"]
@@ -405,8 +421,13 @@ def _draft_new_room(recipe: Recipe, mapping: Mapping, workspace: Workspace, inve
 
     app_rel = relative(workspace.path, story.path)
     room_parts = _room(recipe, name, _story_agents(story))
-    text = _add_top_entry(_add_intent(text_of(app_rel), name, intent_spec), "agents", room_parts.agent,
-                          room_parts.agent_spec)
+    text = text_of(app_rel)
+    if {"intents", "agents"} <= _top_keys(text):  # both entries in one edit, verified once
+        text = yamledit.add_entries(text, [(["intents"], name, intent_spec),
+                                           (["agents"], room_parts.agent, room_parts.agent_spec)])
+    else:
+        text = _add_top_entry(_add_intent(text, name, intent_spec), "agents", room_parts.agent,
+                              room_parts.agent_spec)
     if story.hosts and AGENT_TASK not in story.hosts:  # an allow-list must name the verb the room invokes
         if "hosts" not in _top_keys(text):
             raise DraftError(f"{story.slug}'s hosts: allow-list is declared outside {app_rel} and lacks {AGENT_TASK}")
@@ -451,11 +472,11 @@ def _add_top_entry(text: str, block: str, name: str, spec: dict[str, Any]) -> st
 
 def _add_state(text: str, story: Story, state: str, spec: dict[str, Any], enter_intent: str) -> str:
     """Add `state` to the file declaring the story's root state, and an arm from root into it."""
-    text = yamledit.add_entry(text, ["states"], state, spec)
     root_path = _state_path(story.root or "")
     arm = [{"target": state}]
-    if story.states[story.root].on:
-        return yamledit.add_entry(text, root_path + ["on"], enter_intent, arm)
+    if story.states[story.root].on:  # both entries in one edit, verified once
+        return yamledit.add_entries(text, [(["states"], state, spec), (root_path + ["on"], enter_intent, arm)])
+    text = yamledit.add_entry(text, ["states"], state, spec)
     return yamledit.set_value(text, root_path + ["on"], {enter_intent: arm})
 
 

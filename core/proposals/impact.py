@@ -356,10 +356,11 @@ def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[s
 
     # Rows a staged inventory shares with the live one (the same objects) are unchanged: only the stories
     # with rows of their own on either side are compared.
-    live_ids, staged_ids = {id(r) for r in live.intents}, {id(r) for r in staged.intents}
-    touched = ({r.story for r in staged.intents if id(r) not in live_ids}
+    baseline = _baseline(live)
+    staged_ids = {id(r) for r in staged.intents}
+    touched = ({r.story for r in staged.intents if id(r) not in baseline.ids}
                | {r.story for r in live.intents if id(r) not in staged_ids})
-    before = _phrases([r for r in live.intents if r.story in touched])
+    before = {story: baseline.phrases[story] for story in touched if story in baseline.phrases}
     after = _phrases([r for r in staged.intents if r.story in touched])
     changed_stories = sorted(s for s in set(before) | set(after) if before.get(s, {}) != after.get(s, {}))
     impact = Impact()
@@ -385,7 +386,7 @@ def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[s
             candidates.extend(source.inputs[i] for i in sorted(ids))
         if not candidates:
             continue
-        live_rows = [row for row in live.intents if row.story == story]
+        live_rows = baseline.rows.get(story, [])
         staged_rows = [row for row in staged.intents if row.story == story]
         router_before = (routers or {}).get(story) or Router(live_rows, strict=False)
         router_after = Router(staged_rows, strict=False)
@@ -406,6 +407,34 @@ def replay(model: Workspace, live: Inventory, staged: Inventory, routers: dict[s
     return impact
 
 
+@dataclass
+class _Baseline:
+    """What every draft's replay reads of the live inventory, made once per inventory: its rows' ids, its
+    rows by story and their phrases by story and intent (as `_phrases` makes them)."""
+
+    live: object
+    ids: set[int]
+    rows: dict[str, list]
+    phrases: dict[str, dict[str, set[tuple[str, str]]]]
+
+
+_BASELINES: dict[int, _Baseline] = {}
+
+
+def _baseline(live: Inventory) -> _Baseline:
+    hit = _BASELINES.get(id(live))
+    if hit is not None and hit.live is live and len(hit.ids) == len(live.intents):
+        return hit
+    rows: dict[str, list] = defaultdict(list)
+    for row in live.intents:
+        rows[row.story].append(row)
+    made = _Baseline(live, {id(r) for r in live.intents}, dict(rows), dict(_phrases(live.intents)))
+    if len(_BASELINES) > 8:
+        _BASELINES.clear()
+    _BASELINES[id(live)] = made
+    return made
+
+
 _EXTRA: dict[tuple, tuple[Inventory, tuple, _Corpus]] = {}
 
 
@@ -414,6 +443,9 @@ def _extra_corpus(model: Workspace, live: Inventory, story: str, added_to: tuple
     fixture versions (a warm pass builds nothing)."""
     files = flow_files(model, story)
     stamps = tuple((str(p), _stamp(p)) for p in files)
+    if added_to and not any(row.story == story and row.name in added_to for row in live.intents):
+        # the intents it adds phrasings to are new (as a new room's is): every live row counts, as with none
+        added_to = ()
     key = (id(live), story, added_to)
     hit = _EXTRA.get(key)
     if hit is not None and hit[0] is live and hit[1] == stamps:
@@ -456,11 +488,51 @@ class _Row:
 
 def _light_rows(story: Story, name: str) -> list[_Row]:
     rows = []
-    for intent in story.all_intents():
-        examples, synonyms = list(intent.examples), list(intent.synonyms)
-        rows.append(_Row(story=name, name=intent.name, examples=examples, synonyms=synonyms, slots=dict(intent.slots),
+    for intent_name, (examples, synonyms, slots) in _intent_phrases(story):
+        examples, synonyms = list(examples), list(synonyms)
+        rows.append(_Row(story=name, name=intent_name, examples=examples, synonyms=synonyms, slots=dict(slots),
                          phrases=[_Phrase(t, "example") for t in examples] + [_Phrase(t, "synonym") for t in synonyms]))
     return rows
+
+
+_PHRASES: dict[tuple[int, str], tuple[object, tuple]] = {}
+"""(id of an intent's spec in a loaded definition, its name) -> (the spec, held so its id is not reused;
+(examples, synonyms, slots) as build_intent makes them). Parsed trees are never mutated and an import's
+fold returns the same intent object while nothing it asked changed (core.kitsoki.statememo), so the
+intents a draft did not touch are the same objects in every staged tree of a pass: their rows are
+made once, not once per draft (Story.all_intents builds every intent model of every reloaded story)."""
+
+
+def _intent_phrases(story: Story) -> Iterable[tuple[str, tuple]]:
+    """(name, (examples, synonyms, slots)) of every intent of `story`, in Story.all_intents' order."""
+    from core.kitsoki.build import build_intent, state_specs, unbuilt_definition
+    from core.kitsoki.parse import LMap
+
+    definition = unbuilt_definition(story)
+    if definition is None or story._realized().get("_intent_list") is not None:
+        # its states are built, or its intents were listed already: read the models it has
+        for intent in story.all_intents():
+            yield intent.name, (intent.examples, intent.synonyms, intent.slots)
+        return
+    # build._intent_list's walk (the story's intents, then each state's own), memoized by spec
+    top = definition.get("intents") if isinstance(definition.get("intents"), LMap) else LMap()
+    specs = [(name, spec, top, None) for name, spec in top.items()]
+    for path, state in state_specs(definition).items():
+        local = state.get("intents") if isinstance(state.get("intents"), LMap) else LMap()
+        specs.extend((name, spec, local, path) for name, spec in local.items())
+    for name, spec, block, path in specs:
+        key = (id(spec), name)
+        hit = _PHRASES.get(key) if isinstance(spec, LMap) else None
+        if hit is not None and hit[0] is spec:
+            yield name, hit[1]
+            continue
+        intent = build_intent(name, spec, block.at, path, frozenset())  # where and lifted: not read here
+        found = (intent.examples, intent.synonyms, intent.slots)
+        if isinstance(spec, LMap):
+            if len(_PHRASES) > 20_000:
+                _PHRASES.clear()
+            _PHRASES[key] = (spec, found)
+        yield name, found
 
 
 # --- readers of a rung-1 key, an interface, a state --------------------------------------------------
