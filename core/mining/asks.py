@@ -75,9 +75,11 @@ client gathered: "# Context from my IDE setup:" (open tabs, the selection) or "#
 Codex:" (a thread handed over from another surface, quoting its messages as JSON)."""
 
 
-def own_words(text: str) -> str | None:
+def own_words(text: str, limit: int | None = None) -> str | None:
     """The person's own words in a prompt: client wrappers, pasted code, logs and stack traces removed.
-    None when the whole prompt is something a client wrote (a compaction summary quoting earlier prompts)."""
+    None when the whole prompt is something a client wrote (a compaction summary quoting earlier prompts).
+    With `limit`, the lines after the first `limit` characters of the words are not looked at: the words
+    returned start with those characters and may stop there."""
     if _CODEX_REQUEST in text:
         text = text.rpartition(_CODEX_REQUEST)[2]
     head = text.lstrip()[:120].lower()
@@ -89,6 +91,7 @@ def own_words(text: str) -> str | None:
     if "```" in text:
         text = _FENCE.sub("\n", text)
     kept = []
+    held = -1  # the length of the lines kept, joined
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -97,7 +100,11 @@ def own_words(text: str) -> str | None:
         stripped = line.strip()
         if len(stripped) > 24 and _letters(stripped) < 0.45 * len(stripped):
             continue  # mostly symbols and digits: output, data, a hash
-        kept.append(" ".join(stripped.split()))
+        words = " ".join(stripped.split())
+        kept.append(words)
+        held += len(words) + 1
+        if limit is not None and held >= limit:
+            break
     return "\n".join(kept)
 
 
@@ -274,7 +281,7 @@ def _drop_tail(text: str) -> str:
 
 
 def understand(prompt: str) -> Understood:
-    words = own_words(prompt)
+    words = own_words(prompt, ASK_CHARS)
     if not words:
         return _NOTHING
     clause = _ask_clause(words[:ASK_CHARS])
