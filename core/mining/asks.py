@@ -130,6 +130,8 @@ _ENDS_SENTENCE = re.compile(r"[.!?。！？\n]")
 _URL = re.compile(r"https?://\S+|www\.\S+")
 _PATH = re.compile(r"(?:[\w.~@-]*/)+([\w@-]+)(?:\.[\w-]+)*/?|\b([\w-]+)(?:\.[\w-]+)*\.(?:py|go|ts|tsx|js|jsx|rs|rb|md|ya?ml|json|toml|sh|"
                    r"css|html|txt|lock|cfg|ini|sql|proto|java|kt|swift|c|h|cpp|cs|php)(?![A-Za-z0-9])")
+_DOT_LETTER = re.compile(r"\.[a-z]")
+"""Where a file name's extension can start: _PATH's second form needs one (the text is lower case)."""
 _NOISE = re.compile(r"#\d+|\b[0-9a-f]{7,40}\b|\b\d+(?:[.:]\d+)*[a-z]{0,2}\b|\bv\d+(?:\.\d+)+\b")
 
 _DIGIT_OR_HASH = re.compile(r"[0-9#]")
@@ -299,13 +301,23 @@ def _understood(clause: str) -> Understood:
     return Understood(_short(clause), terms)
 
 
+def _sentences(words: str):
+    """_SENTENCE.split(words), one sentence at a time: the ask is most often in the first."""
+    if _ENDS_SENTENCE.search(words) is None:  # _SENTENCE only matches at or after one of these
+        yield words
+        return
+    last = 0
+    for m in _SENTENCE.finditer(words):  # the matches split() cuts at (the pattern has no group)
+        yield words[last:m.start()]
+        last = m.end()
+    yield words[last:]
+
+
 def _ask_clause(words: str) -> str:
     """The first sentence that asks something (names a verb the lexicon knows, or is a question); else the
     first sentence with words in it."""
     first = ""
-    # _SENTENCE only matches at or after one of these: without them the words are one sentence
-    sentences = _SENTENCE.split(words) if _ENDS_SENTENCE.search(words) is not None else [words]
-    for n, sentence in enumerate(sentences):
+    for n, sentence in enumerate(_sentences(words)):
         if n >= 6:
             break
         sentence = sentence.strip(" \t,;:-")[:200]
@@ -361,7 +373,7 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
     text = unicodedata.normalize("NFKC", sentence).lower()
     if "://" in text or "www." in text:
         text = _URL.sub(" ", text)
-    if "/" in text or "." in text:
+    if "/" in text or _DOT_LETTER.search(text) is not None:  # _PATH needs one or the other
         text = _PATH.sub(lambda m: " " + (m.group(1) or m.group(2) or "").replace("_", " ").replace("-", " ") + " ",
                          text)
     if _DIGIT_OR_HASH.search(text) is not None:
