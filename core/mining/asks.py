@@ -173,7 +173,10 @@ class _Lexicon:
         for concept, forms in lx.OBJECTS.items():
             for form in forms.split():
                 self._add(form, _Sense(obj=concept))
-        for word in lx.GENERIC:
+        # In a fixed order: a general word whose stem another one already gave (part, parts) is not a typo
+        # target of its own, so which one is depended on the set's order, which changes with each process's
+        # string hashing (the typo "pars" read as parts in some runs and as unknown in others).
+        for word in sorted(lx.GENERIC):
             sense = _Sense(obj=word if _is_cjk(word) else _stem(word), generic=True)
             self._add(word, sense, keep=True)
         for filler in lx.CJK_FILLER:
