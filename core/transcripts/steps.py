@@ -105,7 +105,15 @@ _INPUT_MEMO = 4096
 _VALUES: dict[str, str] = {}
 """Tool input string read -> the string as the full reader's cleaned input holds it, redacted: a person runs
 the same commands on the same paths again and again, in one session and across them (a mining worker reads
-many files; on the 200 MB corpus 14,323 strings are 2,418 distinct ones). Emptied when it holds _INPUT_MEMO."""
+many files; on the 200 MB corpus 14,323 strings are 2,418 distinct ones). Emptied when it holds _INPUT_MEMO,
+and by forget_inputs when a pass ends: it holds strings as read, before redaction."""
+
+
+def forget_inputs() -> None:
+    """Drop the remembered tool inputs (what a long-lived process calls when its pass is over)."""
+    _VALUES.clear()
+
+
 _MESSAGES = frozenset(MESSAGE_TYPES)
 _BLOCKS = frozenset(BLOCK_TYPES)
 _HUMAN, _ASSISTANT = TurnKind.human, TurnKind.assistant
