@@ -472,31 +472,23 @@ _LIGHT = frozenset({"sessions", "mine", "open", "propose", "proposals", "outcome
                     "restore", "resolve", "flows", "demo", "mcp"})
 
 
-_COLLECTOR_OFF = frozenset({"mine", "propose"})
+_COLLECTOR_OFF = frozenset({"mine", "propose", "flows"})
 
 
 def _collector_off_for_good() -> None:
-    """`mine` or `propose` as a process of its own: the cyclic collector is not needed (every object goes
-    with the process), and what the command keeps (a corpus's episodes, a loaded tree) is frozen at exit so
-    that the interpreter's last collection does not walk it (each walk of it cost tens of milliseconds).
+    """`mine`, `propose` or `flows` as a process of its own: the cyclic collector is not needed (every object
+    goes with the process), and what the command keeps (a corpus's episodes, a loaded tree) is frozen at exit
+    so that the interpreter's last collection does not walk it (each walk of it cost tens of milliseconds).
     A propose allocates a loaded tree of a few hundred thousand objects that every full collection walked:
     cold on kitsoki's repository the collector was a fifth to a third of its CPU (a few MB more at peak;
-    50 recipes on the shared workspace: 14.1 -> 11.1 s CPU, 252 -> 273 MB)."""
+    50 recipes on the shared workspace: 14.1 -> 11.1 s CPU, 252 -> 273 MB). A flows run on kitsoki's whole
+    repository spent 0.5-0.7 s of its ~4 s in the collector even with core.quiet.fewer_collections (what
+    each flow keeps is walked as it ages); without it, 148 -> 194 MB at peak (the runner's exceptions leave
+    small cycles behind). In the server, flows keep the collector (core.quiet)."""
     import atexit
     import gc
 
     gc.disable()
-    atexit.register(gc.freeze)
-
-
-def _no_last_collection() -> None:
-    """`flows` as a process of its own: the run keeps the collector (it makes millions of short-lived
-    objects, core.quiet.fewer_collections), but what is left at exit (the loaded tree, the fixtures, the
-    report) is frozen so that the interpreter's last collection does not walk it (0.4-0.5 s of CPU on
-    kitsoki's repository, a tenth of the command)."""
-    import atexit
-    import gc
-
     atexit.register(gc.freeze)
 
 
@@ -511,8 +503,6 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if whole_process and args.command in _COLLECTOR_OFF:
             _collector_off_for_good()
-        elif whole_process and args.command == "flows":
-            _no_last_collection()
         return _dispatch(args)
     except BrokenPipeError:  # `kitsoki-miner demo | head`: the reader left, nothing is wrong
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -39,7 +39,7 @@ from core.flows.builtins import BUILTINS, Files
 from core.flows.builtins import answer as answer_builtin
 from core.flows.expressions import ExprError, ExprUnsupported, render_value
 from core.flows.machine import Event, HostCall, Unsupported
-from core.flows.values import go_quote, go_value
+from core.flows.values import copy_value, go_quote, go_value
 from core.kitsoki.duration import DurationError
 from core.safeio import read_regular
 
@@ -285,7 +285,7 @@ def dispatch(registry: Registry, calls: list[HostCall], world: dict[str, Any], s
             out.applied = True
             continue
         args = _rerender(call, binds)
-        out.events.append(Event("harness.dispatched", {"namespace": call.namespace, "args": copy.deepcopy(args),
+        out.events.append(Event("harness.dispatched", {"namespace": call.namespace, "args": copy_value(args),
                                                         "background": False}))
         try:
             data, error = registry.invoke(call.namespace, args, world=w)

@@ -384,9 +384,11 @@ class Machine:
               result: TurnResult) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
         """kitsoki's applyEffects: a new world and the emitted intents, in order; host calls and
         events are appended to `result`."""
+        emits: list[tuple[str, dict[str, Any]]] = []
+        if not effects:  # nothing to change (a transition without effects): the world as it was, uncopied
+            return world, emits
         world = copy_value(world)
         env = {**env, "world": world}
-        emits: list[tuple[str, dict[str, Any]]] = []
         for effect in effects:
             if not isinstance(effect, dict):
                 raise Unsupported(f"effect entry {go_quote(go_value(effect))}")

@@ -18,7 +18,6 @@ or an `advance_clock` turn (internal/testrunner/flows.go shouldUseOrchestrator).
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -85,6 +84,8 @@ class Session:
         """The state the current intent turn started in (kitsoki's rig.currentStatePath)."""
         self.evented: dict[str, str] = {key: "set" for key in world if key in initial_keys}
         """World keys the journey holds as events, and how the last one changed them."""
+        self._replayed: tuple[dict[str, Any], dict[str, str]] | None = None
+        """(the world reload made, the events it replayed): reloading that again gives the same values."""
         self.arm_timeout("", state)
 
     # -- the journey --
@@ -99,7 +100,9 @@ class Session:
 
     def override(self, values: dict[str, Any]) -> None:
         """`world_override`: synthetic set events before the turn."""
-        self.world.update(copy.deepcopy(values))
+        self.world.update(copy_value(values))
+        if values:
+            self._replayed = None
         for key in values:
             self.evented[key] = "set"
 
@@ -107,6 +110,8 @@ class Session:
         """kitsoki's loadJourney replays the world from its events through JSON: a value a `set`
         wrote comes back with every number a float64, a declared `int` as int64 (an `increment`
         is replayed as int64 too)."""
+        if self._replayed is not None and self._replayed[0] is self.world and self._replayed[1] == self.evented:
+            return  # nothing happened since the last replay (a JSON round trip of its result is itself)
         world = dict(self.world)
         for key, how in self.evented.items():
             if how == "set" and key in world:
@@ -116,6 +121,7 @@ class Session:
                     value = GoInt(int(value), "int64")  # kitsoki's coerceWorldVar for declared ints
                 world[key] = value
         self.world = world
+        self._replayed = (world, dict(self.evented))
 
     # -- timeouts --
 
@@ -329,11 +335,15 @@ class Session:
         in a flow) and a `session_id`."""
         ide = self.world.get("ide")
         if isinstance(ide, dict):
-            ide["connected"] = False
+            if ide.get("connected") is not False:
+                ide["connected"] = False
+                self._replayed = None
         else:
             self.world["ide"] = {"connected": False}
+            self._replayed = None
         if not (isinstance(self.world.get("session_id"), str) and self.world["session_id"]):
             self.world["session_id"] = SESSION_ID
+            self._replayed = None
 
     def run_intent(self, intent: str, slots: dict[str, Any]) -> Outcome:
         previous = self.state

@@ -29,7 +29,6 @@ every failure of such a flow starts with that marker.
 
 from __future__ import annotations
 
-import copy
 import re
 from pathlib import Path
 from typing import Any, Callable
@@ -107,7 +106,7 @@ class _Run:
         self.machine = Machine(app, fixture.host_bindings)
         self.router_cache = router_cache
         world = app.world_defaults()
-        world.update(copy.deepcopy(fixture.initial_world))
+        world.update(copy_value(fixture.initial_world))
         self.orchestrated = fixture.orchestrated
         self.state, self.world = state, world
         self.recorded_state = fixture.initial_state or ""
@@ -229,7 +228,7 @@ class _Run:
         if turn.advance_clock:
             raise Unsupported("advance_clock without an intent on the machine-only path")
         if turn.intent is not None:
-            intent, slots = turn.intent.name, copy.deepcopy(turn.intent.slots)
+            intent, slots = turn.intent.name, copy_value(turn.intent.slots)
         elif self.recording is not None:
             try:
                 intent, slots = self.recording.route(self.recorded_state, turn.input or "")
@@ -239,7 +238,7 @@ class _Run:
             # kitsoki resolves an input: turn only through a recording; without one its run stops here
             # (internal/testrunner/flows.go runOneFlowLegacy), whatever the story's phrasings say.
             raise Abort(f"input {go_quote(turn.input or '')} requires a recording but none was loaded")
-        self.world.update(copy.deepcopy(turn.world_override))
+        self.world.update(copy_value(turn.world_override))
         before = copy_value(self.world)
         outcome = self.machine.turn(self.state, self.world, intent, slots)
         self.events.extend(outcome.events)

@@ -68,30 +68,36 @@ class GoInt(int):
 _SHARED = (str, int, float, bool, type(None), GoInt)
 
 
+_SHARED_TYPES = frozenset(_SHARED)
+
+
 def copy_value(value: Any, memo: dict[int, Any] | None = None) -> Any:
     """copy.deepcopy for decoded YAML/JSON values (the world, slots), several times faster: dicts and
     lists are copied by hand, a container seen twice is copied once (as deepcopy does), immutable
     scalars are shared, and anything else goes through copy.deepcopy with the same memo."""
-    kind = type(value)
-    if kind in _SHARED:
+    if type(value) in _SHARED_TYPES:
         return value
-    if memo is None:
-        memo = {}
+    return _copy(value, {} if memo is None else memo)
+
+
+def _copy(value: Any, memo: dict[int, Any]) -> Any:
     found = memo.get(id(value), _NOT_COPIED)
     if found is not _NOT_COPIED:
         return found
+    kind, shared = type(value), _SHARED_TYPES  # the world is copied several times a turn: locals, no call per leaf
     if kind is dict:
         out: Any = {}
         memo[id(value)] = out
         for key, item in value.items():
-            out[key if type(key) in _SHARED else copy.deepcopy(key, memo)] = \
-                item if type(item) in _SHARED else copy_value(item, memo)
+            out[key if type(key) in shared else copy.deepcopy(key, memo)] = \
+                item if type(item) in shared else _copy(item, memo)
         return out
     if kind is list:
         out = []
         memo[id(value)] = out
+        append = out.append
         for item in value:
-            out.append(item if type(item) in _SHARED else copy_value(item, memo))
+            append(item if type(item) in shared else _copy(item, memo))
         return out
     return copy.deepcopy(value, memo)
 

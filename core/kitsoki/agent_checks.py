@@ -517,16 +517,25 @@ def _provider_references(definition: LMap, out: _Issues, effects: bool = True) -
             out.add(agents.key_at(name), f"provider reference {_q(provider)} at agents.{name}.provider is undefined "
                                          f"(known providers: {listed})")
     for location, effect in walk_all_effects(_map(definition.get("states"))) if effects else ():
-        provider = _map(effect.get("with")).get("provider")
-        if not isinstance(provider, str) or not provider or "{{" in provider:
-            continue
-        invoke = effect.get("invoke")
-        if invoke and not str(invoke).startswith(AGENT_VERB):
-            out.add(effect.at, f"{location}: with.provider is only meaningful on host.agent.* invocations (got invoke "
-                               f"{_q(invoke)})")
-        elif provider not in known:
-            out.add(effect.at, f"provider reference {_q(provider)} at {location} with.provider is undefined (known "
-                               f"providers: {listed})")
+        problem = provider_ref_issue(effect, location, known.__contains__, lambda: listed)
+        if problem:
+            out.add(effect.at, problem)
+
+
+def provider_ref_issue(effect: LMap, location: str, known: Callable[[str], bool],
+                       listed: Callable[[], str]) -> str | None:
+    """validateProviderRef (loader_providers.go:84-140): `with.provider` only on host.agent.*, naming a known
+    provider (`known`, `listed`: asked of `providers`, or recorded by the per-state pass; listed only if shown)."""
+    provider = _map(effect.get("with")).get("provider")
+    if not isinstance(provider, str) or not provider or "{{" in provider:
+        return None
+    invoke = effect.get("invoke")
+    if invoke and not str(invoke).startswith(AGENT_VERB):
+        return f"{location}: with.provider is only meaningful on host.agent.* invocations (got invoke {_q(invoke)})"
+    if not known(provider):
+        return (f"provider reference {_q(provider)} at {location} with.provider is undefined (known providers: "
+                f"{listed()})")
+    return None
 
 
 def verb_issue(effect: LMap, location: str, agents: LMap) -> list[str]:

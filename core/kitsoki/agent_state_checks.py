@@ -19,6 +19,7 @@ from core.kitsoki import probed, statememo
 from core.kitsoki.agent_checks import (
     AGENT_VERB,
     agent_ref_issue,
+    provider_ref_issue,
     ref_roots,
     BUILTIN_AGENTS,
     Probes,
@@ -144,16 +145,10 @@ class _PerState:
         return [out.items for out in outs]
 
     def _provider(self, location: str, effect: LMap, out: _Issues) -> None:
-        provider = _map(effect.get("with")).get("provider")
-        if not isinstance(provider, str) or not provider or "{{" in provider:
-            return
-        invoke = effect.get("invoke")
-        if invoke and not str(invoke).startswith(AGENT_VERB):
-            out.add(effect.at, f"{location}: with.provider is only meaningful on host.agent.* invocations (got invoke "
-                               f"{_q(invoke)})")
-        elif not self.ask("prov?", provider):
-            out.add(effect.at, f"provider reference {_q(provider)} at {location} with.provider is undefined (known "
-                               f"providers: {self.ask('plisted', None)})")
+        problem = provider_ref_issue(effect, location, lambda name: self.ask("prov?", name),
+                                     lambda: self.ask("plisted", None))
+        if problem:
+            out.add(effect.at, problem)
 
     def _verbs(self, effect: LMap, location: str) -> list[str]:
         arguments = effect.get("with")

@@ -92,9 +92,13 @@ class LoadSession:
         """The whole pipeline for an app loaded on its own (a story, or with `document`, an app
         synthesized in memory at the path `app`; `base_dir` is its folder, unless given: kitsoki
         roots a synthesized root's relative paths at the project)."""
+        written = None
         if document is None:
             loaded = self.load_child(str(Path(os.path.abspath(app))), [], top=True)
         else:
+            # the memo knows a synthesized app by its document as written: the load folds its imports
+            # into it, and what they bring is already in the key (the bytes of every file read)
+            written = self._written(document)
             loaded = self._load_fresh(str(app), str(app), [], document)
         if loaded.definition is None or loaded.issues:
             return loaded
@@ -106,7 +110,7 @@ class LoadSession:
         if not issues:
             issues = materialise_exits(top)
         fatal = bool(issues)
-        key = self._memo_key(str(app), document, loaded) if not fatal else None
+        key = self._memo_key(str(app), written, loaded) if not fatal else None
         if not fatal:  # agent_plugins and providers stop the load before validateDef, as in kitsoki
             agent_issues, fatal, probes = self._agents_checked(top, base_dir or Path(os.path.abspath(app)).parent,
                                                                key)
@@ -118,18 +122,22 @@ class LoadSession:
         out.definition = None if issues else top
         return out
 
-    def _memo_key(self, app: str, document: LMap | None, loaded: Loaded) -> tuple[str, bool] | None:
+    def _written(self, document: LMap) -> str | None:
+        """A synthesized app's document as written, for its memo key (None without a memo)."""
+        if self.checked is None:
+            return None
+        from core.kitsoki.build import plain
+
+        return repr(plain(document))
+
+    def _memo_key(self, app: str, written: str | None, loaded: Loaded) -> tuple[str, bool] | None:
         """The app's key in the workspace's memo of load checks (core.kitsoki.checked): the code, the
-        app (a synthesized one, the root instance, with its document) and the bytes of every file its
-        load read; None without a memo or when a file changed under the load."""
+        app (a synthesized one, the root instance, with its document as written) and the bytes of every
+        file its load read; None without a memo or when a file changed under the load."""
         memo = self.checked
         if memo is None:
             return None
-        name = app
-        if document is not None:
-            from core.kitsoki.build import plain
-
-            name = f"{app}\0{repr(plain(document))}"
+        name = app if written is None else f"{app}\0{written}"
         return memo.key(name, loaded.signatures, self.overlay)
 
     def _agents_checked(self, top: LMap, base_dir: Path,

@@ -139,7 +139,95 @@ def choice_shape_problem(body: Any) -> str | None:
     return _CHOICE_SEEN[key]
 
 
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _s(value: Any, min_length: int = 0) -> bool:
+    return type(value) is str and len(value) >= min_length
+
+
+def _opt_s(body: dict, *keys: str) -> bool:
+    return all(key not in body or type(body[key]) is str for key in keys)
+
+
+def _name(value: Any) -> bool:
+    return type(value) is str and _IDENT.fullmatch(value) is not None
+
+
+def _nat(value: Any, least: int) -> bool:
+    return type(value) is int and value >= least
+
+
+def _strs(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def _keys(body: Any, allowed: frozenset[str], required: tuple[str, ...]) -> bool:
+    return type(body) is dict and body.keys() <= allowed and all(key in body for key in required)
+
+
+_SINGLE = frozenset({"mode", "prompt", "when", "items"})
+_SINGLE_ITEM = frozenset({"label", "hint", "intent", "slots", "when", "param"})
+_PARAM = frozenset({"slot", "type", "placeholder", "values", "required"})
+_MULTI = frozenset({"mode", "prompt", "when", "intent", "slot", "min", "max", "items"})
+_MULTI_ITEM = frozenset({"value", "label", "hint", "when"})
+_FORM = frozenset({"mode", "prompt", "when", "intent", "template", "fields"})
+_FIELD = frozenset({"type", "hint", "placeholder", "unit", "values", "default", "min", "max", "required", "readonly",
+                    "expr", "when"})
+_SCALARS = (str, int, float, bool)
+
+
+def _single_item(item: Any) -> bool:
+    if not _keys(item, _SINGLE_ITEM, ("label", "intent")) or not _s(item["label"], 1) or not _name(item["intent"]):
+        return False
+    if not _opt_s(item, "hint", "when") or ("slots" in item and type(item["slots"]) is not dict):
+        return False
+    param = item.get("param", {"slot": "-", "type": "string"})
+    return (_keys(param, _PARAM, ("slot", "type")) and _s(param["slot"], 1)
+            and param["type"] in ("string", "int", "enum") and _opt_s(param, "placeholder")
+            and ("values" not in param or _strs(param["values"])) and (param["type"] != "enum" or "values" in param)
+            and ("required" not in param or type(param["required"]) is bool))
+
+
+def _field(field: Any) -> bool:
+    return (_keys(field, _FIELD, ("type",)) and type(field["type"]) is str
+            and field["type"] in ("string", "int", "float", "bool", "enum")
+            and _opt_s(field, "hint", "placeholder", "unit", "expr", "when")
+            and ("values" not in field or _strs(field["values"]))
+            and all(key not in field or type(field[key]) in _SCALARS for key in ("default", "min", "max"))
+            and all(key not in field or type(field[key]) is bool for key in ("required", "readonly"))
+            and (field["type"] != "enum" or "values" in field)
+            and (field.get("readonly") is not True or "expr" in field))
+
+
+def _surely_choice_shaped(plain: Any) -> bool:
+    """True only when `plain` certainly passes CHOICE_SHAPE (checked by hand, exactly and no looser:
+    a body this cannot vouch for goes to the schema, which also words what is wrong). Most bodies are
+    well shaped, and this spares them jsonschema (its import and its walk were a tenth of a cold load)."""
+    mode = plain.get("mode") if type(plain) is dict else None
+    if mode == "single" and type(mode) is str:
+        items = plain.get("items")
+        return (_keys(plain, _SINGLE, ("mode", "items")) and _opt_s(plain, "prompt", "when")
+                and type(items) is list and len(items) >= 1 and all(_single_item(item) for item in items))
+    if mode == "multi" and type(mode) is str:
+        items = plain.get("items")
+        return (_keys(plain, _MULTI, ("mode", "intent", "slot", "items")) and _opt_s(plain, "prompt", "when")
+                and _name(plain["intent"]) and _s(plain["slot"], 1)
+                and ("min" not in plain or _nat(plain["min"], 0)) and ("max" not in plain or _nat(plain["max"], 1))
+                and type(items) is list and len(items) >= 1
+                and all(_keys(item, _MULTI_ITEM, ("value",)) and _s(item["value"], 1)
+                        and _opt_s(item, "label", "hint", "when") for item in items))
+    if mode == "form" and type(mode) is str:
+        fields = plain.get("fields")
+        return (_keys(plain, _FORM, ("mode", "intent", "template", "fields")) and _opt_s(plain, "prompt", "when")
+                and _name(plain["intent"]) and _s(plain["template"], 1)
+                and type(fields) is dict and len(fields) >= 1 and all(_field(field) for field in fields.values()))
+    return False
+
+
 def _choice_shape_problem(plain: Any) -> str | None:
+    if _surely_choice_shaped(plain):
+        return None
     global _CHOICE_VALIDATOR
     if _CHOICE_VALIDATOR is None:
         import jsonschema

@@ -53,7 +53,11 @@ class StarlarkDeclined(Exception):
 
 def _read_yaml(path: Path, what: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        try:  # libyaml's scanner, the same constructors; a file it refuses is read again for PyYAML's own words
+            data = yaml.load(text, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError:
+            data = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise StarlarkDeclined(f"{what} {path.name} does not load ({exc}; kitsoki stops the run)") from None
     if not isinstance(data, dict):

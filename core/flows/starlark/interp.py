@@ -264,17 +264,35 @@ class _Frame:
     parent: _Frame | None = None
 
 
-class Module:
-    """A loaded (executed, frozen) Starlark file."""
+_CHECKED: dict[tuple[str, str, frozenset[str]], tuple[ast.Module, _Checker]] = {}
+"""A file's tree and its resolver's answers, by its text, name and the names predeclared: a flow run calls
+the same script on many turns, and checking it took longer than running it. Both are only read after."""
+_CHECKED_LIMIT = 256
 
-    def __init__(self, source: str, filename: str, predeclared: dict[str, Any], universe: dict[str, Any]) -> None:
+
+def _checked(source: str, filename: str, names: frozenset[str]) -> tuple[ast.Module, _Checker]:
+    """The tree of a file that holds to Starlark's grammar and resolver, with the resolver; else Unsure."""
+    key = (source, filename, names)
+    found = _CHECKED.get(key)
+    if found is None:
         _check_tokens(source)
         try:
             tree = ast.parse(source, filename=filename)
         except SyntaxError as exc:
             raise Unsure(f"a file Python cannot parse ({exc.msg})") from None
-        self.checker = _Checker(set(predeclared) | set(universe))
-        self.checker.check(tree)
+        checker = _Checker(set(names))
+        checker.check(tree)
+        if len(_CHECKED) >= _CHECKED_LIMIT:
+            _CHECKED.clear()
+        found = _CHECKED[key] = (tree, checker)
+    return found
+
+
+class Module:
+    """A loaded (executed, frozen) Starlark file."""
+
+    def __init__(self, source: str, filename: str, predeclared: dict[str, Any], universe: dict[str, Any]) -> None:
+        tree, self.checker = _checked(source, filename, frozenset(predeclared) | frozenset(universe))
         self.filename = filename
         self.predeclared, self.universe = predeclared, universe
         self.globals: dict[str, Any] = {name: _UNBOUND for name in self.checker.globals}
