@@ -372,3 +372,21 @@ def test_the_c_stemmer_stems_every_lexicon_word_as_the_python_one_does():
     python = EnglishStemmer()
     assert len(words) > 500
     assert {w: asks._STEMMER.stemWord(w) for w in words} == {w: python.stemWord(w) for w in words}
+
+
+def test_the_same_prompt_asks_the_same_in_every_process():
+    """Every run of the miner is a new process with its own string hashing: the lexicon (and so what a typo
+    reads as) must not depend on it. "pars" is one edit from the general word "parts" and from the verb
+    "parse": it read as "parts" in some processes and as nothing known in others."""
+    import os
+    import subprocess
+
+    code = ("import sys; from core.mining import asks; lex = asks._lexicon(); "
+            "print(asks.understand('revert the pars in the config loader').terms, lex.surfaces, lex.word('pars'))")
+    seen = set()
+    for seed in ("0", "1", "4", "5", "6", "7"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent.parent, env=env,
+                             capture_output=True, text=True, check=True).stdout
+        seen.add(out)
+    assert len(seen) == 1, seen

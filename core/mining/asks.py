@@ -58,6 +58,15 @@ _PASTED_LINE = re.compile(
     )""", re.X)
 _INDENTED = re.compile(r"^(?: {4,}|\t)")
 _LETTERS = re.compile(r"[^\W\d_]", re.U)
+_ASCII_LETTERS = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z") + 1))
+
+
+def _letters(text: str) -> int:
+    """How many letters _LETTERS finds in `text`; in ASCII text those are A-Z and a-z, counted in C
+    (a pasted log's lines are long, and findall built a string per letter)."""
+    if text.isascii():
+        return len(text) - len(text.encode("ascii").translate(None, _ASCII_LETTERS))
+    return len(_LETTERS.findall(text))
 
 
 _CODEX_REQUEST = "## My request for Codex:"
@@ -66,9 +75,11 @@ client gathered: "# Context from my IDE setup:" (open tabs, the selection) or "#
 Codex:" (a thread handed over from another surface, quoting its messages as JSON)."""
 
 
-def own_words(text: str) -> str | None:
+def own_words(text: str, limit: int | None = None) -> str | None:
     """The person's own words in a prompt: client wrappers, pasted code, logs and stack traces removed.
-    None when the whole prompt is something a client wrote (a compaction summary quoting earlier prompts)."""
+    None when the whole prompt is something a client wrote (a compaction summary quoting earlier prompts).
+    With `limit`, the lines after the first `limit` characters of the words are not looked at: the words
+    returned start with those characters and may stop there."""
     if _CODEX_REQUEST in text:
         text = text.rpartition(_CODEX_REQUEST)[2]
     head = text.lstrip()[:120].lower()
@@ -80,16 +91,20 @@ def own_words(text: str) -> str | None:
     if "```" in text:
         text = _FENCE.sub("\n", text)
     kept = []
+    held = -1  # the length of the lines kept, joined
     for line in text.splitlines():
         if not line.strip():
             continue
         if _INDENTED.match(line) or _PASTED_LINE.match(line):
             continue
         stripped = line.strip()
-        letters = len(_LETTERS.findall(stripped))
-        if len(stripped) > 24 and letters < 0.45 * len(stripped):
+        if len(stripped) > 24 and _letters(stripped) < 0.45 * len(stripped):
             continue  # mostly symbols and digits: output, data, a hash
-        kept.append(" ".join(stripped.split()))
+        words = " ".join(stripped.split())
+        kept.append(words)
+        held += len(words) + 1
+        if limit is not None and held >= limit:
+            break
     return "\n".join(kept)
 
 
@@ -111,9 +126,12 @@ def _script(ch: str) -> str:
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|[。！？\n]+|(?<=[?!])")
+_ENDS_SENTENCE = re.compile(r"[.!?。！？\n]")
 _URL = re.compile(r"https?://\S+|www\.\S+")
 _PATH = re.compile(r"(?:[\w.~@-]*/)+([\w@-]+)(?:\.[\w-]+)*/?|\b([\w-]+)(?:\.[\w-]+)*\.(?:py|go|ts|tsx|js|jsx|rs|rb|md|ya?ml|json|toml|sh|"
                    r"css|html|txt|lock|cfg|ini|sql|proto|java|kt|swift|c|h|cpp|cs|php)(?![A-Za-z0-9])")
+_DOT_LETTER = re.compile(r"\.[a-z]")
+"""Where a file name's extension can start: _PATH's second form needs one (the text is lower case)."""
 _NOISE = re.compile(r"#\d+|\b[0-9a-f]{7,40}\b|\b\d+(?:[.:]\d+)*[a-z]{0,2}\b|\bv\d+(?:\.\d+)+\b")
 
 _DIGIT_OR_HASH = re.compile(r"[0-9#]")
@@ -155,7 +173,10 @@ class _Lexicon:
         for concept, forms in lx.OBJECTS.items():
             for form in forms.split():
                 self._add(form, _Sense(obj=concept))
-        for word in lx.GENERIC:
+        # In a fixed order: a general word whose stem another one already gave (part, parts) is not a typo
+        # target of its own, so which one is depended on the set's order, which changes with each process's
+        # string hashing (the typo "pars" read as parts in some runs and as unknown in others).
+        for word in sorted(lx.GENERIC):
             sense = _Sense(obj=word if _is_cjk(word) else _stem(word), generic=True)
             self._add(word, sense, keep=True)
         for filler in lx.CJK_FILLER:
@@ -252,9 +273,20 @@ _EN_ASKING = re.compile(r"^(?:would you mind(?: to)?|(?:can|could|would|will) yo
 _EN_TAIL = re.compile(r"[\s,]*(?:\b(?:pls|plz|please|thanks|thank you|thx|again|now|asap|for me|when you get a chance|"
                       r"when you can|if you can)\b[\s,.!]*)+$|[\s,.!?]+$")
 
+_TAIL_ENDS = ("pls", "plz", "please", "thanks", "thank you", "thx", "again", "now", "asap", "for me", "when you get a chance",
+              "when you can", "if you can", ",", ".", "!", "?")
+"""How a text that _EN_TAIL can match ends (its words, or a separator; whitespace is asked apart): every match
+runs to the end, so a text that ends otherwise is not scanned (sre tries the pattern at each position)."""
+
+
+def _drop_tail(text: str) -> str:
+    if text.endswith(_TAIL_ENDS) or text[-1:].isspace():
+        return _EN_TAIL.sub("", text)
+    return text
+
 
 def understand(prompt: str) -> Understood:
-    words = own_words(prompt)
+    words = own_words(prompt, ASK_CHARS)
     if not words:
         return _NOTHING
     clause = _ask_clause(words[:ASK_CHARS])
@@ -272,11 +304,23 @@ def _understood(clause: str) -> Understood:
     return Understood(_short(clause), terms)
 
 
+def _sentences(words: str):
+    """_SENTENCE.split(words), one sentence at a time: the ask is most often in the first."""
+    if _ENDS_SENTENCE.search(words) is None:  # _SENTENCE only matches at or after one of these
+        yield words
+        return
+    last = 0
+    for m in _SENTENCE.finditer(words):  # the matches split() cuts at (the pattern has no group)
+        yield words[last:m.start()]
+        last = m.end()
+    yield words[last:]
+
+
 def _ask_clause(words: str) -> str:
     """The first sentence that asks something (names a verb the lexicon knows, or is a question); else the
     first sentence with words in it."""
     first = ""
-    for n, sentence in enumerate(_SENTENCE.split(words)):
+    for n, sentence in enumerate(_sentences(words)):
         if n >= 6:
             break
         sentence = sentence.strip(" \t,;:-")[:200]
@@ -297,9 +341,16 @@ _ANY_CJK = re.compile(f"[{_CJK_CHARS}]")
 _KANA_HAN = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
+_ASCII_RUNS = re.compile(r"([\w'+#]+)|([^\w'+#]+)")
+"""_RUNS on ASCII text, where no character is CJK: the same runs, without a lookahead per character."""
+
+
 def _runs(text: str) -> list[tuple[str, str]]:
     """The text as runs of Latin-like words ("word"), CJK ("cjk": kana, ideographs, Hangul together, so a word
     written across scripts such as 作り直 is one) and separators ("sep")."""
+    if text.isascii():
+        # findall gives "" for the group that did not take part; every run is one character or more
+        return [("word", word) if word else ("sep", sep) for word, sep in _ASCII_RUNS.findall(text)]
     out: list[tuple[str, str]] = []
     for m in _RUNS.finditer(text):
         cjk, word, sep = m.groups()
@@ -325,7 +376,7 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
     text = unicodedata.normalize("NFKC", sentence).lower()
     if "://" in text or "www." in text:
         text = _URL.sub(" ", text)
-    if "/" in text or "." in text:
+    if "/" in text or _DOT_LETTER.search(text) is not None:  # _PATH needs one or the other
         text = _PATH.sub(lambda m: " " + (m.group(1) or m.group(2) or "").replace("_", " ").replace("-", " ") + " ",
                          text)
     if _DIGIT_OR_HASH.search(text) is not None:
@@ -333,15 +384,18 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
     out: list[tuple[str, str, str | None]] = []
     latin: list[str] = []
     seen_words = [0]
+    # the loop's names bound once (a sentence has dozens of words; each looked up several globals)
+    stem, phrase_starts, phrases, sense_of = _stem, lex.phrase_starts, lex.phrases, lex.word
+    wh_words, clause_breaks, filler = lx.WH_WORDS, lx.CLAUSE_BREAKS, lx.FILLER
 
     def flush_latin() -> None:
         i = 0
         while i < len(latin):
             matched = False
-            for size in ((4, 3, 2) if _stem(latin[i]) in lex.phrase_starts else ()):
-                key = tuple(_stem(w) for w in latin[i:i + size])
-                if len(key) == size and key in lex.phrases:
-                    _emit(out, lex.phrases[key])
+            for size in ((4, 3, 2) if stem(latin[i]) in phrase_starts else ()):
+                key = tuple(stem(w) for w in latin[i:i + size])
+                if len(key) == size and key in phrases:
+                    _emit(out, phrases[key])
                     i += size
                     seen_words[0] += size
                     matched = True
@@ -353,25 +407,25 @@ def _items(sentence: str) -> tuple[tuple[str, str, str | None], ...]:
             first = seen_words[0] == 0
             if word not in _LEADING:
                 seen_words[0] += 1
-            if word in lx.WH_WORDS:
+            if word in wh_words:
                 out.append(("wh", word, None))
-                sense = lex.word(word)
+                sense = sense_of(word)
                 if sense is not None and sense.action:
                     out.append(("act", sense.action, sense.kind))
                 continue
-            if word in lx.CLAUSE_BREAKS or (word in _SUBJECTS and seen_words[0] > 1):
+            if word in clause_breaks or (word in _SUBJECTS and seen_words[0] > 1):
                 out.append(("brk", word, None))
                 continue
-            if word in lx.FILLER or len(word) < 2:
+            if word in filler or len(word) < 2:
                 continue
-            sense = lex.word(word)
-            if sense is not None and word.endswith("ed") and _stem(word) != word and sense.action and not sense.obj and \
+            sense = sense_of(word)
+            if sense is not None and word.endswith("ed") and stem(word) != word and sense.action and not sense.obj and \
                     any(i[0] in ("act", "both", "unk") for i in out):
                 continue  # "clean the merged worktrees", "regenerate the generated client": a modifier
             if sense is not None:
                 _emit(out, sense)
             elif word not in _EN_STOP and not word.isdigit():
-                out.append(("unk", _stem(word), "first" if first else None))
+                out.append(("unk", stem(word), "first" if first else None))
         latin.clear()
 
     for kind, run in _runs(text):
@@ -671,7 +725,7 @@ def _short(clause: str) -> str:
     text = text.lower() if text.isascii() or _KANA_HAN.search(text) is None else text
     for _ in range(3):
         before = text
-        text = _EN_TAIL.sub("", _EN_ASKING.sub("", _EN_LEAD.sub("", text)))
+        text = _drop_tail(_EN_ASKING.sub("", _EN_LEAD.sub("", text)))
         if text == before:
             break
     return text[:120]

@@ -164,30 +164,42 @@ class AskClusters:
         one of the ask's objects no longer have it in their core."""
         self._indexed: list[frozenset[str]] = []
         """Per cluster, the objects of its core as `holding` has them."""
+        self.totals: list[float] = []
+        """Per cluster, the weight of its core's objects (Cluster.scoring's, the same float), kept by `join`."""
 
     def best(self, terms, project: str | None = None) -> int | None:
         """The cluster these terms (asked in `project`) join, or None for a new one."""
         ask = _Ask(terms)
         holding = self.holding
-        common: dict[int, float] = {}
         named: set[int] = set()
+        for t in ask.named:
+            held = holding.get(t)
+            if held:
+                named |= held
+        if not named:
+            return None
+        common: dict[int, float] = {}
+        get = common.get
         for t, w in ask.mine.items():  # _Ask.against's sum, in its order, for every cluster at once
             held = holding.get(t)
             if held:
-                for cid in held:
-                    common[cid] = common.get(cid, 0) + w
-                if t.startswith("o:"):
-                    named |= held
+                # only clusters holding a named object can score: a general object's others are not summed
+                for cid in (held if t[0] == "o" else held & named):
+                    common[cid] = get(cid, 0) + w
         best, best_score = None, ASK_SIMILARITY
-        clusters, projects, total = self.clusters, self.projects, ask.total
-        for cid in sorted(named):
-            if not same_project(project, projects[cid]):
+        clusters, projects, total, totals = self.clusters, self.projects, ask.total, self.totals
+        # Only a cluster that can reach ASK_SIMILARITY with the verb bonus is looked at (the score of one
+        # that cannot is below every best score), in cluster order: ties go to the oldest.
+        floor = ASK_SIMILARITY - 1e-9
+        reach = [cid for cid in named if 2 * common[cid] / (total + totals[cid]) + SAME_VERB_BONUS >= floor]
+        reach.sort()
+        for cid in reach:
+            if project and not same_project(project, projects[cid]):
                 continue
-            scoring = clusters[cid].scoring()
             shared = common[cid]
-            if 2 * shared / (total + scoring[1]) + SAME_VERB_BONUS < best_score - 1e-9:
+            if 2 * shared / (total + totals[cid]) + SAME_VERB_BONUS < best_score - 1e-9:
                 continue  # even with the verb bonus it cannot reach the best so far
-            score = ask.score(shared, scoring)
+            score = ask.score(shared, clusters[cid].scoring())
             if score > best_score + 1e-12 or (best is None and score >= best_score - 1e-12):
                 best, best_score = cid, score
         return best
@@ -198,11 +210,13 @@ class AskClusters:
         self.seed_terms.append(sorted(set(terms)))
         self.projects.append(project)
         self._indexed.append(frozenset())
+        self.totals.append(0)
         return cid
 
     def join(self, cid: int, terms) -> None:
         cluster = self.clusters[cid]
         cluster.add(terms)
+        self.totals[cid] = cluster.scoring()[1]
         # The core of this cluster alone can have changed (its count grew): index its objects again.
         now = frozenset(cluster.core()[0])
         before = self._indexed[cid]

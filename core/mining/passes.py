@@ -493,8 +493,13 @@ def run_pass(*args, **kwargs) -> tuple[PassReport, list[Recipe]]:
 
     # The garbage collector is paused for the pass: a seed pass keeps every episode of the history,
     # and each full collection rescanned them all (several per pass).
-    with paused_gc():
-        return _run_pass(*args, **kwargs)
+    try:
+        with paused_gc():
+            return _run_pass(*args, **kwargs)
+    finally:
+        steps = sys.modules.get("core.transcripts.steps")
+        if steps is not None:
+            steps.forget_inputs()  # the tool inputs this process read, as read (before redaction): not past the pass
 
 
 def recipes_json(recipes: list[Recipe]) -> bytes:

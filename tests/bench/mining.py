@@ -2,6 +2,7 @@
 """Mining-pass benchmark: warm, live and cold passes of the recipe miner.
 
     python tests/bench/mining.py [--corpus DIR] [--size-mb N] [--files N] [--json]
+    python tests/bench/mining.py --work-before TREE [--rounds N] [--corpus DIR] [--size-mb N] [--json]
 
 - warm: a pass over N (default 5,000) unchanged transcript files after they were mined once;
   target < 0.2 s. Only fingerprints are read and files stat()ed.
@@ -11,6 +12,8 @@
   changed) is the figure; target < 60 ms. The same
   pass from the stored state (a new process, as `kitsoki-miner mine` runs) is reported beside it.
 - cold: the seed pass over the whole corpus (every session), as MB/s, next to the ingestion figure.
+- with --work-before TREE, only the per-file work (issue 26): CPU seconds of a cold mining read of every
+  session and of `sessions`' counting reader, this tree against an earlier checkout, alternated rounds.
 
 Passes run in this process (the work, not Python's start-up, is timed) on a copy-free workspace
 under tests/bench/.cache/. Not part of the unit test run.
@@ -150,14 +153,98 @@ def bench_live_and_cold(corpus: Path) -> dict:
     }
 
 
+_WORK_WORKER = r"""
+import gc, sys, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from core.mining.passes import _load_readers, mine_file
+from core.transcripts.discover import discover
+from core.transcripts.ingest import count_session
+from core.transcripts.lines import paused_gc
+_load_readers()  # what a pass loads before it forks its workers
+units = discover(None, [Path(sys.argv[2])])
+trunks = [u.trunk for u in units if u.trunk is not None]
+caches = []
+import core.mining.asks as asks, core.mining.signatures as signatures, core.transcripts.steps as steps
+caches = [asks._understood, asks._items, asks._stem, asks._lexicon().word, signatures.command_head]
+for line in sys.stdin:
+    for cache in caches:
+        cache.cache_clear()  # cold, as a worker a pass forks
+    getattr(steps, "_VALUES", {}).clear()
+    gc.collect()
+    with paused_gc():
+        t = time.process_time()
+        if line.strip() == "mine":
+            for path in trunks:
+                mine_file("claude", path, 1, 1, None, True)
+        else:
+            for unit in units:
+                count_session(unit)
+        print(f"{time.process_time() - t:.4f}", flush=True)
+"""
+
+
+def bench_work(corpus: Path, before: Path, rounds: int) -> dict:
+    """CPU seconds of one cold read of every session: a seed pass's mining (mine_file on every trunk) and
+    `sessions`' counting reader (count_session on every session, subagents included), in this tree and in
+    `before` (a checkout of an earlier commit), each in a long-lived process with the readers loaded and its
+    caches emptied before every pass, the four alternated round by round. On a shared machine the minimum
+    and the ratio of each round's pair are the figures (a process's CPU time grows with the load too)."""
+    import statistics
+    import subprocess
+
+    projects = corpus / "projects"
+    workers = {name: subprocess.Popen([sys.executable, "-c", _WORK_WORKER, str(tree), str(projects)],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for name, tree in (("now", REPO), ("before", before))}
+    runs: dict[str, list[float]] = {f"{n} {w}": [] for n in workers for w in ("mine", "sessions")}
+    try:
+        for r in range(rounds):
+            order = list(runs) if r % 2 == 0 else list(runs)[::-1]
+            for key in order:
+                name, work = key.split()
+                workers[name].stdin.write(work + "\n")
+                workers[name].stdin.flush()
+                runs[key].append(float(workers[name].stdout.readline()))
+    finally:
+        for proc in workers.values():
+            proc.stdin.close()
+            proc.wait()
+    out: dict = {k: {"min_s": min(v), "median_s": round(statistics.median(v), 4), "runs": v} for k, v in runs.items()}
+    for name in workers:
+        pairs = [m / c for m, c in zip(runs[f"{name} mine"], runs[f"{name} sessions"])]
+        out[f"{name} mine / sessions"] = {"of_minimums": round(min(runs[f"{name} mine"]) / min(runs[f"{name} sessions"]), 3),
+                                          "median_of_rounds": round(statistics.median(pairs), 3)}
+    pairs = [a / b for a, b in zip(runs["now mine"], runs["before mine"])]
+    out["mine now / before"] = {"of_minimums": round(min(runs["now mine"]) / min(runs["before mine"]), 3),
+                                "median_of_rounds": round(statistics.median(pairs), 3)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, help="CLAUDE_CONFIG_DIR-style root (default: generate 1 GiB)")
     ap.add_argument("--size-mb", type=float, default=1024)
     ap.add_argument("--files", type=int, default=5000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--work-before", type=Path, metavar="TREE",
+                    help="only the per-file work: a cold mining read and sessions' counting reader of every session, "
+                         "CPU seconds, this tree against TREE (an earlier checkout), --rounds alternated rounds")
+    ap.add_argument("--rounds", type=int, default=8)
     args = ap.parse_args(argv)
     corpus = args.corpus or ensure_corpus(args.size_mb, None, 1)
+    if args.work_before is not None:
+        load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        work = bench_work(corpus_root(corpus), args.work_before.resolve(), args.rounds)
+        work["load"] = {"before": load_before, "after": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+        if args.json:
+            print(json.dumps(work, indent=2))
+        else:
+            print(f"load average before {work['load']['before']}, after {work['load']['after']} (2 CPUs)")
+            for key, value in work.items():
+                if key != "load":
+                    print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in value.items() if k != "runs"))
+        return 0
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     result = {"warm": bench_warm(args.files), **bench_live_and_cold(corpus)}
     result["load"] = {"before": load_before, "after": " ".join(f"{x:.2f}" for x in os.getloadavg())}
