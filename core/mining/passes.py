@@ -481,13 +481,13 @@ def _run_pass(
     return report, recipes
 
 
-@functools.wraps(_run_pass)
 def this_project(episode) -> str:
     """Every episode of this workspace's own sessions is one project's, wherever in it (a subfolder, a
     worktree) the session ran."""
     return ""
 
 
+@functools.wraps(_run_pass)
 def run_pass(*args, **kwargs) -> tuple[PassReport, list[Recipe]]:
     from core.transcripts.lines import paused_gc
 
