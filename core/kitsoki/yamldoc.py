@@ -553,19 +553,27 @@ class _Doc:
             return self.dash_col(v)
         return None
 
+    def own_step(self, m: _Node) -> int | None:
+        """The indentation step under block mapping m (with pairs) when m itself decides it: its values'
+        column, else its own offset from a block-mapping parent."""
+        base = self.key_col(m)
+        for _, v in m.pairs:
+            c = self.child_col(v)
+            if c is not None and c > base:
+                return c - base
+        p = m.parent
+        if p is not None and p.kind == "map" and not p.flow:
+            diff = base - self.key_col(p)
+            if diff > 0:
+                return diff
+        return None
+
     def step(self, m: _Node | None) -> int:
         """Indentation step used under block mapping m (else in the file; else 2)."""
         if m is not None and m.kind == "map" and not m.flow and m.pairs:
-            base = self.key_col(m)
-            for _, v in m.pairs:
-                c = self.child_col(v)
-                if c is not None and c > base:
-                    return c - base
-            p = m.parent
-            if p is not None and p.kind == "map" and not p.flow:
-                diff = base - self.key_col(p)
-                if diff > 0:
-                    return diff
+            own = self.own_step(m)
+            if own is not None:
+                return own
         if self._step is None:
             self._step = self._find_step(self.root) or _DEFAULT_STEP
         return self._step

@@ -564,7 +564,7 @@ def _batch_entries(text: str, entries: Sequence[tuple[Path, str, Any]]) -> str |
             end = doc.content_end(node)
             if end > 0 and doc.text[end - 1] in "\r\n":  # content ending in its own line break: one by one
                 return None
-            if _own_step(doc, node) is None:  # the file-wide step could change with an earlier entry
+            if doc.own_step(node) is None:  # the file-wide step could change with an earlier entry
                 return None
             edits = _edits_add(doc, node, key, value)
             planned.append((node, edits[0][0], edits, full, value))
@@ -587,19 +587,6 @@ def _batch_entries(text: str, entries: Sequence[tuple[Path, str, Any]]) -> str |
         return _finish(doc, edits, expected, keys[-1])
     except EditError:
         return None
-
-
-def _own_step(doc: _Doc, m: _Node) -> int | None:
-    """The indentation step under block mapping m when m itself decides it (doc.step's first two rules)."""
-    base = doc.key_col(m)
-    for _, v in m.pairs:
-        c = doc.child_col(v)
-        if c is not None and c > base:
-            return c - base
-    p = m.parent
-    if p is not None and p.kind == "map" and not p.flow and base - doc.key_col(p) > 0:
-        return base - doc.key_col(p)
-    return None
 
 
 def _holds(outer: _Node, inner: _Node) -> bool:
