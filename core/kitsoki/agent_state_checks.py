@@ -18,25 +18,27 @@ from typing import Any
 from core.kitsoki import probed, statememo
 from core.kitsoki.agent_checks import (
     AGENT_VERB,
-    agent_ref_issue,
-    provider_ref_issue,
-    ref_roots,
     BUILTIN_AGENTS,
-    Probes,
-    _at,
-    _effects,
-    _Issues,
-    _map,
-    _q,
-    _tools,
+    agent_ref_issue,
     drive_rule,
-    external_side_effect,
+    provider_ref_issue,
     ramp_rule,
-    starlark_rule,
-    state_effects,
+    ref_roots,
     verb_issue,
     write_rule,
 )
+from core.kitsoki.effect_walk import (
+    Issues,
+    as_map,
+    at_or,
+    effects_in,
+    external_side_effect,
+    quote,
+    state_effects,
+    tools_of,
+)
+from core.kitsoki.probed import Probes
+from core.kitsoki.starlark_checks import starlark_rule
 from core.kitsoki.parse import LMap, LSeq
 from core.kitsoki.yamlread import ConfigIssue
 
@@ -53,7 +55,7 @@ def _decl_shape(decl: Any) -> Any:
     """What verb_issue reads of an agent's declaration (compared by value)."""
     if not isinstance(decl, LMap):
         return ("none",)
-    return ("agent", tuple(_tools(decl)), decl.get("external_side_effect") is False)
+    return ("agent", tuple(tools_of(decl)), decl.get("external_side_effect") is False)
 
 
 class _PerState:
@@ -64,7 +66,7 @@ class _PerState:
         self.definition, self.agents, self.base_dir, self.probes = definition, agents, base_dir, probes
         self.file = definition.file
         self.known_agents = set(agents) | set(BUILTIN_AGENTS)
-        self.providers = set(_map(definition.get("providers")))
+        self.providers = set(as_map(definition.get("providers")))
         self.stack: list[dict] = []
         self.answers = {
             "a?": lambda name: name in agents,
@@ -111,15 +113,15 @@ class _PerState:
         return result
 
     def own(self, path: str, state: LMap) -> list[list[ConfigIssue]]:
-        outs = [_Issues(self.file) for _ in range(8)]
+        outs = [Issues(self.file) for _ in range(8)]
         # _agent_refs
         out = outs[REFS]
 
         def chain(effect: LMap, location: str) -> None:
             problem = agent_ref_issue(effect, location, lambda name: self.ask("a?", name))
             if problem:
-                out.add(_at(effect, (effect.file, effect.line, effect.column)), problem)
-            for index, child in enumerate(_effects(effect.get("on_complete"))):
+                out.add(at_or(effect, (effect.file, effect.line, effect.column)), problem)
+            for index, child in enumerate(effects_in(effect.get("on_complete"))):
                 chain(child, f"{location} on_complete[{index}]")
 
         for effect, location in ref_roots(path, state):
@@ -133,7 +135,7 @@ class _PerState:
         if isinstance(ramp, LMap):
             name = ramp.get("agent")
             if isinstance(name, str) and name and not self.ask("known?", name):
-                outs[RAMP_REFS].add(ramp.at, f"agent reference {_q(name)} at states.{path}.agent_off_ramp.agent is "
+                outs[RAMP_REFS].add(ramp.at, f"agent reference {quote(name)} at states.{path}.agent_off_ramp.agent is "
                                               f"undefined (known agents: {self.ask('listed', None)})")
         # the walk_all_effects passes: providers, verbs, starlark
         for location, effect in state_effects(path, state):
@@ -144,7 +146,7 @@ class _PerState:
                           lambda path: self.ask("f", path), outs[STARLARK])
         return [out.items for out in outs]
 
-    def _provider(self, location: str, effect: LMap, out: _Issues) -> None:
+    def _provider(self, location: str, effect: LMap, out: Issues) -> None:
         problem = provider_ref_issue(effect, location, lambda name: self.ask("prov?", name),
                                      lambda: self.ask("plisted", None))
         if problem:

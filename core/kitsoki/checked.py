@@ -154,8 +154,8 @@ class CheckedMemo(SealedMemo):
 
     def get_agents(self, key: str) -> tuple[list[ConfigIssue], bool, dict[str, Any]] | None:
         """The agent checks' (issues, fatal, probes) kept under `key`, when every environment variable
-        and file they looked at (core.kitsoki.agent_checks.Probes) still answers the same."""
-        from core.kitsoki.agent_checks import Probes
+        and file they looked at (core.kitsoki.probed.Probes) still answers the same."""
+        from core.kitsoki.probed import Probes
 
         with self._lock:
             found = self._load().get(AGENTS + key)

@@ -24,7 +24,7 @@ path, whether it is materialized, and where `@kitsoki/` imports resolve; and it 
 - everything else the load asked answers the same again: each include glob matches the same files
   (a new room file matching `include:` is seen), each import's `source:` resolves to the same app
   and origin (a kitsoki checkout appearing around the workspace is seen), the agent checks'
-  environment variables and file probes (core.kitsoki.agent_checks.Probes), and every environment
+  environment variables and file probes (core.kitsoki.probed.Probes), and every environment
   variable and path the load looked at (core.kitsoki.probed's record, which a hit replays into the
   current load's record, so a memo keyed on it, the proposer's, stays complete).
 
@@ -114,7 +114,7 @@ def _probes_json(probes: list[tuple]) -> list[list[Any]] | None:
 def _still(probes: list[Any], sources: Any, asked: dict[tuple, Any]) -> bool:
     """Whether every probe answers now as it did when the entry was stored. `asked` holds the
     answers found during this workspace load (stories share includes and imports)."""
-    from core.kitsoki.agent_checks import Probes
+    from core.kitsoki.probed import Probes
     from core.kitsoki.imports import SourceError, resolve_source
 
     try:

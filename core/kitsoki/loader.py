@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from core.kitsoki import probed, statememo
-from core.kitsoki.agent_checks import Probes, agent_decl_issues, definition_agent_issues
+from core.kitsoki.agent_checks import definition_agent_issues
+from core.kitsoki.agent_decls import agent_decl_issues
+from core.kitsoki.probed import Probes
 from core.kitsoki.checks import apply_fallback, validate_definition
 from core.kitsoki.imports import (
     ALIAS_RE,

@@ -166,3 +166,65 @@ def still(recorded: Any) -> bool:
         return all(_TESTS[probe[0]](probe[1:]) is answer for probe, answer in recorded["paths"].items())
     except (KeyError, TypeError, AttributeError, IndexError):
         return False
+
+
+class Probes:
+    """What the definition checks looked at besides the definition: the environment variables they
+    asked about and the files whose existence they tested. core.kitsoki.checked keeps a verdict with
+    its probes and trusts it only while every probe still answers the same (`still`)."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = _RecordedEnv(ENV if env is None else env)
+        self.paths: dict[str, bool] = {}
+        """"e<path>" (exists) / "f<path>" (is a regular file) -> the answer."""
+
+    def exists(self, path: str) -> bool:
+        found = self.paths["e" + path] = exists(path)
+        return found
+
+    def isfile(self, path: str) -> bool:
+        found = self.paths["f" + path] = isfile(path)
+        return found
+
+    def as_json(self) -> dict[str, Any]:
+        return {"env": dict(self.env.seen), "paths": dict(self.paths)}
+
+    @staticmethod
+    def still(recorded: Mapping[str, Any], env: Mapping[str, str] | None = None) -> bool:
+        """Whether every probe in `recorded` (as_json) answers the same now."""
+        env = ENV if env is None else env
+        try:
+            if any(env.get(name) != value for name, value in recorded["env"].items()):
+                return False
+            return all((exists if probe[0] == "e" else isfile)(probe[1:]) is answer
+                       for probe, answer in recorded["paths"].items())
+        except (KeyError, TypeError, AttributeError, IndexError):
+            return False
+
+
+class _RecordedEnv(Mapping[str, str]):
+    """The environment as the checks read it, remembering every name asked about (None: unset)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+        self.seen: dict[str, str | None] = {}
+
+    def __getitem__(self, name: str) -> str:
+        value = self.seen[name] = self._env.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        value = self.seen[name] = self._env.get(name)
+        return value is not None
+
+    def __iter__(self) -> Iterator[str]:  # a check that lists the environment depends on all of it
+        for name, value in self._env.items():
+            self.seen[name] = value
+        return iter(list(self._env))
+
+    def __len__(self) -> int:
+        return len(self._env)
