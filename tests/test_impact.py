@@ -26,7 +26,8 @@ from core.kitsoki.inventory import build_inventory
 from core.kitsoki.story import load_workspace
 from core.mining.passes import run_pass
 from core.mining.recipes import Instance, Phrasing, Recipe, recipe_id
-from core.proposals import impact
+from core.proposals.impact import readers
+from core.proposals.impact import replay as replaying
 from core.proposals.inbox import inbox
 from core.proposals.mapper import Routers
 from core.proposals.proposer import run_proposer
@@ -162,7 +163,7 @@ def synonym_draft(workspace: Path, story: str, intent: str, phrase: str) -> dict
 def test_on_kitsoki_a_synonym_that_steals_a_past_prompt_route(kitsoki_copy):
     workspace, model, live = kitsoki_copy
     files = synonym_draft(workspace, "robbery", "pay", "grab the money")
-    result = impact.replay(model, live, build_inventory(staged_load(model, files)), Routers.build(live).by_story)
+    result = replaying.replay(model, live, build_inventory(staged_load(model, files)), Routers.build(live).by_story)
     moved = sorted((m.text, m.from_, m.to, m.count) for m in result.moved)
     # robbery routes it differently, and so do the two stories that import robbery (their own copies of its intents)
     assert moved == [("grab the money and ride off", "frontier_event:bandits__flee", "frontier_event:bandits__pay", 3),
@@ -176,7 +177,7 @@ def test_on_kitsoki_a_synonym_that_steals_a_past_prompt_route(kitsoki_copy):
 def test_on_kitsoki_a_synonym_that_gains_twenty_past_prompts(kitsoki_copy):
     workspace, model, live = kitsoki_copy
     files = synonym_draft(workspace, "robbery", "pay", "hand over the loot")
-    result = impact.replay(model, live, build_inventory(staged_load(model, files)), Routers.build(live).by_story)
+    result = replaying.replay(model, live, build_inventory(staged_load(model, files)), Routers.build(live).by_story)
     assert result.moved == []
     in_robbery = [g for g in result.gained if g.to == "robbery:pay"]
     # five wordings ("ok ...", "... please") that the miner normalizes to one ask, asked twenty times
@@ -187,10 +188,10 @@ def test_on_kitsoki_a_synonym_that_gains_twenty_past_prompts(kitsoki_copy):
 
 def test_on_kitsoki_a_world_key_and_a_binding_report_who_reads_them(kitsoki_copy):
     _, model, _ = kitsoki_copy
-    world = impact.world_readers(model, "test_cmd")
+    world = readers.world_readers(model, "test_cmd")
     assert any(r.kind == "state" and r.where.startswith("stories/dev-story/") for r in world), world
     assert any(r.kind == "flow" for r in world)
-    binding = impact.binding_readers(model, "ticket")
+    binding = readers.binding_readers(model, "ticket")
     searched = [r for r in binding if r.where == "stories/dev-story/rooms/ticket_search.yaml:28"]
     assert searched and searched[0].what == "dev-story:ticket_search"
 
@@ -209,12 +210,12 @@ def test_staged_rows_are_made_once_per_intent_and_see_a_changed_one(kitsoki_copy
     built = []
     real = build.build_intent
     monkeypatch.setattr(build, "build_intent", lambda name, *a: built.append(name) or real(name, *a))
-    impact._PHRASES.clear()
+    replaying._PHRASES.clear()
     first = synonym_draft(workspace, "robbery", "pay", "grab the strongbox")
     staged = staged_load(model, first)
     changed = {s.slug for s in staged.stories if s not in model.stories}
     assert {"robbery", "frontier_event", "oregon-trail"} <= changed
-    rows = impact.staged_intents(model, live, staged, first)
+    rows = replaying.staged_intents(model, live, staged, first)
     cold = len(built)
     assert cold > 0
     monkeypatch.setattr(build, "build_intent", real)
@@ -224,7 +225,7 @@ def test_staged_rows_are_made_once_per_intent_and_see_a_changed_one(kitsoki_copy
     second = synonym_draft(workspace, "robbery", "pay", "give up the strongbox")
     staged = staged_load(model, second)
     del built[:]
-    rows = impact.staged_intents(model, live, staged, second)
+    rows = replaying.staged_intents(model, live, staged, second)
     # only the intents of the file the draft changed (robbery's app.yaml, parsed anew) and their copies in
     # the two importers are built again; every other story's intents are the rows made for the first draft
     assert 0 < len(built) < cold / 4, built
@@ -238,10 +239,10 @@ def test_staged_rows_are_made_once_per_intent_and_see_a_changed_one(kitsoki_copy
 
 def test_the_extra_corpus_is_shared_by_drafts_that_add_new_intents(kitsoki_copy):
     workspace, model, live = kitsoki_copy
-    impact._EXTRA.clear()
-    none = impact._extra_corpus(model, live, "robbery", ())
-    assert impact._extra_corpus(model, live, "robbery", ("a_new_intent",)) is none  # a new intent: no row to leave out
-    own = impact._extra_corpus(model, live, "robbery", ("pay",))  # an existing one: its phrases are left out
+    replaying._EXTRA.clear()
+    none = replaying._extra_corpus(model, live, "robbery", ())
+    assert replaying._extra_corpus(model, live, "robbery", ("a_new_intent",)) is none  # a new intent: no row to leave out
+    own = replaying._extra_corpus(model, live, "robbery", ("pay",))  # an existing one: its phrases are left out
     assert own is not none
     pay = {p.text for r in live.intents if r.story == "robbery" and r.name == "pay" for p in r.phrases}
     assert pay and not pay & {i.text for i in own.inputs} and pay & {i.text for i in none.inputs}
@@ -249,16 +250,16 @@ def test_the_extra_corpus_is_shared_by_drafts_that_add_new_intents(kitsoki_copy)
 
 def test_the_live_baseline_of_a_replay_is_made_once_per_live_inventory(kitsoki_copy):
     workspace, model, live = kitsoki_copy
-    baseline = impact._baseline(live)
-    assert impact._baseline(live) is baseline  # every draft of a pass replays against the same one
-    assert baseline.phrases["robbery"] == impact._phrases([r for r in live.intents if r.story == "robbery"])["robbery"]
+    baseline = replaying._baseline(live)
+    assert replaying._baseline(live) is baseline  # every draft of a pass replays against the same one
+    assert baseline.phrases["robbery"] == replaying._phrases([r for r in live.intents if r.story == "robbery"])["robbery"]
     # another live inventory (the tree changed): its own baseline, with what it holds
     fewer = live.model_copy(update={"intents": [r for r in live.intents if not (r.story == "robbery" and r.name == "pay")]})
-    other = impact._baseline(fewer)
+    other = replaying._baseline(fewer)
     assert other is not baseline and "pay" not in other.phrases["robbery"] and "pay" in baseline.phrases["robbery"]
     # a replay against it still finds what the draft gains (robbery's pay is new against that tree)
     files = synonym_draft(workspace, "robbery", "pay", "hand over the loot")
-    result = impact.replay(model, fewer, build_inventory(staged_load(model, files)))
+    result = replaying.replay(model, fewer, build_inventory(staged_load(model, files)))
     assert any(g.to == "robbery:pay" for g in result.gained) or any(m.to == "robbery:pay" for m in result.moved)
 
 

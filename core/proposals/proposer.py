@@ -271,13 +271,13 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             if other_stale:
                 withdrawals.append((outcome, outcome.reason))
         outcome = lead_outcome
-        from core.proposals import impact
+        from core.proposals.impact.assess import weigh
         from core.proposals.drafter import DraftError
         from core.proposals.validate import DraftInvalid
 
         try:
             model, inventory = tree.model, tree.inventory
-            proposal, files, artifact = impact.weigh(  # what it would have done to past prompts and fixtures
+            proposal, files, artifact = weigh(  # what it would have done to past prompts and fixtures
                 model, inventory, tree.routers, recipe, mapping, build_proposal(model, inventory, recipe, mapping, draft_fn, name),
                 lambda narrower: build_proposal(model, inventory, narrower, mapping, draft_fn, name))
         except Exception as exc:  # noqa: BLE001 - one recipe that does not draft never stops the pass

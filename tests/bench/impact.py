@@ -37,7 +37,8 @@ from core.kitsoki.inventory import build_inventory  # noqa: E402
 from core.kitsoki.story import load_workspace  # noqa: E402
 from core.mining.passes import run_pass  # noqa: E402
 from core.mining.recipes import Instance, Phrasing, Recipe, recipe_id  # noqa: E402
-from core.proposals import impact  # noqa: E402
+from core.proposals.impact import assess as impact  # noqa: E402
+from core.proposals.impact.corpus import past_prompts  # noqa: E402
 from core.proposals.mapper import Routers, map_recipe  # noqa: E402
 from core.proposals.proposer import run_proposer  # noqa: E402
 
@@ -158,7 +159,7 @@ def measure(source: Path, runs: int) -> dict:
                 per_propose.append(sum(weigh_ms[before:]))
             drafted = max(drafted, len(report.raised))
         impact.weigh, impact.assess = real_weigh, real_assess
-        corpus = impact.past_prompts(workspace)
+        corpus = past_prompts(workspace)
         with_ms, without_ms = statistics.median(walls["with"]), statistics.median(walls["without"])
         return {"workspace": str(source), "stories": len(model.stories), "intents": len(inventory.intents),
                 "past_prompts": sum(i.count for i in corpus.inputs), "distinct_asks": len(corpus.inputs),
