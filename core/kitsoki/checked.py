@@ -57,6 +57,16 @@ class SealedMemo:
         self._entries: dict[str, Any] | None = None
         self._used: set[str] = set()
         self._dirty = False
+        self._written: dict[str, Any] = {}
+        """What this process stored while writes are deferred (a draft pool's helper): handed back, not flushed."""
+
+    def _store(self, key: str, value: Any) -> None:
+        """Keep `value` under `key` (the caller holds the lock)."""
+        self._load()[key] = value
+        self._used.add(key)
+        self._dirty = True
+        if _DEFERRED:
+            self._written[key] = value
 
     def _stamp(self) -> dict[str, Any]:
         """Members written beside the entries that must read back the same for them to be used."""
@@ -83,7 +93,7 @@ class SealedMemo:
     def flush(self) -> None:
         """Write what this process learned (entries used now first, then older ones up to the bound)."""
         with self._lock:
-            if not self._dirty or self._entries is None:
+            if _DEFERRED or not self._dirty or self._entries is None:
                 return
             if not (self.workspace / ".artifacts").is_dir():
                 return  # a load alone never starts a workspace's state (a read-only checkout stays untouched)
@@ -148,9 +158,7 @@ class CheckedMemo(SealedMemo):
 
     def put(self, key: str, issues: list[ConfigIssue]) -> None:
         with self._lock:
-            self._load()[key] = [issue.model_dump(mode="json") for issue in issues]
-            self._used.add(key)
-            self._dirty = True
+            self._store(key, [issue.model_dump(mode="json") for issue in issues])
 
     def get_agents(self, key: str) -> tuple[list[ConfigIssue], bool, dict[str, Any]] | None:
         """The agent checks' (issues, fatal, probes) kept under `key`, when every environment variable
@@ -175,10 +183,8 @@ class CheckedMemo(SealedMemo):
 
     def put_agents(self, key: str, issues: list[ConfigIssue], fatal: bool, probes: dict[str, Any]) -> None:
         with self._lock:
-            self._load()[AGENTS + key] = {"issues": [issue.model_dump(mode="json") for issue in issues],
-                                          "fatal": fatal, "probes": probes}
-            self._used.add(AGENTS + key)
-            self._dirty = True
+            self._store(AGENTS + key, {"issues": [issue.model_dump(mode="json") for issue in issues],
+                                       "fatal": fatal, "probes": probes})
 
 
 def code_digest() -> str:
@@ -211,6 +217,44 @@ def memo_of(kind: type, workspace: Path) -> Any:
         if memo is None:
             memo = _MEMOS[key] = kind(Path(key[1]))
         return memo
+
+
+_DEFERRED = False
+"""Set in a draft pool's helper process (core.proposals.draft_pool): its memos are written by the process
+that forked it, from what `take_written` hands back, so two processes never write one file."""
+
+
+def defer_writes() -> None:
+    """From now on this process's memos keep what they learn for `take_written` and never flush."""
+    global _DEFERRED
+    _DEFERRED = True
+
+
+def take_written() -> list[tuple[type, str, dict[str, Any]]]:
+    """(kind, workspace, entries) stored since the last call, of every memo of this process."""
+    out = []
+    with _MEMOS_LOCK:
+        memos = list(_MEMOS.items())
+    for (kind, workspace), memo in memos:
+        with memo._lock:
+            if memo._written:
+                out.append((kind, workspace, memo._written))
+                memo._written = {}
+    return out
+
+
+def absorb(written: list[tuple[type, str, dict[str, Any]]]) -> None:
+    """Take in what a helper's memos learned (take_written), as if this process had stored it; the
+    memos touched are flushed."""
+    touched = []
+    for kind, workspace, entries in written:
+        memo = memo_of(kind, Path(workspace))
+        with memo._lock:
+            for key, value in entries.items():
+                memo._store(key, value)
+        touched.append(memo)
+    for memo in dict.fromkeys(touched):
+        memo.flush()
 
 
 def memo_for(workspace: Path) -> CheckedMemo:

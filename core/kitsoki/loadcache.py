@@ -305,9 +305,7 @@ class LoadMemo(SealedMemo):
             return
         name = self.name(app, materialized, sources)
         with self._lock:
-            self._load()[name] = entry
-            self._used.add(name)
-            self._dirty = True
+            self._store(name, entry)
 
 
 def memo_for(workspace: Path) -> LoadMemo:

@@ -197,6 +197,8 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
     ready: list[tuple[Outcome, Proposal, dict[str, bytes], AuthorArtifact | None, bool]] = []
     withdrawals: list[tuple[Outcome, str]] = []
     to_draft: list[tuple[Outcome, Recipe, Mapping, bool, tuple]] = []
+    jobs: list[tuple[Outcome, Recipe, Mapping, bool]] = []
+    """(outcome, recipe, mapping, stale) of each draft: built all at once (core.proposals.draft_pool)."""
     anchors: list[tuple[Recipe, str]] = []
 
     for recipe in recipes:
@@ -270,26 +272,27 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             outcome.reason = f"drafts the same thing as {lead.id} ({lead.title}); its evidence is on that card"
             if other_stale:
                 withdrawals.append((outcome, outcome.reason))
-        outcome = lead_outcome
-        from core.proposals.impact.assess import weigh
-        from core.proposals.drafter import DraftError
-        from core.proposals.validate import DraftInvalid
+        jobs.append((lead_outcome, recipe, mapping, stale))
+        if stale:  # its place among the withdrawals, should it no longer draft
+            withdrawals.append((lead_outcome, ""))
 
-        try:
-            model, inventory = tree.model, tree.inventory
-            proposal, files, artifact = weigh(  # what it would have done to past prompts and fixtures
-                model, inventory, tree.routers, recipe, mapping, build_proposal(model, inventory, recipe, mapping, draft_fn, name),
-                lambda narrower: build_proposal(model, inventory, narrower, mapping, draft_fn, name))
-        except Exception as exc:  # noqa: BLE001 - one recipe that does not draft never stops the pass
-            reason = str(exc) if isinstance(exc, (DraftError, DraftInvalid, ValueError)) \
-                else f"the drafter failed: {type(exc).__name__}: {exc}"
-            outcome.result, outcome.reason = "failed", reason
-            log.warning("recipe %s (%s) not proposed: %s", recipe.id, recipe.title, reason,
-                        exc_info=not isinstance(exc, (DraftError, DraftInvalid, ValueError)))
-            if stale:
-                withdrawals.append((outcome, f"its targets changed and it no longer drafts: {reason}"))
-            continue
-        ready.append((outcome, proposal, files, artifact, stale))
+    if jobs:
+        try:  # loaded before the drafts are shared out, so every process drafts against this one load
+            tree.model, tree.inventory, tree.routers
+        except Exception:  # noqa: BLE001 - each draft meets the same failure and records it
+            pass
+        build = _Build(tree, draft_fn, name)
+        from core.proposals.draft_pool import build_all
+
+        failed: dict[int, str] = {}
+        for (outcome, recipe, _, stale), (built, reason) in zip(jobs, build_all(jobs, build)):
+            if built is None:
+                outcome.result, outcome.reason = "failed", reason
+                failed[id(outcome)] = f"its targets changed and it no longer drafts: {reason}"
+                continue
+            ready.append((outcome, *built, stale))
+        withdrawals = [(outcome, why or failed[id(outcome)]) for outcome, why in withdrawals
+                       if why or id(outcome) in failed]
 
     from core.proposals.staging import write_stage
 
@@ -315,6 +318,34 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
             report.raised.append(proposal.recipe_id)
     tree.remember()
     return report
+
+
+class _Build:
+    """One draft of a pass: drafted, validated and weighed against the live tree (in whichever process
+    core.proposals.draft_pool gives it to). ((proposal, files, artifact), "") or (None, why it failed)."""
+
+    def __init__(self, tree: _Tree, draft_fn: Drafter, name: str) -> None:
+        self.tree, self.draft_fn, self.name = tree, draft_fn, name
+
+    def __call__(self, job: tuple[Outcome, Recipe, Mapping, bool]) -> tuple[tuple | None, str]:
+        from core.proposals.drafter import DraftError
+        from core.proposals.impact.assess import weigh
+        from core.proposals.validate import DraftInvalid
+
+        _, recipe, mapping, _ = job
+        tree, draft_fn, name = self.tree, self.draft_fn, self.name
+        try:
+            model, inventory = tree.model, tree.inventory
+            return weigh(  # what it would have done to past prompts and fixtures
+                model, inventory, tree.routers, recipe, mapping,
+                build_proposal(model, inventory, recipe, mapping, draft_fn, name),
+                lambda narrower: build_proposal(model, inventory, narrower, mapping, draft_fn, name)), ""
+        except Exception as exc:  # noqa: BLE001 - one recipe that does not draft never stops the pass
+            reason = str(exc) if isinstance(exc, (DraftError, DraftInvalid, ValueError)) \
+                else f"the drafter failed: {type(exc).__name__}: {exc}"
+            log.warning("recipe %s (%s) not proposed: %s", recipe.id, recipe.title, reason,
+                        exc_info=not isinstance(exc, (DraftError, DraftInvalid, ValueError)))
+            return None, reason
 
 
 class _Tree:
