@@ -122,3 +122,13 @@ def test_one_worker_or_few_drafts_stay_in_this_process(monkeypatch):
     monkeypatch.setenv(draft_pool.WORKERS_ENV, "2")
     few = list(range(draft_pool.MIN_DRAFTS - 1))
     assert set(draft_pool.build_all(few, lambda n: os.getpid())) == {os.getpid()}
+
+
+@pytest.mark.parametrize("load, expected", [(0.1, 4), (1.0, 4), (2.0, 3), (3.6, 1), (9.0, 1)])
+def test_by_default_the_cores_other_work_keeps_busy_are_left_to_it(monkeypatch, load, expected):
+    monkeypatch.delenv(draft_pool.WORKERS_ENV, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert draft_pool.workers() == expected
+    monkeypatch.setenv(draft_pool.WORKERS_ENV, "2")  # a person's setting holds whatever the load
+    assert draft_pool.workers() == 2

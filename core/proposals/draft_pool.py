@@ -19,6 +19,7 @@ is drafted again here: a pool only ever saves time.
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import os
@@ -35,24 +36,31 @@ MIN_DRAFTS = 4
 """Below this a pool costs more (a fork, and each helper warming its own caches) than it saves."""
 MAX_WORKERS = 8
 WORKERS_ENV = "KITSOKI_MINER_DRAFT_WORKERS"
-"""How many processes draft (1: this one only); default: the cores this process may run on."""
+"""How many processes draft (1: this one only); default: `workers()`."""
 
 J = TypeVar("J")
 R = TypeVar("R")
 
 
 def workers() -> int:
+    """How many processes draft: WORKERS_ENV when set; else the cores this process may run on, less those
+    the rest of the machine keeps busy (the load average): on a machine busy with other work a helper
+    would only take turns with this process on the same core, and pay its fork for nothing."""
     raw = os.environ.get(WORKERS_ENV, "").strip()
     if raw:
         try:
             return max(1, min(MAX_WORKERS, int(raw)))
         except ValueError:
-            log.warning("%s=%r is not a number; drafting on every core", WORKERS_ENV, raw)
+            log.warning("%s=%r is not a number; drafting on every idle core", WORKERS_ENV, raw)
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return max(1, min(MAX_WORKERS, cores))
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        busy = 0.0
+    return max(1, min(MAX_WORKERS, cores, round(cores - busy) + 1))  # this process counts as one of the busy
 
 
 def build_all(jobs: Sequence[J], build: Callable[[J], R]) -> list[R]:
@@ -67,11 +75,18 @@ def build_all(jobs: Sequence[J], build: Callable[[J], R]) -> list[R]:
     results: Any = context.Queue()
     # not daemons: a daemon may not start processes of its own, and a draft's checks must run as they do here
     processes = [context.Process(target=_helper, args=(jobs, build, claimed, results)) for _ in range(helpers)]
+    # What the helpers inherit is frozen while they are forked: their collector never walks it, which would
+    # touch (and so copy) every page of the loaded tree they share with this process.
+    frozen_before = gc.get_freeze_count()
+    gc.freeze()
     try:
         for process in processes:
             process.start()
     except OSError as exc:  # no fork (limits): this process builds whatever no helper took
         log.info("drafting in one process: %s", exc)
+    finally:
+        if frozen_before == 0:  # this process collects as it did (one that froze before keeps what it froze)
+            gc.unfreeze()
     out: dict[int, R] = {}
     while (index := _take(claimed, len(jobs))) is not None:
         out[index] = build(jobs[index])

@@ -48,6 +48,8 @@ log = logging.getLogger("kitsoki_miner.proposer")
 
 Drafter = Callable[[Recipe, Mapping, Workspace, "Inventory", "Reader"], "Draft"]
 STAGE_LOCK_TIMEOUT = 30.0
+MIN_PREMAP = 16
+"""Recipes to map before mapping them on every core pays (a mapping takes about 10 ms; a helper's fork more)."""
 
 
 class Outcome(BaseModel):
@@ -201,6 +203,9 @@ def run_proposer(workspace: Path, recipes: list[Recipe] | None = None, *, thresh
     """(outcome, recipe, mapping, stale) of each draft: built all at once (core.proposals.draft_pool)."""
     anchors: list[tuple[Recipe, str]] = []
 
+    if not editing:  # the recipes the pass will map: every one but those below the threshold, and decided or open ones
+        tree.premap([recipe for recipe in recipes if recipe.priority >= threshold or states.get(recipe.id) in
+                     ("accepted", "rejected", *OPEN)])
     for recipe in recipes:
         outcome = Outcome(recipe_id=recipe.id, title=recipe.title, kind=recipe.kind, result="")
         report.outcomes.append(outcome)
@@ -360,6 +365,7 @@ class _Tree:
         self._routers: Routers | None = None
         self._memo: memo.Facts | None = None
         self._mapped: dict[str, Mapping] = {}
+        self._premapped: dict[str, Mapping] = {}
         self._new = False
         try:
             self.config = load_config(workspace)
@@ -393,13 +399,43 @@ class _Tree:
             self._routers = Routers.build(self.inventory)
         return self._routers
 
+    def premap(self, recipes: list[Recipe]) -> None:
+        """Map, on every core (core.proposals.draft_pool), the recipes neither this pass nor the memo has
+        mapped; `map` takes each from here when the pass asks for it (one it never asks for is dropped, so
+        what the memo keeps is what mapping one by one keeps)."""
+        from core.proposals.draft_pool import build_all, workers
+
+        known = self._memo.mappings if self._memo is not None else {}
+        missing = list({key: recipe for recipe in recipes
+                        if (key := memo.recipe_key(recipe)) not in self._mapped and key not in known}.items())
+        if len(missing) < MIN_PREMAP or workers() < 2:
+            return
+        from core.proposals.mapper import map_recipe
+
+        try:
+            routers = self.routers
+        except Exception:  # noqa: BLE001 - `map` meets the same failure where the pass asks
+            return
+
+        def one(item: tuple[str, Recipe]) -> Mapping | None:
+            try:
+                return map_recipe(item[1], routers)
+            except Exception:  # noqa: BLE001 - mapped again by `map`, which raises where the pass asks
+                return None
+
+        for (key, _), mapping in zip(missing, build_all(missing, one)):
+            if mapping is not None:
+                self._premapped[key] = mapping
+
     def map(self, recipe: Recipe) -> Mapping:
         key = memo.recipe_key(recipe)
         mapping = self._mapped.get(key) or (self._memo.mappings.get(key) if self._memo is not None else None)
         if mapping is None:
-            from core.proposals.mapper import map_recipe
+            mapping = self._premapped.pop(key, None)
+            if mapping is None:
+                from core.proposals.mapper import map_recipe
 
-            mapping = map_recipe(recipe, self.routers)
+                mapping = map_recipe(recipe, self.routers)
             self._new = True
         self._mapped[key] = mapping
         return mapping.model_copy(deep=True)
