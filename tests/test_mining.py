@@ -462,3 +462,30 @@ def test_the_episode_log_line_is_what_pydantic_would_write(tmp_path):
     fast = _line("/t/s1.jsonl", 1, eps)
     assert fast == _LogLine(f="/t/s1.jsonl", start=1, e=eps).model_dump_json().encode() + b"\n"
     assert _LogLine.model_validate_json(fast).e == eps
+
+
+def _go_sessions(folder: Path, command: str) -> Path:
+    for n in range(3):
+        sid, records, parent = f"g{n}", [], None
+        for i, ask in enumerate(("check the graph resolvers still pass", "fix the handset build")):
+            a, b, c = uid(), uid(), uid()
+            records += [prompt(a, parent, ask, session=sid, ts=f"2026-03-0{1 + n}T1{i}:00:00Z"),
+                        tool_use(b, a, f"m{sid}{i}", f"t{sid}{i}", "Bash", {"command": command}, session=sid),
+                        tool_result(c, b, f"t{sid}{i}", "ok", session=sid)]
+            parent = c
+        jsonl(folder / f"{sid}.jsonl", records)
+    return folder
+
+
+@pytest.mark.parametrize("command, expected", [
+    ("go test ./services/public-graphql/internal/graph/...", set()),  # one package's tests: bare `go test` is not it
+    ("go build ./services/handset/...", set()),
+    ("go test -count=1 ./pkg/a ./pkg/b", set()),
+    ("go test ./...", {("world", "test_cmd = go test ./...")}),  # the whole module: the project's test command
+    ("cd api && go build", {("world", "build_cmd = go build")}),  # bare, as the person ran it
+])
+def test_a_go_run_of_part_of_the_project_is_not_its_command(tmp_path, command, expected):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    _, recipes = run_pass(ws, dirs=[_go_sessions(tmp_path / "t", command)], **NO_HOME)
+    assert {(r.kind, r.title) for r in recipes if r.kind == "world"} == expected

@@ -483,6 +483,22 @@ def test_a_world_value_the_project_profile_sets_otherwise_is_enriched_naming_the
     assert "root.overrides" not in reason  # the value is not an override: the person looks in the profile
 
 
+def test_a_mined_command_head_never_replaces_the_setting_it_begins(tmp_path):
+    """Runs like `go test ./services/x/...` are mined as their head, `go test`; the profile's `go test ./...`
+    already runs that with the arguments the project needs, and bare `go test` would test one package."""
+    ws = workspace(tmp_path)
+    (ws / ".kitsoki").mkdir()
+    (ws / ".kitsoki" / "project-profile.yaml").write_text(
+        "schema: project-profile/v1\ncommands: { test: go test ./..., build: go build ./... }\n")
+    test = recipe("world", "tests run with go test", iface="test_cmd", value="go test")
+    build = recipe("world", "builds run with go build", iface="build_cmd", value="go build")
+    other = recipe("world", "tests run with make check", iface="test_cmd", value="make check")
+    report = run_proposer(ws, [test, build, other])
+    assert [outcome(report, r.id).result for r in (test, build)] == ["already-modeled", "already-modeled"]
+    assert "'go test ./...'" in outcome(report, test.id).reason
+    assert report.raised == [other.id]  # another command is still proposed over the profile's
+
+
 # -- a phrasing that held a secret --------------------------------------------------------------------------
 
 

@@ -193,6 +193,20 @@ _NOT_A_BRANCH = re.compile(r"^(?:v?\d+(?:\.\d+)+.*|[0-9a-f]{7,40}|HEAD[~^].*|.*[
 """A version tag (v1.4.0), a commit, HEAD~2: what a range starts from, not the branch work is based on."""
 
 
+_GO_HEADS = frozenset({"go test", "go build", "go vet"})
+_GO_RUN = re.compile(r"(?:^|[\s;&|(])go\s+(?:test|build|vet)\b([^;&|\n]*)")
+
+
+def _scoped_go_run(command: str) -> bool:
+    """Whether a `go test` / `go build` names packages and none is the whole module (`./...`, `.`): a run of
+    a part of the project. Bare, it runs the package it stands in, as the person ran it."""
+    m = _GO_RUN.search(command)
+    if m is None:
+        return False
+    words = [w for w in m.group(1).split() if not w.startswith("-")]
+    return bool(words) and not any(w in ("./...", ".") for w in words)
+
+
 def _head(action: Action) -> str | None:
     tool, _, head = action.signature.partition(": ")  # any shell: Bash, Pi's bash, Codex's shell, ...
     return head if head and tool in SHELL_TOOLS else None
@@ -231,7 +245,9 @@ def _shell_buckets(action: Action) -> list[tuple[str, str, str]]:
             if head == prefix or head.startswith(prefix + " "):
                 found.append(("binding", iface, provider))
                 break
-    if _TEST_HEADS.match(head):
+    if head in _GO_HEADS and _scoped_go_run(action.argument):
+        pass  # one package's run (`go test ./services/x/...`): its head, bare `go test`, is not the project's command
+    elif _TEST_HEADS.match(head):
         found.append(("world", "test_cmd", head))
     elif _BUILD_HEADS.match(head):
         found.append(("world", "build_cmd", head))

@@ -330,6 +330,16 @@ def _map_binding(recipe: Recipe, inventory: Inventory) -> Mapping:
                           f"{provider} ({handler})")
 
 
+COMMAND_KEYS = frozenset({"test_cmd", "build_cmd"})
+"""World keys that hold a command line (the mined value is the command's head, its arguments left out)."""
+
+
+def _narrows(current: str, mined: str) -> bool:
+    """Whether `current` is the mined command with arguments after it (`go test ./...` over `go test`)."""
+    words, head = current.split(), mined.split()
+    return len(words) > len(head) > 0 and words[:len(head)] == head
+
+
 def _map_world(recipe: Recipe, inventory: Inventory) -> Mapping:
     key, value = recipe.iface or "", recipe.value
     row = inventory.world_value(key)
@@ -343,6 +353,13 @@ def _map_world(recipe: Recipe, inventory: Inventory) -> Mapping:
         if str(row.value) == str(value):
             return Mapping(classification="ALREADY-MODELED", score=1.0, near=near, near_at=_where(row),
                            reason=f"{setting} is already {value!r}")
+        if key in COMMAND_KEYS and _narrows(str(row.value), str(value)):
+            # the transcripts' runs were reduced to their head (`go test ./services/x/...` -> `go test`): the
+            # setting with its arguments runs what they ran; the bare head would drop them (`go test` alone
+            # tests one package)
+            return Mapping(classification="ALREADY-MODELED", score=1.0, near=near, near_at=_where(row),
+                           reason=f"{setting} is {row.value!r}, which runs {value!r} with the arguments this "
+                                  "project needs; the transcripts' runs are its own")
         return Mapping(classification="ENRICH", score=0.5, near=near, near_at=_where(row),
                        reason=f"{setting} is {row.value!r}; the transcripts consistently use {value!r}")
     if key in DEV_STORY_WORLD_DEFAULTS and str(DEV_STORY_WORLD_DEFAULTS[key]) == str(value):
