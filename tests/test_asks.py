@@ -324,6 +324,16 @@ def test_answers_to_the_agent_and_reports_of_what_was_done_are_not_asks(tmp_path
     assert _intents(tmp_path) == []  # two requests and a report: not three occasions
 
 
+def test_a_follow_up_that_only_names_the_next_thing_asks_nothing_of_its_own():
+    """"那mona呢" ("what about Mona?") continues the request before it; read as an ask it glued three different
+    requests about one customer into a card (a real history, claude-config)."""
+    for text in ("那mona呢", "那个客户呢？", "what about mona?", "and what about the staging db?"):
+        assert understand(text).terms == (), text
+    assert understand("what about mona? also export the report to word").terms == ("a:export", "o:report")
+    assert "a:add" in understand("what about adding retries to the client?").terms  # a suggestion asks something
+    assert "a:deploy" in understand("怎么部署到生产呢").terms  # a question of its own
+
+
 def test_seed_is_a_verb_not_a_past_participle():
     assert "a:seed" in understand("could you reset and seed the database with fixtures").terms
 

@@ -316,15 +316,21 @@ def _sentences(words: str):
     yield words[last:]
 
 
+_FOLLOW_UP = re.compile(r"^(?:(?:and|so|ok|okay|then|hmm)[\s,]+)*what about\s+(?!\w+ing\b)[^.?!]{1,40}[?？.]*$"
+                        r"|^(?:那|那么|那个)[^，。,.!?！？\s]{1,24}呢[?？。.]*$", re.I)
+"""A follow-up that only names the next thing ("what about mona?", "那mona呢"): its request is the one before it,
+in the conversation, so on its own it asks nothing (read as an ask it glued other requests by the name)."""
+
+
 def _ask_clause(words: str) -> str:
-    """The first sentence that asks something (names a verb the lexicon knows, or is a question); else the
-    first sentence with words in it."""
+    """The first sentence that asks something (names a verb the lexicon knows, or is a question, and is not a
+    follow-up that only names the next thing); else the first sentence with words in it."""
     first = ""
     for n, sentence in enumerate(_sentences(words)):
         if n >= 6:
             break
         sentence = sentence.strip(" \t,;:-")[:200]
-        if not sentence:
+        if not sentence or _FOLLOW_UP.match(sentence):
             continue
         if not first and _LETTERS.search(sentence):
             first = sentence
