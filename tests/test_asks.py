@@ -334,6 +334,11 @@ def test_a_follow_up_that_only_names_the_next_thing_asks_nothing_of_its_own():
     assert "a:deploy" in understand("怎么部署到生产呢").terms  # a question of its own
 
 
+def test_scrutinise_is_a_review():
+    """"go scrutinise the pr", asked in 5 sessions of a real history, read as opening something (a:create)."""
+    assert understand("go scrutinise the pr").terms == understand("review the pr").terms
+
+
 def test_seed_is_a_verb_not_a_past_participle():
     assert "a:seed" in understand("could you reset and seed the database with fixtures").terms
 

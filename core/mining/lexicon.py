@@ -84,8 +84,9 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "rebase": (SHIP, "rebase cherry-pick リベース 变基 리베이스"),
     "open_pr": (SHIP, "open-a-pr open-a-pull-request create-a-pr pr-を作 プルリク 提pr 开pr 提个pr pr-올려"),
     "approve": (REVIEW, "approve adopt 採用 承認 採択 采用 批准 승인 채택 aprueb* approuv* genehmig*"),
-    "review": (REVIEW, "review audit triage assess evaluate compare grade レビュー 監査 トリアージ 評価 比較 审查 审核 "
-                       "评审 分类 评估 比较 리뷰 검토 평가 비교 revis* évalu* überprüf* valut* ревью оцен* сравн*"),
+    "review": (REVIEW, "review audit triage assess evaluate compare grade scrutinise scrutinize scrutiny レビュー 監査 "
+                       "トリアージ 評価 比較 审查 审核 评审 分类 评估 比较 리뷰 검토 평가 비교 revis* évalu* überprüf* valut* ревью "
+                       "оцен* сравн*"),
 }
 
 # concept -> surface forms. Nouns a request acts on.
