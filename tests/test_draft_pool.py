@@ -4,8 +4,11 @@ one process stages, in the same order, writes the memos the helpers learned, and
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -13,12 +16,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from core.kitsoki.workspace import clear_caches
+from core.mining.passes import recipes_json, recipes_path
 from core.proposals import draft_pool
-from core.proposals.proposer import run_proposer
 from test_proposals import recipe
 
-KITSOKI_WS = Path(__file__).resolve().parents[2] / "shared" / "kitsoki-workspace"
+ROOT = Path(__file__).resolve().parents[1]
+KITSOKI_WS = ROOT.parent / "shared" / "kitsoki-workspace"
 ASKS = ["rotate the signing keys", "archive the stale branches", "summarise the open incidents",
         "export the audit log", "pause the nightly jobs", "refresh the dependency report"]
 
@@ -58,21 +61,33 @@ def _memo_kinds(ws: Path, name: str) -> dict[str, int]:
             "other": sum(not key.startswith("agents\0") for key in entries)}
 
 
+def _propose(ws: Path, workers: str) -> tuple[dict, str]:
+    """`kitsoki-miner propose --json` as the console script runs it (a fresh process with no other thread, so it
+    may fork), its log at INFO on stderr: (the report, the log)."""
+    script = ("import logging, sys; logging.basicConfig(level=logging.INFO); "
+              f"sys.argv = ['kitsoki-miner', 'propose', '--repo', {str(ws)!r}, '--json']; "
+              "from server.cli import main; sys.exit(main())")
+    env = {**os.environ, draft_pool.WORKERS_ENV: workers}
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout), done.stderr
+
+
 @pytest.mark.skipif(not KITSOKI_WS.is_dir(), reason="needs ../shared/kitsoki-workspace")
-def test_a_pass_drafted_on_two_cores_stages_what_one_process_stages(tmp_path, monkeypatch):
-    assert threading.active_count() == 1  # else the pass drafts in this process alone and proves nothing
+def test_a_pass_drafted_on_two_cores_stages_what_one_process_stages(tmp_path):
     runs = {}
     for workers in ("1", "2"):
-        monkeypatch.setenv(draft_pool.WORKERS_ENV, workers)
-        clear_caches()  # each pass as a fresh CLI process runs it
         ws = _workspace(tmp_path / workers)
-        report = run_proposer(ws, _recipes())
-        runs[workers] = (ws, report)
-    (one, serial), (two, pooled) = runs["1"], runs["2"]
-    assert len(serial.raised) >= draft_pool.MIN_DRAFTS
-    assert pooled.raised == serial.raised  # the same cards, in the same order
-    assert [(o.recipe_id, o.result, o.reason) for o in pooled.outcomes] == \
-        [(o.recipe_id, o.result, o.reason) for o in serial.outcomes]
+        (ws / ".artifacts" / "mining").mkdir(parents=True)
+        recipes_path(ws).write_bytes(recipes_json(_recipes()))
+        runs[workers] = (ws, *_propose(ws, workers))
+    (one, serial, _), (two, pooled, log) = runs["1"], runs["2"]
+    assert "in 2 processes" in log  # the drafts really were shared out
+    assert len(serial["raised"]) >= draft_pool.MIN_DRAFTS
+    assert pooled["raised"] == serial["raised"]  # the same cards, in the same order
+    assert [(o["recipe_id"], o["result"], o["reason"]) for o in pooled["outcomes"]] == \
+        [(o["recipe_id"], o["result"], o["reason"]) for o in serial["outcomes"]]
     assert _staged(two) == _staged(one)
     # what the helpers' loads learned is in the memos the next command reads, as if one process had loaded
     for memo in ("checked.json", "loaded.json"):

@@ -87,6 +87,7 @@ def build_all(jobs: Sequence[J], build: Callable[[J], R]) -> list[R]:
     finally:
         if frozen_before == 0:  # this process collects as it did (one that froze before keeps what it froze)
             gc.unfreeze()
+    log.info("building %d in %d processes", len(jobs), 1 + sum(p.pid is not None for p in processes))
     out: dict[int, R] = {}
     while (index := _take(claimed, len(jobs))) is not None:
         out[index] = build(jobs[index])
