@@ -193,8 +193,8 @@ _NOT_A_BRANCH = re.compile(r"^(?:v?\d+(?:\.\d+)+.*|[0-9a-f]{7,40}|HEAD[~^].*|.*[
 """A version tag (v1.4.0), a commit, HEAD~2: what a range starts from, not the branch work is based on."""
 
 
-_GO_HEADS = frozenset({"go test", "go build", "go vet"})
-_GO_RUN = re.compile(r"(?:^|[\s;&|(])go\s+(?:test|build|vet)\b([^;&|\n]*)")
+_GO_HEADS = frozenset({"go test", "go build"})
+_GO_RUN = re.compile(r"(?:^|[\s;&|(])go\s+(?:test|build)\b([^;&|\n]*)")
 
 
 def _scoped_go_run(command: str) -> bool:
